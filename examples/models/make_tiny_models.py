@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Makes the small example models that ship with onyx, with reference outputs.
+
+Run with Debian's python3 (python3-onnx, python3-numpy):  /usr/bin/python3 examples/models/make_tiny_models.py
+Writes <name>.onnx and <name>_test_data/{input_0,output_0}.pb beside this script.
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def save(model, name, inputs, outputs):
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(HERE, name + ".onnx"))
+    d = os.path.join(HERE, name + "_test_data")
+    os.makedirs(d, exist_ok=True)
+    for i, (n, v) in enumerate(inputs):
+        onnx.save_tensor(numpy_helper.from_array(v, n), os.path.join(d, f"input_{i}.pb"))
+    for i, (n, v) in enumerate(outputs):
+        onnx.save_tensor(numpy_helper.from_array(v, n), os.path.join(d, f"output_{i}.pb"))
+
+
+def tiny_normalize():
+    """y = Transpose(Relu((x - mean) * inv_std) * gamma + beta): per-feature normalisation."""
+    rng = np.random.default_rng(7)
+    f = 6
+    mean = rng.standard_normal(f).astype(np.float32)
+    inv_std = (1.0 / (0.5 + rng.random(f))).astype(np.float32)
+    gamma = rng.standard_normal(f).astype(np.float32)
+    beta = rng.standard_normal(f).astype(np.float32)
+    nodes = [
+        helper.make_node("Sub", ["x", "mean"], ["c"], name="center"),
+        helper.make_node("Mul", ["c", "inv_std"], ["n"], name="scale"),
+        helper.make_node("Relu", ["n"], ["r"], name="relu"),
+        helper.make_node("Mul", ["r", "gamma"], ["g"], name="gain"),
+        helper.make_node("Add", ["g", "beta"], ["b"], name="shift"),
+        helper.make_node("Transpose", ["b"], ["y"], perm=[1, 0], name="features_first"),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny_normalize",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", f])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [f, "batch"])],
+        [numpy_helper.from_array(a, n) for n, a in
+         [("mean", mean), ("inv_std", inv_std), ("gamma", gamma), ("beta", beta)]])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onyx-examples")
+    model.ir_version = 8
+    x = rng.standard_normal((4, f)).astype(np.float32)
+    y = (np.maximum((x - mean) * inv_std, 0) * gamma + beta).T.copy()
+    save(model, "tiny_normalize", [("x", x)], [("y", y)])
+
+
+if __name__ == "__main__":
+    tiny_normalize()

@@ -1,0 +1,11 @@
+// onyx: an ONNX inference runtime built around execution providers. Include this header.
+#pragma once
+
+#include "onyx/dtype.hpp"
+#include "onyx/error.hpp"
+#include "onyx/logging.hpp"
+#include "onyx/session.hpp"
+#include "onyx/shape.hpp"
+#include "onyx/tensor.hpp"
+#include "onyx/tensor_io.hpp"
+#include "onyx/version.hpp"

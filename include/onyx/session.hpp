@@ -1,0 +1,138 @@
+// onyx: sessions — load a model once, run it many times.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "onyx/tensor.hpp"
+
+namespace onyx {
+
+/// How much onyx rewrites the graph before running it.
+enum class GraphOptimizationLevel {
+  kDisabled,  ///< Run the graph as written (shape computations are still folded per input shape).
+  kBasic,     ///< Constant folding and removal of no-op nodes.
+  kAll,       ///< Everything onyx knows, including fusions (default).
+};
+
+/// Description of a graph input or output.
+struct IoInfo {
+  std::string name;
+  Value::Kind kind = Value::Kind::kTensor;  ///< tensor, sequence or optional
+  DType dtype = DType::kUndefined;          ///< element type (of the tensors inside, for seq/optional)
+  bool has_shape = false;                   ///< rank known
+  std::vector<int64_t> shape;               ///< -1 for a symbolic or unknown dim
+  std::vector<std::string> dim_names;       ///< dim_param per dim ("" when concrete or unnamed)
+  bool has_default = false;                 ///< inputs only: an initializer supplies it when not given
+  std::string type_string;                  ///< "float[batch,3,224,224]"
+};
+
+class Session;
+class SessionImpl;
+
+/// Options for a new session; finish with commit_from_file / commit_from_memory.
+class SessionBuilder {
+ public:
+  SessionBuilder();
+  ~SessionBuilder();
+  SessionBuilder(const SessionBuilder&);
+  SessionBuilder& operator=(const SessionBuilder&);
+
+  /// Threads for intra-op parallelism (the calling thread included). 0 (default) = one per core.
+  SessionBuilder& with_intra_threads(int n);
+  /// Graph rewriting level (default kAll).
+  SessionBuilder& with_optimization_level(GraphOptimizationLevel level);
+  /// Fix a symbolic dimension (dim_param) to a value for every input that uses it.
+  SessionBuilder& with_dimension_override(std::string name, int64_t value);
+  /// Directory where external data files are looked up for commit_from_memory (default: none).
+  SessionBuilder& with_external_data_dir(std::string dir);
+
+  /// Loads, checks and prepares the model at `path` (mapped, not read; external data beside it).
+  /// Throws onyx::Error naming the problem: I/O, malformed file, unsupported op, bad graph.
+  Session commit_from_file(const std::string& path) const;
+  /// Same, from bytes in memory (copied; the buffer may be freed afterwards).
+  Session commit_from_memory(const void* data, size_t size) const;
+
+  struct Options;
+  const Options& options() const { return *options_; }
+
+ private:
+  std::unique_ptr<Options> options_;
+};
+
+/// Inputs and outputs for Session::run, reusable across runs: bind once, run many times with no
+/// allocation on the run path once a shape has been seen.
+class Binding {
+ public:
+  explicit Binding(const Session& session);
+  /// Binds input `name` (or by position in Session::inputs()). Tensors are used in place (zero copy):
+  /// keep the memory valid and unchanged until run() returns.
+  void bind_input(std::string_view name, Value value);
+  void bind_input(size_t index, Value value);
+  /// Removes an input binding (an input with a default then uses its initializer).
+  void unbind_input(size_t index);
+  /// Asks run() to write output `name` into `buffer`, which must have the output's dtype and shape.
+  void bind_output(std::string_view name, Tensor buffer);
+  /// Results of the last run, in the order of Session::outputs().
+  const std::vector<Value>& outputs() const { return outputs_; }
+  const Value& output(std::string_view name) const;
+
+ private:
+  friend class Session;
+  friend class SessionImpl;
+  std::shared_ptr<const SessionImpl> session_;
+  std::vector<Value> inputs_;
+  std::vector<Tensor> output_buffers_;
+  std::vector<Value> outputs_;
+};
+
+/// A loaded, prepared model. Copies share the same session. run() may be called from many
+/// threads at once.
+class Session {
+ public:
+  /// Start building a session.
+  static SessionBuilder builder() { return SessionBuilder(); }
+
+  const std::vector<IoInfo>& inputs() const;
+  const std::vector<IoInfo>& outputs() const;
+  /// Opset imports of the model, e.g. {"", 17} for ai.onnx.
+  std::vector<std::pair<std::string, int64_t>> opsets() const;
+  /// Operator counts ("Conv" -> 53) of the main graph.
+  std::vector<std::pair<std::string, int64_t>> op_counts() const;
+  /// IR version, producer and other metadata.
+  int64_t ir_version() const;
+  std::string producer() const;
+
+  /// Runs with named inputs; returns every output, in the order of outputs().
+  std::vector<Value> run(const std::vector<std::pair<std::string, Value>>& inputs) const;
+  /// Runs and returns only the named outputs, in the order asked.
+  std::vector<Value> run(const std::vector<std::pair<std::string, Value>>& inputs,
+                         const std::vector<std::string>& output_names) const;
+  /// Runs with a Binding (reusable; supports outputs into user buffers).
+  void run(Binding& binding) const;
+
+  /// For each node of the main graph, where it runs: (node name or "#index", op type, EP name).
+  struct NodePlacement {
+    std::string node;
+    std::string op_type;
+    std::string ep;
+    std::string device;
+  };
+  std::vector<NodePlacement> placement() const;
+  /// Number of cached execution plans (one per input-shape signature seen).
+  size_t plan_count() const;
+
+  const std::shared_ptr<const SessionImpl>& impl() const { return impl_; }
+
+ private:
+  friend class SessionBuilder;
+  friend class Binding;
+  explicit Session(std::shared_ptr<const SessionImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const SessionImpl> impl_;
+};
+
+}  // namespace onyx

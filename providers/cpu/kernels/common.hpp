@@ -1,0 +1,203 @@
+// Helpers shared by the CPU kernels: dtype dispatch, broadcasting loops, parallel loops.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "ep/kernel.hpp"
+
+namespace onyx::cpu {
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+/// Arithmetic type used to compute on T (float for the 16-bit floats).
+template <class T>
+using Acc = std::conditional_t<is_half_v<T>, float, T>;
+
+template <class T>
+inline Acc<T> to_acc(T v) {
+  return static_cast<Acc<T>>(v);
+}
+template <class T, class A>
+inline T from_acc(A v) {
+  if constexpr (is_half_v<T>)
+    return T(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
+}
+
+[[noreturn]] void unsupported_dtype(const char* what, DType dt);
+
+/// Calls f.template operator()<T>() for the C++ type of dt among the numeric types (and bool).
+template <class F>
+void dispatch_numeric(DType dt, F&& f, const char* what = "kernel") {
+  switch (dt) {
+    case DType::kFloat: f.template operator()<float>(); break;
+    case DType::kDouble: f.template operator()<double>(); break;
+    case DType::kFloat16: f.template operator()<Float16>(); break;
+    case DType::kBFloat16: f.template operator()<BFloat16>(); break;
+    case DType::kInt8: f.template operator()<int8_t>(); break;
+    case DType::kInt16: f.template operator()<int16_t>(); break;
+    case DType::kInt32: f.template operator()<int32_t>(); break;
+    case DType::kInt64: f.template operator()<int64_t>(); break;
+    case DType::kUInt8: f.template operator()<uint8_t>(); break;
+    case DType::kUInt16: f.template operator()<uint16_t>(); break;
+    case DType::kUInt32: f.template operator()<uint32_t>(); break;
+    case DType::kUInt64: f.template operator()<uint64_t>(); break;
+    case DType::kBool: f.template operator()<bool>(); break;
+    default: unsupported_dtype(what, dt);
+  }
+}
+
+/// Floating types only.
+template <class F>
+void dispatch_float(DType dt, F&& f, const char* what = "kernel") {
+  switch (dt) {
+    case DType::kFloat: f.template operator()<float>(); break;
+    case DType::kDouble: f.template operator()<double>(); break;
+    case DType::kFloat16: f.template operator()<Float16>(); break;
+    case DType::kBFloat16: f.template operator()<BFloat16>(); break;
+    default: unsupported_dtype(what, dt);
+  }
+}
+
+/// Every type by element size, for kernels that only move bytes (Transpose, Gather, Concat...).
+template <class F>
+void dispatch_bytes(DType dt, F&& f) {
+  switch (dtype_size(dt)) {
+    case 1: f.template operator()<uint8_t>(); break;
+    case 2: f.template operator()<uint16_t>(); break;
+    case 4: f.template operator()<uint32_t>(); break;
+    case 8: f.template operator()<uint64_t>(); break;
+    case 16: f.template operator()<std::array<uint64_t, 2>>(); break;
+    default: unsupported_dtype("data movement", dt);
+  }
+}
+
+/// Copies `n` elements of dtype dt (strings by value).
+void copy_elements(DType dt, const void* src, void* dst, int64_t n, int64_t src_off = 0, int64_t dst_off = 0);
+
+constexpr int kMaxRank = 16;
+
+/// Strides of N inputs broadcast to an output shape, with dims collapsed where every input is
+/// contiguous across them. Dims: [0, rank), innermost last.
+template <size_t N>
+struct Broadcast {
+  int rank = 0;
+  int64_t dims[kMaxRank];
+  int64_t strides[N][kMaxRank];
+
+  Broadcast(const Shape& out, const std::array<const Shape*, N>& ins) {
+    const int r = static_cast<int>(out.size());
+    if (r > kMaxRank) fail(ErrorCode::kNotImplemented, "broadcasting supports rank <= ", kMaxRank);
+    int64_t s[N][kMaxRank];
+    for (size_t k = 0; k < N; ++k) {
+      const Shape& in = *ins[k];
+      int64_t stride = 1;
+      for (int d = r - 1; d >= 0; --d) {
+        const int id = d - (r - static_cast<int>(in.size()));
+        const int64_t dim = id >= 0 ? in[id] : 1;
+        s[k][d] = (dim == 1 && out[d] != 1) ? 0 : stride;
+        stride *= dim;
+      }
+    }
+    // Collapse, dropping size-1 dims.
+    for (int d = 0; d < r; ++d) {
+      if (out[d] == 1) continue;
+      bool merge = rank > 0;
+      for (size_t k = 0; merge && k < N; ++k) merge = strides[k][rank - 1] == s[k][d] * out[d];
+      if (merge) {
+        dims[rank - 1] *= out[d];
+        for (size_t k = 0; k < N; ++k) strides[k][rank - 1] = s[k][d];
+      } else {
+        dims[rank] = out[d];
+        for (size_t k = 0; k < N; ++k) strides[k][rank] = s[k][d];
+        ++rank;
+      }
+    }
+    if (rank == 0) {
+      rank = 1;
+      dims[0] = 1;
+      for (size_t k = 0; k < N; ++k) strides[k][0] = 0;
+    }
+  }
+
+  int64_t inner() const { return dims[rank - 1]; }
+  int64_t outer() const {
+    int64_t n = 1;
+    for (int d = 0; d + 1 < rank; ++d) n *= dims[d];
+    return n;
+  }
+
+  /// Calls f(out_offset, {in offsets}, count, {inner strides}) for every inner row, rows split
+  /// over the pool when the work is large.
+  template <class F>
+  void run(ThreadPool& pool, int64_t total, F&& f) const {
+    const int64_t rows = outer();
+    const int64_t len = inner();
+    std::array<int64_t, N> istr;
+    for (size_t k = 0; k < N; ++k) istr[k] = strides[k][rank - 1];
+    auto body = [&](int64_t r0, int64_t r1) {
+      int64_t idx[kMaxRank] = {};
+      int64_t rem = r0;
+      for (int d = rank - 2; d >= 0; --d) {
+        idx[d] = rem % dims[d];
+        rem /= dims[d];
+      }
+      std::array<int64_t, N> off{};
+      for (size_t k = 0; k < N; ++k)
+        for (int d = 0; d + 1 < rank; ++d) off[k] += idx[d] * strides[k][d];
+      for (int64_t row = r0; row < r1; ++row) {
+        f(row * len, off, len, istr);
+        for (int d = rank - 2; d >= 0; --d) {
+          ++idx[d];
+          for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
+          if (idx[d] < dims[d]) break;
+          for (size_t k = 0; k < N; ++k) off[k] -= strides[k][d] * dims[d];
+          idx[d] = 0;
+        }
+      }
+    };
+    const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, len));
+    if (total < 65536 || rows == 1)
+      body(0, rows);
+    else
+      pool.parallel_for(rows, grain, body);
+  }
+};
+
+/// Parallel loop over [0, n) when n * cost_per_item is large enough to be worth threads.
+template <class F>
+void parallel_range(ThreadPool& pool, int64_t n, int64_t cost_per_item, F&& f) {
+  if (n <= 1 || n * cost_per_item < 32768) {
+    f(int64_t(0), n);
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cost_per_item));
+  pool.parallel_for(n, grain, f);
+}
+
+/// Reads an integer tensor (int32 or int64) as int64 values.
+std::vector<int64_t> read_ints(const Tensor& t, const char* what);
+/// Same into a Shape (inline storage for up to 8 values: no allocation on the run path).
+Shape read_dims(const Tensor& t, const char* what);
+/// Integer element i of an int32/int64 tensor.
+inline int64_t int_at(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kInt64 ? static_cast<const int64_t*>(t.raw_data())[i]
+                                    : static_cast<int64_t>(static_cast<const int32_t*>(t.raw_data())[i]);
+}
+/// Reads a scalar (or 1-element) tensor of any numeric type as double.
+double read_scalar(const Tensor& t);
+
+/// Makes a kernel from a lambda-free function and a state built by `make_state(info)`.
+template <class State>
+std::unique_ptr<Kernel> make_fn_kernel(State s, void (*fn)(const State&, KernelContext&)) {
+  return std::make_unique<FnKernel<State>>(std::move(s), fn);
+}
+
+}  // namespace onyx::cpu

@@ -1,0 +1,25 @@
+// The CPU EP's kernel manifest: one function per kernel family file, each returning that file's
+// KernelDef table. provider.cpp registers exactly these.
+#pragma once
+
+#include <span>
+
+#include "ep/kernel.hpp"
+
+namespace onyx::cpu {
+
+std::span<const KernelDef> elementwise_kernels();   // kernels/elementwise.cpp
+std::span<const KernelDef> unary_kernels();         // kernels/unary.cpp
+std::span<const KernelDef> tensor_kernels();        // kernels/tensor.cpp
+std::span<const KernelDef> nn_kernels();            // kernels/nn.cpp
+std::span<const KernelDef> linalg_kernels();        // kernels/linalg.cpp
+std::span<const KernelDef> reduce_kernels();        // kernels/reduce.cpp
+std::span<const KernelDef> control_flow_kernels();  // kernels/control_flow.cpp
+std::span<const KernelDef> sequence_kernels();      // kernels/sequence.cpp
+
+inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
+    elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels,
+    linalg_kernels,      reduce_kernels, control_flow_kernels, sequence_kernels,
+};
+
+}  // namespace onyx::cpu

@@ -1,0 +1,549 @@
+// CPU kernels: tensor manipulation (views, Transpose, Concat, Split, Slice, Gather, Expand,
+// Tile, Pad, ConstantOfShape, Range, Shape, Size, Constant, Identity).
+#include <cmath>
+#include <string>
+
+#include "kernels/common.hpp"
+#include "kernels/manifest.hpp"
+#include "ops/tensor.hpp"
+
+namespace onyx::cpu {
+namespace {
+
+/// Output 0 as a view of `in` with `shape`, or a copy when the executor already gave it a buffer
+/// (graph outputs must own their memory).
+void view_or_copy(KernelContext& ctx, const Tensor& in, const Shape& shape) {
+  if (ctx.output_ready(0)) {
+    Tensor& out = ctx.output(0);
+    if (out.raw_data() != in.raw_data()) copy_elements(in.dtype(), in.raw_data(), out.raw_data(), in.numel());
+  } else {
+    ctx.set_output(0, Value(in.reshaped(shape)));
+  }
+}
+
+class ViewKernel : public Kernel {
+ public:
+  int alias_input(size_t out) const override { return out == 0 ? 0 : -1; }
+};
+
+class ConstantKernel final : public Kernel {
+ public:
+  explicit ConstantKernel(Tensor t) : t_(std::move(t)) {}
+  void compute(KernelContext& ctx) const override { ctx.set_output(0, Value(t_)); }
+
+ private:
+  Tensor t_;
+};
+
+std::unique_ptr<Kernel> make_constant(const KernelCreateInfo& info) {
+  return std::make_unique<ConstantKernel>(constant_node_value(info.node));
+}
+
+class IdentityKernel final : public ViewKernel {
+ public:
+  void compute(KernelContext& ctx) const override {
+    const Value& v = ctx.input_value(0);
+    if (v.is_tensor())
+      view_or_copy(ctx, v.tensor(), v.tensor().shape());
+    else
+      ctx.set_output(0, v);
+  }
+};
+
+std::unique_ptr<Kernel> make_identity(const KernelCreateInfo&) { return std::make_unique<IdentityKernel>(); }
+
+void shape_compute(const int&, KernelContext& ctx) {
+  const Shape& s = ctx.input(0).shape();
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t b = ctx.node().opset >= 15 ? ctx.node().attr_int("start", 0) : 0;
+  int64_t e = ctx.node().opset >= 15 ? ctx.node().attr_int("end", r) : r;
+  if (b < 0) b += r;
+  if (e < 0) e += r;
+  b = std::clamp<int64_t>(b, 0, r);
+  e = std::clamp<int64_t>(e, 0, r);
+  const int64_t n = std::max<int64_t>(0, e - b);
+  Tensor& out = ctx.allocate_output(0, DType::kInt64, Shape{n});
+  for (int64_t k = 0; k < n; ++k) out.data<int64_t>()[k] = s[b + k];
+}
+
+void size_compute(const int&, KernelContext& ctx) {
+  ctx.allocate_output(0, DType::kInt64, Shape{}).data<int64_t>()[0] = ctx.input(0).numel();
+}
+
+class ReshapeKernel final : public ViewKernel {
+ public:
+  void compute(KernelContext& ctx) const override {
+    const Tensor& in = ctx.input(0);
+    const Node& n = ctx.node();
+    const Shape spec = n.opset < 5 ? Shape(n.attr_ints("shape")) : read_dims(ctx.input(1), "Reshape shape");
+    const bool allowzero = n.opset >= 14 && n.attr_int("allowzero", 0) != 0;
+    view_or_copy(ctx, in, reshape_shape(n, in.shape(), spec, allowzero));
+  }
+};
+
+class FlattenKernel final : public ViewKernel {
+ public:
+  void compute(KernelContext& ctx) const override {
+    const Tensor& in = ctx.input(0);
+    view_or_copy(ctx, in, flatten_shape(ctx.node(), in.shape(), ctx.node().attr_int("axis", 1)));
+  }
+};
+
+class SqueezeKernel final : public ViewKernel {
+ public:
+  explicit SqueezeKernel(const KernelCreateInfo& info) : attr_axes_(info.node.attr_ints("axes")) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& in = ctx.input(0);
+    const Node& n = ctx.node();
+    Shape axes;
+    if (n.opset < 13) axes = attr_axes_;
+    else if (ctx.has_input(1)) axes = read_dims(ctx.input(1), "Squeeze axes");
+    const bool squeeze = n.op_type == "Squeeze";
+    view_or_copy(ctx, in, squeeze ? squeeze_shape(n, in.shape(), axes) : unsqueeze_shape(n, in.shape(), axes));
+  }
+
+ private:
+  Shape attr_axes_;
+};
+
+std::unique_ptr<Kernel> make_squeeze(const KernelCreateInfo& info) { return std::make_unique<SqueezeKernel>(info); }
+
+template <class K>
+std::unique_ptr<Kernel> make_kernel(const KernelCreateInfo&) {
+  return std::make_unique<K>();
+}
+
+// ---- Transpose ----
+
+struct TransposeState {
+  std::vector<int64_t> perm;  // empty = reverse
+};
+
+void transpose_compute(const TransposeState& st, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  Tensor& out = ctx.output(0);
+  const size_t r = in.rank();
+  if (!st.perm.empty() && st.perm.size() != r)
+    fail(ErrorCode::kInvalidArgument, "perm has ", st.perm.size(), " entries for an input of rank ", r);
+  if (in.numel() == 0) return;
+  // Input strides, then collapse output dims that are also adjacent in the input.
+  Shape istride = Shape::filled(r, 1);
+  for (size_t k = r; k-- > 1;) istride[k - 1] = istride[k] * in.dim(k);
+  Shape dims, strides;
+  for (size_t k = 0; k < r; ++k) {
+    int64_t p = st.perm.empty() ? static_cast<int64_t>(r - 1 - k) : st.perm[k];
+    if (p < 0) p += static_cast<int64_t>(r);
+    const int64_t d = in.dim(p);
+    if (d == 1) continue;
+    if (!dims.empty() && strides.back() == istride[p] * d) {
+      dims[dims.size() - 1] *= d;
+      strides[strides.size() - 1] = istride[p];
+    } else {
+      dims.push_back(d);
+      strides.push_back(istride[p]);
+    }
+  }
+  if (dims.empty()) {
+    copy_elements(in.dtype(), in.raw_data(), out.raw_data(), in.numel());
+    return;
+  }
+  const size_t nd = dims.size();
+  const int64_t inner = dims[nd - 1], inner_stride = strides[nd - 1];
+  const int64_t rows = in.numel() / inner;
+  auto run = [&]<class T>(const T* src, T* dst) {
+    auto body = [&](int64_t r0, int64_t r1) {
+      Shape idx = Shape::filled(nd, 0);
+      int64_t rem = r0, off = 0;
+      for (size_t d = nd - 1; d-- > 0;) {
+        idx[d] = rem % dims[d];
+        rem /= dims[d];
+        off += idx[d] * strides[d];
+      }
+      for (int64_t row = r0; row < r1; ++row) {
+        T* o = dst + row * inner;
+        const T* s = src + off;
+        if (inner_stride == 1)
+          for (int64_t i = 0; i < inner; ++i) o[i] = s[i];
+        else
+          for (int64_t i = 0; i < inner; ++i) o[i] = s[i * inner_stride];
+        for (size_t d = nd - 1; d-- > 0;) {
+          off += strides[d];
+          if (++idx[d] < dims[d]) break;
+          off -= strides[d] * dims[d];
+          idx[d] = 0;
+        }
+      }
+    };
+    parallel_range(ctx.pool(), rows, inner, body);
+  };
+  if (in.dtype() == DType::kString) {
+    run(static_cast<const std::string*>(in.raw_data()), static_cast<std::string*>(out.raw_data()));
+    return;
+  }
+  dispatch_bytes(in.dtype(), [&]<class T>() { run(static_cast<const T*>(in.raw_data()), static_cast<T*>(out.raw_data())); });
+}
+
+std::unique_ptr<Kernel> make_transpose(const KernelCreateInfo& info) {
+  return make_fn_kernel(TransposeState{info.node.attr_ints("perm")}, transpose_compute);
+}
+
+// ---- Concat / Split ----
+
+void concat_compute(const int&, KernelContext& ctx) {
+  Tensor& out = ctx.output(0);
+  const int64_t r = static_cast<int64_t>(out.rank());
+  const int64_t axis = normalize_axis(ctx.node().attr_int("axis", 1), r, "Concat");
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= out.dim(k);
+  for (int64_t k = axis + 1; k < r; ++k) inner *= out.dim(k);
+  const int64_t out_row = out.dim(axis) * inner;
+  int64_t pos = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    const Tensor& in = ctx.input(i);
+    const int64_t row = (r ? in.dim(axis) : 1) * inner;
+    for (int64_t o = 0; o < outer; ++o) copy_elements(in.dtype(), in.raw_data(), out.raw_data(), row, o * row, o * out_row + pos);
+    pos += row;
+  }
+}
+
+void split_compute(const int&, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const Node& n = ctx.node();
+  const int64_t r = static_cast<int64_t>(in.rank());
+  const int64_t axis = normalize_axis(n.attr_int("axis", 0), r, "Split");
+  Shape split;
+  if (n.opset < 13) split = Shape(n.attr_ints("split"));
+  else if (ctx.has_input(1)) split = read_dims(ctx.input(1), "Split split");
+  const Shape sizes = split_sizes(n, in.dim(axis), ctx.num_outputs(), &split);
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= in.dim(k);
+  for (int64_t k = axis + 1; k < r; ++k) inner *= in.dim(k);
+  const int64_t in_row = in.dim(axis) * inner;
+  int64_t pos = 0;
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+    Shape s = in.shape();
+    s[axis] = sizes[i];
+    const int64_t row = sizes[i] * inner;
+    if (ctx.has_output(i)) {
+      Tensor& out = ctx.allocate_output(i, in.dtype(), s);
+      for (int64_t o = 0; o < outer; ++o) copy_elements(in.dtype(), in.raw_data(), out.raw_data(), row, o * in_row + pos, o * row);
+    }
+    pos += row;
+  }
+}
+
+// ---- Slice ----
+
+void slice_compute(const int&, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const Node& n = ctx.node();
+  Shape starts, ends, axes, steps;
+  if (n.opset < 10) {
+    starts = Shape(n.attr_ints("starts"));
+    ends = Shape(n.attr_ints("ends"));
+    axes = Shape(n.attr_ints("axes"));
+  } else {
+    starts = read_dims(ctx.input(1), "Slice starts");
+    ends = read_dims(ctx.input(2), "Slice ends");
+    if (ctx.has_input(3)) axes = read_dims(ctx.input(3), "Slice axes");
+    if (ctx.has_input(4)) steps = read_dims(ctx.input(4), "Slice steps");
+  }
+  const SliceSpec s = resolve_slice(n, in.shape(), starts, ends, axes, steps);
+  Tensor& out = ctx.allocate_output(0, in.dtype(), Shape(s.count));
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  const size_t r = in.rank();
+  if (r == 0) {
+    copy_elements(in.dtype(), in.raw_data(), out.raw_data(), 1);
+    return;
+  }
+  Shape istride = Shape::filled(r, 1);
+  for (size_t k = r; k-- > 1;) istride[k - 1] = istride[k] * in.dim(k);
+  const int64_t inner = s.count[r - 1];
+  const int64_t rows = total / inner;
+  const int64_t inner_step = s.step[r - 1];
+  Shape idx = Shape::filled(r, 0);
+  int64_t base = 0;
+  for (size_t k = 0; k < r; ++k) base += s.start[k] * istride[k];
+  int64_t off = base;
+  const bool contiguous = inner_step == 1;
+  auto advance = [&]() {
+    for (size_t d = r - 1; d-- > 0;) {
+      off += s.step[d] * istride[d];
+      if (++idx[d] < s.count[d]) return;
+      off -= s.step[d] * istride[d] * s.count[d];
+      idx[d] = 0;
+    }
+  };
+  if (in.dtype() == DType::kString || !contiguous) {
+    const size_t es = dtype_size(in.dtype());
+    for (int64_t row = 0; row < rows; ++row) {
+      for (int64_t i = 0; i < inner; ++i) {
+        if (in.dtype() == DType::kString)
+          copy_elements(in.dtype(), in.raw_data(), out.raw_data(), 1, off + i * inner_step, row * inner + i);
+        else
+          std::memcpy(static_cast<uint8_t*>(out.raw_data()) + (row * inner + i) * es,
+                      static_cast<const uint8_t*>(in.raw_data()) + (off + i * inner_step) * es, es);
+      }
+      advance();
+    }
+    return;
+  }
+  const size_t es = dtype_size(in.dtype());
+  for (int64_t row = 0; row < rows; ++row) {
+    std::memcpy(static_cast<uint8_t*>(out.raw_data()) + row * inner * es, static_cast<const uint8_t*>(in.raw_data()) + off * es,
+                inner * es);
+    advance();
+  }
+}
+
+// ---- Gather ----
+
+void gather_compute(const int&, KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  Tensor& out = ctx.output(0);
+  const int64_t r = static_cast<int64_t>(data.rank());
+  const int64_t axis = normalize_axis(ctx.node().attr_int("axis", 0), r, "Gather");
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= data.dim(k);
+  for (int64_t k = axis + 1; k < r; ++k) inner *= data.dim(k);
+  const int64_t dim = data.dim(axis);
+  if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
+    fail(ErrorCode::kInvalidArgument, "indices must be int32 or int64");
+  const int64_t ni = indices.numel();
+  for (int64_t j = 0; j < ni; ++j) {
+    const int64_t v = int_at(indices, j);
+    if (v < -dim || v >= dim)
+      fail(ErrorCode::kRuntime, "index ", v, " at position ", j, " of input 1 is out of range [", -dim, ", ", dim - 1,
+           "] for axis ", axis, " of size ", dim);
+  }
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / ni, j = t % ni;
+      const int64_t v = int_at(indices, j);
+      const int64_t i = v < 0 ? v + dim : v;
+      copy_elements(data.dtype(), data.raw_data(), out.raw_data(), inner, (o * dim + i) * inner, t * inner);
+    }
+  };
+  parallel_range(ctx.pool(), outer * ni, inner, body);
+}
+
+// ---- Expand / Tile ----
+
+void broadcast_copy(const Tensor& in, const Shape& in_view, Tensor& out, const Shape& out_view, ThreadPool& pool) {
+  const Broadcast<1> bc(out_view, {&in_view});
+  if (in.dtype() == DType::kString) {
+    const auto* s = static_cast<const std::string*>(in.raw_data());
+    auto* d = static_cast<std::string*>(out.raw_data());
+    bc.run(pool, 0, [&](int64_t o, std::array<int64_t, 1> off, int64_t n, std::array<int64_t, 1> st) {
+      for (int64_t i = 0; i < n; ++i) d[o + i] = s[off[0] + i * st[0]];
+    });
+    return;
+  }
+  dispatch_bytes(in.dtype(), [&]<class T>() {
+    const T* s = static_cast<const T*>(in.raw_data());
+    T* d = static_cast<T*>(out.raw_data());
+    bc.run(pool, out.numel(), [&](int64_t o, std::array<int64_t, 1> off, int64_t n, std::array<int64_t, 1> st) {
+      if (st[0] == 0) {
+        const T v = s[off[0]];
+        for (int64_t i = 0; i < n; ++i) d[o + i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[o + i] = s[off[0] + i];
+      }
+    });
+  });
+}
+
+void expand_compute(const int&, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  Tensor& out = ctx.output(0);
+  if (out.numel() == 0) return;
+  broadcast_copy(in, in.shape(), out, out.shape(), ctx.pool());
+}
+
+void tile_compute(const int&, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  Tensor& out = ctx.output(0);
+  if (out.numel() == 0) return;
+  // Tile is a broadcast of the input viewed as [1,d0,1,d1,...] to [r0,d0,r1,d1,...].
+  Shape iv, ov;
+  for (size_t k = 0; k < in.rank(); ++k) {
+    iv.push_back(1);
+    iv.push_back(in.dim(k));
+    ov.push_back(out.dim(k) / std::max<int64_t>(1, in.dim(k)));
+    ov.push_back(in.dim(k));
+  }
+  broadcast_copy(in, iv, out, ov, ctx.pool());
+}
+
+// ---- Pad ----
+
+void pad_compute(const int&, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  Tensor& out = ctx.output(0);
+  const Node& n = ctx.node();
+  const size_t r = in.rank();
+  Shape pads, axes;
+  double value = 0;
+  bool has_axes = false;
+  if (n.opset < 11) {
+    pads = Shape(n.attr_ints(n.opset < 2 ? "paddings" : "pads"));
+    value = n.attr_float("value", 0.0f);
+  } else {
+    pads = read_dims(ctx.input(1), "Pad pads");
+    if (const Tensor* cv = ctx.optional_input(2); cv && cv->numel() > 0) value = cv->dtype() == DType::kBool ? cv->data<bool>()[0] : read_scalar(*cv);
+    if (ctx.has_input(3)) {
+      axes = read_dims(ctx.input(3), "Pad axes");
+      has_axes = true;
+    }
+  }
+  const Shape p = pad_amounts(n, r, pads, has_axes ? &axes : nullptr);
+  const std::string mode = n.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    fail(ErrorCode::kInvalidGraph, n.label(), ": unknown pad mode '", mode, "'");
+  // Per dim: output index -> input index (-1 = pad value).
+  std::vector<std::vector<int64_t>> map(r);
+  for (size_t k = 0; k < r; ++k) {
+    const int64_t dim = in.dim(k), od = out.dim(k), before = p[k];
+    if (dim == 0 && od > 0 && mode != "constant")
+      fail(ErrorCode::kInvalidArgument, n.label(), ": cannot ", mode, "-pad an empty dimension");
+    map[k].resize(od);
+    for (int64_t o = 0; o < od; ++o) {
+      int64_t i = o - before;
+      if (i < 0 || i >= dim) {
+        if (mode == "constant") {
+          i = -1;
+        } else if (mode == "edge") {
+          i = std::clamp<int64_t>(i, 0, dim - 1);
+        } else if (mode == "wrap") {
+          i = ((i % dim) + dim) % dim;
+        } else {  // reflect
+          if (dim == 1) {
+            i = 0;
+          } else {
+            const int64_t period = 2 * (dim - 1);
+            i = ((i % period) + period) % period;
+            if (i >= dim) i = period - i;
+          }
+        }
+      }
+      map[k][o] = i;
+    }
+  }
+  std::vector<int64_t> istride(r, 1);
+  for (size_t k = r; k-- > 1;) istride[k - 1] = istride[k] * in.dim(k);
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  if (r == 0) {
+    copy_elements(in.dtype(), in.raw_data(), out.raw_data(), 1);
+    return;
+  }
+  auto run = [&]<class T>(T pad_value) {
+    const T* src = static_cast<const T*>(in.raw_data());
+    T* dst = static_cast<T*>(out.raw_data());
+    const int64_t inner = out.dim(r - 1);
+    std::vector<int64_t> idx(r, 0);
+    for (int64_t o = 0; o < total; o += inner) {
+      int64_t base = 0;
+      bool pad_row = false;
+      for (size_t k = 0; k + 1 < r; ++k) {
+        const int64_t i = map[k][idx[k]];
+        if (i < 0) pad_row = true;
+        base += i * istride[k];
+      }
+      const auto& last = map[r - 1];
+      for (int64_t j = 0; j < inner; ++j) dst[o + j] = (pad_row || last[j] < 0) ? pad_value : src[base + last[j]];
+      for (size_t k = r - 1; k-- > 0;) {
+        if (++idx[k] < out.dim(k)) break;
+        idx[k] = 0;
+      }
+    }
+  };
+  if (in.dtype() == DType::kString) {
+    run(std::string());
+    return;
+  }
+  dispatch_numeric(in.dtype(), [&]<class T>() { run(from_acc<T>(static_cast<Acc<T>>(value))); }, "Pad");
+}
+
+// ---- ConstantOfShape / Range ----
+
+void constant_of_shape_compute(const int&, KernelContext& ctx) {
+  Tensor& out = ctx.output(0);
+  const Tensor* v = ctx.node().attr_tensor("value");
+  if (!v) {
+    std::memset(out.raw_data(), 0, out.nbytes());
+    return;
+  }
+  const size_t es = dtype_size(v->dtype());
+  if (v->dtype() == DType::kString) {
+    for (int64_t i = 0; i < out.numel(); ++i) copy_elements(v->dtype(), v->raw_data(), out.raw_data(), 1, 0, i);
+    return;
+  }
+  auto* d = static_cast<uint8_t*>(out.raw_data());
+  for (int64_t i = 0; i < out.numel(); ++i) std::memcpy(d + i * es, v->raw_data(), es);
+}
+
+void range_compute(const int&, KernelContext& ctx) {
+  const Tensor& s = ctx.input(0);
+  dispatch_numeric(s.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool> || is_half_v<T>) {
+      unsupported_dtype("Range", s.dtype());
+    } else {
+      const T start = *s.data<T>(), limit = *ctx.input(1).data<T>(), delta = *ctx.input(2).data<T>();
+      if (delta == 0) fail(ErrorCode::kInvalidArgument, "Range: delta must not be zero");
+      const double cnt = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+      const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(cnt));
+      Tensor& out = ctx.allocate_output(0, s.dtype(), Shape{n});
+      T* d = out.data<T>();
+      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+    }
+  }, "Range");
+}
+
+std::unique_ptr<Kernel> make_fn(void (*fn)(const int&, KernelContext&)) { return make_fn_kernel(0, fn); }
+#define FN_FACTORY(name, fn) \
+  std::unique_ptr<Kernel> name(const KernelCreateInfo&) { return make_fn(fn); }
+FN_FACTORY(make_shape, shape_compute)
+FN_FACTORY(make_size, size_compute)
+FN_FACTORY(make_concat, concat_compute)
+FN_FACTORY(make_split, split_compute)
+FN_FACTORY(make_slice, slice_compute)
+FN_FACTORY(make_gather, gather_compute)
+FN_FACTORY(make_expand, expand_compute)
+FN_FACTORY(make_tile, tile_compute)
+FN_FACTORY(make_pad, pad_compute)
+FN_FACTORY(make_constant_of_shape, constant_of_shape_compute)
+FN_FACTORY(make_range, range_compute)
+#undef FN_FACTORY
+
+using namespace types;
+
+const KernelDef kDefs[] = {
+    {"", "Constant", 1, 99, {}, make_constant},
+    {"", "Identity", 1, 99, {}, make_identity},
+    {"", "Shape", 1, 99, {}, make_shape},
+    {"", "Size", 1, 99, {}, make_size},
+    {"", "Reshape", 1, 99, {{0, kAll}}, make_kernel<ReshapeKernel>},
+    {"", "Flatten", 1, 99, {{0, kAll}}, make_kernel<FlattenKernel>},
+    {"", "Squeeze", 1, 99, {{0, kAll}}, make_squeeze},
+    {"", "Unsqueeze", 1, 99, {{0, kAll}}, make_squeeze},
+    {"", "Transpose", 1, 99, {{0, kAll}}, make_transpose},
+    {"", "Concat", 1, 99, {{0, kAll}}, make_concat},
+    {"", "Split", 1, 99, {{0, kAll}}, make_split},
+    {"", "Slice", 1, 99, {{0, kAll}}, make_slice},
+    {"", "Gather", 1, 99, {{0, kAll}, {1, kIndex}}, make_gather},
+    {"", "Expand", 8, 99, {{0, kAll}}, make_expand},
+    {"", "Tile", 1, 99, {{0, kAll}}, make_tile},
+    {"", "Pad", 1, 99, {{0, kAll}}, make_pad},
+    {"", "ConstantOfShape", 9, 99, {}, make_constant_of_shape},
+    {"", "Range", 11, 99, {{0, kNumeric}}, make_range},
+};
+
+}  // namespace
+
+std::span<const KernelDef> tensor_kernels() { return kDefs; }
+
+}  // namespace onyx::cpu

@@ -1,0 +1,393 @@
+// CPU kernels: unary math and activations, Clip, Shrink, IsNaN/IsInf, Not, Cast/CastLike.
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kernels/common.hpp"
+#include "kernels/manifest.hpp"
+
+namespace onyx::cpu {
+namespace {
+
+enum class UOp {
+  kAbs, kNeg, kExp, kLog, kSqrt, kReciprocal, kFloor, kCeil, kRound, kSign, kSin, kCos, kTan, kAsin, kAcos, kAtan,
+  kSinh, kCosh, kAsinh, kAcosh, kAtanh, kErf, kSigmoid, kTanh, kRelu, kLeakyRelu, kElu, kSelu, kCelu, kHardSigmoid,
+  kHardSwish, kSoftplus, kSoftsign, kThresholdedRelu, kGelu, kGeluTanh, kMish, kShrink, kNot, kBitwiseNot
+};
+
+struct UnaryState {
+  UOp op;
+  float alpha = 0, beta = 0, gamma = 0;
+};
+
+template <class A>
+inline A unary_apply(const UnaryState& s, A x) {
+  if constexpr (std::is_floating_point_v<A>) {
+    switch (s.op) {
+      case UOp::kAbs: return std::fabs(x);
+      case UOp::kNeg: return -x;
+      case UOp::kExp: return std::exp(x);
+      case UOp::kLog: return std::log(x);
+      case UOp::kSqrt: return std::sqrt(x);
+      case UOp::kReciprocal: return A(1) / x;
+      case UOp::kFloor: return std::floor(x);
+      case UOp::kCeil: return std::ceil(x);
+      case UOp::kRound: return std::nearbyint(x);
+      case UOp::kSign: return x > 0 ? A(1) : x < 0 ? A(-1) : A(0);
+      case UOp::kSin: return std::sin(x);
+      case UOp::kCos: return std::cos(x);
+      case UOp::kTan: return std::tan(x);
+      case UOp::kAsin: return std::asin(x);
+      case UOp::kAcos: return std::acos(x);
+      case UOp::kAtan: return std::atan(x);
+      case UOp::kSinh: return std::sinh(x);
+      case UOp::kCosh: return std::cosh(x);
+      case UOp::kAsinh: return std::asinh(x);
+      case UOp::kAcosh: return std::acosh(x);
+      case UOp::kAtanh: return std::atanh(x);
+      case UOp::kErf: return std::erf(x);
+      case UOp::kSigmoid: return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x));
+      case UOp::kTanh: return std::tanh(x);
+      case UOp::kRelu: return x > 0 ? x : A(0);
+      case UOp::kLeakyRelu: return x >= 0 ? x : x * A(s.alpha);
+      case UOp::kElu: return x >= 0 ? x : A(s.alpha) * (std::exp(x) - A(1));
+      case UOp::kSelu: return x > 0 ? A(s.gamma) * x : A(s.gamma) * (A(s.alpha) * std::exp(x) - A(s.alpha));
+      case UOp::kCelu: return std::max(A(0), x) + std::min(A(0), A(s.alpha) * (std::exp(x / A(s.alpha)) - A(1)));
+      case UOp::kHardSigmoid: return std::max(A(0), std::min(A(1), A(s.alpha) * x + A(s.beta)));
+      case UOp::kHardSwish: return x * std::max(A(0), std::min(A(1), x / A(6) + A(0.5)));
+      case UOp::kSoftplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+      case UOp::kSoftsign: return x / (A(1) + std::fabs(x));
+      case UOp::kThresholdedRelu: return x > A(s.alpha) ? x : A(0);
+      case UOp::kGelu: return A(0.5) * x * (A(1) + std::erf(x / std::sqrt(A(2))));
+      case UOp::kGeluTanh: {
+        const A c = std::sqrt(A(2) / A(M_PI));
+        return A(0.5) * x * (A(1) + std::tanh(c * (x + A(0.044715) * x * x * x)));
+      }
+      case UOp::kMish: {
+        const A sp = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+        return x * std::tanh(sp);
+      }
+      case UOp::kShrink: return x < -A(s.alpha) ? x + A(s.beta) : x > A(s.alpha) ? x - A(s.beta) : A(0);
+      default: return x;
+    }
+  } else {
+    switch (s.op) {
+      case UOp::kAbs:
+        if constexpr (std::is_signed_v<A>) return x < 0 ? static_cast<A>(-x) : x;
+        return x;
+      case UOp::kNeg: return static_cast<A>(-x);
+      case UOp::kSign:
+        if constexpr (std::is_signed_v<A>) return x > 0 ? A(1) : x < 0 ? A(-1) : A(0);
+        return x > 0 ? A(1) : A(0);
+      case UOp::kRelu: return x > 0 ? x : A(0);
+      case UOp::kShrink: {
+        const double v = static_cast<double>(x);
+        return static_cast<A>(v < -s.alpha ? v + s.beta : v > s.alpha ? v - s.beta : 0.0);
+      }
+      case UOp::kNot: return !x;
+      case UOp::kBitwiseNot: return static_cast<A>(~x);
+      case UOp::kFloor:
+      case UOp::kCeil:
+      case UOp::kRound: return x;
+      default: return x;
+    }
+  }
+}
+
+template <class T>
+void unary_typed(const UnaryState& s, const Tensor& in, Tensor& out, ThreadPool& pool) {
+  const T* x = static_cast<const T*>(in.raw_data());
+  T* y = static_cast<T*>(out.raw_data());
+  const int64_t n = in.numel();
+  auto body = [&](int64_t b, int64_t e) {
+    switch (s.op) {
+      // Hot activations get dedicated loops so the compiler can vectorise them.
+      case UOp::kRelu:
+        for (int64_t i = b; i < e; ++i) y[i] = from_acc<T>(std::max(to_acc(x[i]), Acc<T>(0)));
+        break;
+      case UOp::kNeg:
+        for (int64_t i = b; i < e; ++i) y[i] = from_acc<T>(-to_acc(x[i]));
+        break;
+      default:
+        for (int64_t i = b; i < e; ++i) y[i] = from_acc<T>(unary_apply(s, to_acc(x[i])));
+    }
+  };
+  parallel_range(pool, n, 16, body);
+}
+
+void unary_compute(const UnaryState& s, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  Tensor& out = ctx.output(0);
+  dispatch_numeric(in.dtype(), [&]<class T>() { unary_typed<T>(s, in, out, ctx.pool()); }, ctx.node().op_type.c_str());
+}
+
+std::unique_ptr<Kernel> make_unary(const KernelCreateInfo& info) {
+  static const std::pair<const char*, UOp> names[] = {
+      {"Abs", UOp::kAbs},         {"Neg", UOp::kNeg},           {"Exp", UOp::kExp},
+      {"Log", UOp::kLog},         {"Sqrt", UOp::kSqrt},         {"Reciprocal", UOp::kReciprocal},
+      {"Floor", UOp::kFloor},     {"Ceil", UOp::kCeil},         {"Round", UOp::kRound},
+      {"Sign", UOp::kSign},       {"Sin", UOp::kSin},           {"Cos", UOp::kCos},
+      {"Tan", UOp::kTan},         {"Asin", UOp::kAsin},         {"Acos", UOp::kAcos},
+      {"Atan", UOp::kAtan},       {"Sinh", UOp::kSinh},         {"Cosh", UOp::kCosh},
+      {"Asinh", UOp::kAsinh},     {"Acosh", UOp::kAcosh},       {"Atanh", UOp::kAtanh},
+      {"Erf", UOp::kErf},         {"Sigmoid", UOp::kSigmoid},   {"Tanh", UOp::kTanh},
+      {"Relu", UOp::kRelu},       {"LeakyRelu", UOp::kLeakyRelu}, {"Elu", UOp::kElu},
+      {"Selu", UOp::kSelu},       {"Celu", UOp::kCelu},         {"HardSigmoid", UOp::kHardSigmoid},
+      {"HardSwish", UOp::kHardSwish}, {"Softplus", UOp::kSoftplus}, {"Softsign", UOp::kSoftsign},
+      {"ThresholdedRelu", UOp::kThresholdedRelu}, {"Gelu", UOp::kGelu}, {"Mish", UOp::kMish},
+      {"Shrink", UOp::kShrink},   {"Not", UOp::kNot},           {"BitwiseNot", UOp::kBitwiseNot},
+  };
+  UnaryState s{UOp::kAbs};
+  bool found = false;
+  for (auto& [n, op] : names)
+    if (info.node.op_type == n) {
+      s.op = op;
+      found = true;
+    }
+  if (!found) fail(ErrorCode::kNotImplemented, "no unary kernel for ", info.node.op_type);
+  const Node& n = info.node;
+  switch (s.op) {
+    case UOp::kLeakyRelu: s.alpha = n.attr_float("alpha", 0.01f); break;
+    case UOp::kElu: s.alpha = n.attr_float("alpha", 1.0f); break;
+    case UOp::kCelu: s.alpha = n.attr_float("alpha", 1.0f); break;
+    case UOp::kSelu:
+      s.alpha = n.attr_float("alpha", 1.67326319217681884765625f);
+      s.gamma = n.attr_float("gamma", 1.05070102214813232421875f);
+      break;
+    case UOp::kHardSigmoid:
+      s.alpha = n.attr_float("alpha", 0.2f);
+      s.beta = n.attr_float("beta", 0.5f);
+      break;
+    case UOp::kThresholdedRelu: s.alpha = n.attr_float("alpha", 1.0f); break;
+    case UOp::kShrink:
+      s.alpha = n.attr_float("lambd", 0.5f);
+      s.beta = n.attr_float("bias", 0.0f);
+      break;
+    case UOp::kGelu: {
+      const std::string approx = n.attr_string("approximate", "none");
+      if (approx == "tanh") s.op = UOp::kGeluTanh;
+      else if (approx != "none") fail(ErrorCode::kInvalidGraph, n.label(), ": approximate must be 'none' or 'tanh'");
+      break;
+    }
+    default: break;
+  }
+  return make_fn_kernel(s, unary_compute);
+}
+
+// Clip: bounds from attributes (opset < 11) or optional scalar inputs.
+struct ClipState {
+  float min_attr, max_attr;
+};
+
+void clip_compute(const ClipState& s, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  Tensor& out = ctx.output(0);
+  const Tensor* tmin = ctx.node().opset >= 11 ? ctx.optional_input(1) : nullptr;
+  const Tensor* tmax = ctx.node().opset >= 11 ? ctx.optional_input(2) : nullptr;
+  dispatch_numeric(in.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      unsupported_dtype("Clip", in.dtype());
+    } else {
+      using A = Acc<T>;
+      A lo, hi;
+      if (ctx.node().opset >= 11) {
+        lo = tmin ? to_acc(*static_cast<const T*>(tmin->raw_data())) : std::numeric_limits<A>::lowest();
+        hi = tmax ? to_acc(*static_cast<const T*>(tmax->raw_data())) : std::numeric_limits<A>::max();
+        if (tmin && tmin->numel() != 1) fail(ErrorCode::kInvalidArgument, "Clip: min must be a scalar");
+        if (tmax && tmax->numel() != 1) fail(ErrorCode::kInvalidArgument, "Clip: max must be a scalar");
+      } else {
+        lo = static_cast<A>(s.min_attr);
+        hi = static_cast<A>(s.max_attr);
+      }
+      const T* x = static_cast<const T*>(in.raw_data());
+      T* y = static_cast<T*>(out.raw_data());
+      parallel_range(ctx.pool(), in.numel(), 2, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const A v = to_acc(x[i]);
+          y[i] = from_acc<T>(v < lo ? lo : (v > hi ? hi : v));
+        }
+      });
+    }
+  });
+}
+
+std::unique_ptr<Kernel> make_clip(const KernelCreateInfo& info) {
+  return make_fn_kernel(ClipState{info.node.attr_float("min", -std::numeric_limits<float>::max()),
+                                  info.node.attr_float("max", std::numeric_limits<float>::max())},
+                        clip_compute);
+}
+
+struct IsState {
+  bool nan;
+  bool pos, neg;
+};
+
+void is_compute(const IsState& s, KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  bool* y = ctx.output(0).data<bool>();
+  dispatch_float(in.dtype(), [&]<class T>() {
+    const T* x = static_cast<const T*>(in.raw_data());
+    for (int64_t i = 0; i < in.numel(); ++i) {
+      const auto v = to_acc(x[i]);
+      y[i] = s.nan ? std::isnan(v) : (std::isinf(v) && ((v > 0 && s.pos) || (v < 0 && s.neg)));
+    }
+  }, ctx.node().op_type.c_str());
+}
+
+std::unique_ptr<Kernel> make_is(const KernelCreateInfo& info) {
+  const bool nan = info.node.op_type == "IsNaN";
+  return make_fn_kernel(IsState{nan, info.node.attr_int("detect_positive", 1) != 0, info.node.attr_int("detect_negative", 1) != 0},
+                        is_compute);
+}
+
+// ---- Cast ----
+
+std::string float_to_string(double v, bool is_double) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
+  char buf[64];
+  std::to_chars_result r = is_double ? std::to_chars(buf, buf + sizeof(buf), v)
+                                     : std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v));
+  return std::string(buf, r.ptr);
+}
+
+double string_to_double(const std::string& s) {
+  std::string t;
+  for (char c : s) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t == "nan" || t == "+nan" || t == "-nan") return std::numeric_limits<double>::quiet_NaN();
+  if (t == "inf" || t == "+inf" || t == "infinity" || t == "+infinity") return INFINITY;
+  if (t == "-inf" || t == "-infinity") return -INFINITY;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str()) fail(ErrorCode::kInvalidArgument, "Cast: cannot convert string '", s, "' to a number");
+  return v;
+}
+
+template <class S, class D>
+inline D cast_one(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<float>(to_acc(v)) != 0.0f || to_acc(v) != Acc<S>(0);
+  } else if constexpr (is_half_v<D>) {
+    return D(static_cast<float>(to_acc(v)));
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<Acc<S>>) {
+    const auto f = to_acc(v);
+    if (std::isnan(f)) return D(0);
+    // Out-of-range float to int conversion is undefined in C++; saturate instead.
+    if (f <= static_cast<Acc<S>>(std::numeric_limits<D>::lowest())) return std::numeric_limits<D>::lowest();
+    if (f >= static_cast<Acc<S>>(std::numeric_limits<D>::max())) return std::numeric_limits<D>::max();
+    return static_cast<D>(f);
+  } else {
+    return static_cast<D>(to_acc(v));
+  }
+}
+
+void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool) {
+  const DType from = in.dtype(), to = out.dtype();
+  const int64_t n = in.numel();
+  if (from == to) {
+    copy_elements(from, in.raw_data(), out.raw_data(), n);
+    return;
+  }
+  if (to == DType::kString) {
+    auto* d = static_cast<std::string*>(out.raw_data());
+    dispatch_numeric(from, [&]<class S>() {
+      const S* s = static_cast<const S*>(in.raw_data());
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<S, bool>)
+          d[i] = s[i] ? "1" : "0";
+        else if constexpr (std::is_integral_v<S>)
+          d[i] = std::to_string(s[i]);
+        else
+          d[i] = float_to_string(static_cast<double>(to_acc(s[i])), std::is_same_v<S, double>);
+      }
+    }, "Cast");
+    return;
+  }
+  if (from == DType::kString) {
+    const auto* s = static_cast<const std::string*>(in.raw_data());
+    dispatch_numeric(to, [&]<class D>() {
+      D* d = static_cast<D*>(out.raw_data());
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = string_to_double(s[i]);
+        if constexpr (std::is_same_v<D, bool>)
+          d[i] = v != 0;
+        else if constexpr (std::is_integral_v<D>)
+          d[i] = cast_one<double, D>(v);
+        else
+          d[i] = from_acc<D>(static_cast<Acc<D>>(v));
+      }
+    }, "Cast");
+    return;
+  }
+  dispatch_numeric(from, [&]<class S>() {
+    dispatch_numeric(to, [&]<class D>() {
+      const S* s = static_cast<const S*>(in.raw_data());
+      D* d = static_cast<D*>(out.raw_data());
+      parallel_range(pool, n, 2, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) d[i] = cast_one<S, D>(s[i]);
+      });
+    }, "Cast");
+  }, "Cast");
+}
+
+void cast_compute(const int&, KernelContext& ctx) { cast_tensor(ctx.input(0), ctx.output(0), ctx.pool()); }
+
+std::unique_ptr<Kernel> make_cast(const KernelCreateInfo&) { return make_fn_kernel(0, cast_compute); }
+
+using namespace types;
+constexpr TypeMask kFloatsAndSigned = kFloats | kSignedInts;
+constexpr TypeMask kBool = type_mask({DType::kBool});
+
+const KernelDef kDefs[] = {
+    {"", "Abs", 1, 99, {{0, kNumeric}}, make_unary},
+    {"", "Neg", 1, 99, {{0, kFloatsAndSigned}}, make_unary},
+    {"", "Exp", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Log", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Sqrt", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Reciprocal", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Floor", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Ceil", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Round", 11, 99, {{0, kFloats}}, make_unary},
+    {"", "Sign", 9, 99, {{0, kNumeric}}, make_unary},
+    {"", "Sin", 7, 99, {{0, kFloats}}, make_unary},
+    {"", "Cos", 7, 99, {{0, kFloats}}, make_unary},
+    {"", "Tan", 7, 99, {{0, kFloats}}, make_unary},
+    {"", "Asin", 7, 99, {{0, kFloats}}, make_unary},
+    {"", "Acos", 7, 99, {{0, kFloats}}, make_unary},
+    {"", "Atan", 7, 99, {{0, kFloats}}, make_unary},
+    {"", "Sinh", 9, 99, {{0, kFloats}}, make_unary},
+    {"", "Cosh", 9, 99, {{0, kFloats}}, make_unary},
+    {"", "Asinh", 9, 99, {{0, kFloats}}, make_unary},
+    {"", "Acosh", 9, 99, {{0, kFloats}}, make_unary},
+    {"", "Atanh", 9, 99, {{0, kFloats}}, make_unary},
+    {"", "Erf", 9, 99, {{0, kNumeric}}, make_unary},
+    {"", "Sigmoid", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Tanh", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Relu", 1, 99, {{0, kFloatsAndSigned}}, make_unary},
+    {"", "LeakyRelu", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Elu", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Selu", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Celu", 12, 99, {{0, kFloats}}, make_unary},
+    {"", "HardSigmoid", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "HardSwish", 14, 99, {{0, kFloats}}, make_unary},
+    {"", "Softplus", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "Softsign", 1, 99, {{0, kFloats}}, make_unary},
+    {"", "ThresholdedRelu", 10, 99, {{0, kFloats}}, make_unary},
+    {"", "Gelu", 20, 99, {{0, kFloats}}, make_unary},
+    {"", "Mish", 18, 99, {{0, kFloats}}, make_unary},
+    {"", "Shrink", 9, 99, {{0, kNumeric}}, make_unary},
+    {"", "Not", 1, 99, {{0, kBool}}, make_unary},
+    {"", "BitwiseNot", 18, 99, {{0, kInts}}, make_unary},
+    {"", "Clip", 1, 99, {{0, kNumeric}}, make_clip},
+    {"", "IsNaN", 9, 99, {{0, kFloats}}, make_is},
+    {"", "IsInf", 10, 99, {{0, kFloats}}, make_is},
+    {"", "Cast", 1, 99, {{0, kAll}, {-1, kAll}}, make_cast},
+    {"", "CastLike", 15, 99, {{0, kAll}, {1, kAll}}, make_cast},
+};
+
+}  // namespace
+
+std::span<const KernelDef> unary_kernels() { return kDefs; }
+
+}  // namespace onyx::cpu

@@ -1,0 +1,485 @@
+#include "model/tensor_proto.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace onyx {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "onyx reads little-endian tensor data in place");
+
+namespace {
+
+constexpr int kMaxTypeDepth = 32;
+
+struct RawTensor {
+  std::vector<int64_t> dims;
+  int32_t data_type = 0;
+  std::string name;
+  std::span<const uint8_t> raw;
+  bool has_raw = false;
+  std::vector<float> floats;
+  std::vector<int64_t> int32s;  // int32_data widened (varints)
+  std::vector<int64_t> int64s;
+  std::vector<double> doubles;
+  std::vector<uint64_t> uint64s;
+  std::vector<std::string> strings;
+  std::vector<std::pair<std::string, std::string>> external;
+  int64_t data_location = 0;
+};
+
+bool is_packed4(DType t) { return t == DType::kInt4 || t == DType::kUInt4; }
+
+Tensor from_typed(const RawTensor& rt, DType dt, const Shape& shape, ProtoReader& r) {
+  Tensor t(dt, shape);
+  const int64_t n = t.numel();
+  auto check = [&](size_t have, size_t want, const char* field) {
+    if (have != want)
+      r.error(str("tensor '", rt.name, "' of shape ", shape.to_string(), " has ", have, " values in ", field,
+                  ", expected ", want));
+  };
+  void* d = t.raw_data();
+  switch (dt) {
+    case DType::kFloat:
+      check(rt.floats.size(), n, "float_data");
+      std::memcpy(d, rt.floats.data(), n * 4);
+      break;
+    case DType::kComplex64:
+      check(rt.floats.size(), 2 * n, "float_data");
+      std::memcpy(d, rt.floats.data(), n * 8);
+      break;
+    case DType::kDouble:
+      check(rt.doubles.size(), n, "double_data");
+      std::memcpy(d, rt.doubles.data(), n * 8);
+      break;
+    case DType::kComplex128:
+      check(rt.doubles.size(), 2 * n, "double_data");
+      std::memcpy(d, rt.doubles.data(), n * 16);
+      break;
+    case DType::kInt64:
+      check(rt.int64s.size(), n, "int64_data");
+      std::memcpy(d, rt.int64s.data(), n * 8);
+      break;
+    case DType::kUInt64:
+      check(rt.uint64s.size(), n, "uint64_data");
+      std::memcpy(d, rt.uint64s.data(), n * 8);
+      break;
+    case DType::kUInt32: {
+      check(rt.uint64s.size(), n, "uint64_data");
+      auto* o = static_cast<uint32_t*>(d);
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint32_t>(rt.uint64s[i]);
+      break;
+    }
+    case DType::kString: {
+      check(rt.strings.size(), n, "string_data");
+      auto* o = static_cast<std::string*>(d);
+      for (int64_t i = 0; i < n; ++i) o[i] = rt.strings[i];
+      break;
+    }
+    case DType::kInt4:
+    case DType::kUInt4: {
+      check(rt.int32s.size(), (n + 1) / 2, "int32_data");
+      auto* o = static_cast<uint8_t*>(d);
+      for (int64_t i = 0; i < n; ++i) {
+        uint8_t nib = (static_cast<uint8_t>(rt.int32s[i / 2]) >> ((i & 1) * 4)) & 0xf;
+        o[i] = (dt == DType::kInt4 && (nib & 8)) ? static_cast<uint8_t>(nib | 0xf0) : nib;
+      }
+      break;
+    }
+    default: {
+      // int32, int16, int8, uint16, uint8, bool, float16, bfloat16, float8: one int32_data entry each.
+      check(rt.int32s.size(), n, "int32_data");
+      const size_t es = dtype_size(dt);
+      auto* o = static_cast<uint8_t*>(d);
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t v = static_cast<int32_t>(rt.int32s[i]);
+        std::memcpy(o + i * es, &v, es);
+      }
+      break;
+    }
+  }
+  return t;
+}
+
+const std::shared_ptr<MappedFile>& external_file(const TensorSource& src, const std::string& location, ProtoReader& r) {
+  if (src.base_dir.empty())
+    r.error(str("tensor uses external data '", location,
+                "' but the model was loaded from memory without a directory for external data"));
+  if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
+    r.error(str("external data location '", location, "' must be a relative path inside the model's directory"));
+  auto& cache = *src.external;
+  auto it = cache.find(location);
+  if (it == cache.end()) {
+    const std::string path = src.base_dir + "/" + location;
+    it = cache.emplace(location, MappedFile::open(path)).first;
+  }
+  return it->second;
+}
+
+}  // namespace
+
+Tensor parse_tensor_proto(ProtoReader r, const TensorSource& src, std::string* name) {
+  RawTensor rt;
+  while (r.next()) {
+    switch (r.field()) {
+      case 1: r.repeated_int64(rt.dims); break;
+      case 2: r.expect(WireType::kVarint); rt.data_type = static_cast<int32_t>(r.int64()); break;
+      case 3: r.error("segmented tensors (TensorProto.segment) are not supported");
+      case 4: r.repeated_float(rt.floats); break;
+      case 5: r.repeated_int64(rt.int32s); break;
+      case 6: r.expect(WireType::kBytes); rt.strings.push_back(r.string()); break;
+      case 7: r.repeated_int64(rt.int64s); break;
+      case 8: r.expect(WireType::kBytes); rt.name = r.string(); break;
+      case 9: r.expect(WireType::kBytes); rt.raw = r.bytes(); rt.has_raw = true; break;
+      case 10: r.repeated_double(rt.doubles); break;
+      case 11: r.repeated_uint64(rt.uint64s); break;
+      case 13: {
+        r.expect(WireType::kBytes);
+        ProtoReader kv = r.message("StringStringEntryProto");
+        std::string k, v;
+        while (kv.next()) {
+          if (kv.field() == 1) k = kv.string();
+          else if (kv.field() == 2) v = kv.string();
+          else kv.skip();
+        }
+        rt.external.emplace_back(k, v);
+        break;
+      }
+      case 14: r.expect(WireType::kVarint); rt.data_location = r.int64(); break;
+      default: r.skip();
+    }
+  }
+  if (name) *name = rt.name;
+  if (!dtype_valid(rt.data_type) || rt.data_type == 0)
+    r.error(str("tensor '", rt.name, "' has invalid data_type ", rt.data_type));
+  const DType dt = static_cast<DType>(rt.data_type);
+  for (int64_t d : rt.dims)
+    if (d < 0) r.error(str("tensor '", rt.name, "' has negative dimension ", d));
+  Shape shape(rt.dims);
+  int64_t n;
+  try {
+    n = checked_numel(shape, "tensor");
+  } catch (const Error&) {
+    r.error(str("tensor '", rt.name, "' has shape ", shape.to_string(), " whose element count overflows"));
+  }
+  const uint64_t es = dtype_size(dt);
+  uint64_t want_bytes = is_packed4(dt) ? static_cast<uint64_t>((n + 1) / 2) : 0;
+  if (!is_packed4(dt) && __builtin_mul_overflow(static_cast<uint64_t>(n), es, &want_bytes))
+    r.error(str("tensor '", rt.name, "' is too large"));
+
+  std::span<const uint8_t> bytes;
+  std::shared_ptr<void> keep;
+  if (rt.data_location == 1) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (auto& [k, v] : rt.external) {
+      try {
+        if (k == "location") location = v;
+        else if (k == "offset") offset = std::stoll(v);
+        else if (k == "length") length = std::stoll(v);
+      } catch (const std::exception&) {
+        r.error(str("tensor '", rt.name, "' has a non-numeric external data ", k, " '", v, "'"));
+      }
+    }
+    const auto& f = external_file(src, location, r);
+    if (length < 0) length = static_cast<int64_t>(f->size()) - offset;
+    if (offset < 0 || length < 0 || static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) > f->size())
+      r.error(str("tensor '", rt.name, "': external data range [", offset, ", ", offset + length, ") lies outside '",
+                  location, "' (", f->size(), " bytes)"));
+    bytes = std::span<const uint8_t>(f->data() + offset, static_cast<size_t>(length));
+    keep = f;
+  } else if (rt.has_raw) {
+    bytes = rt.raw;
+    keep = src.file;
+  } else {
+    if (dt == DType::kString || n == 0 || !rt.floats.empty() || !rt.int32s.empty() || !rt.int64s.empty() ||
+        !rt.doubles.empty() || !rt.uint64s.empty() || !rt.strings.empty())
+      return from_typed(rt, dt, shape, r);
+    r.error(str("tensor '", rt.name, "' of shape ", shape.to_string(), " has no data"));
+  }
+  if (dt == DType::kString) r.error(str("string tensor '", rt.name, "' cannot use raw or external data"));
+  if (bytes.size() != want_bytes)
+    r.error(str("tensor '", rt.name, "' of type ", dtype_name(dt), " and shape ", shape.to_string(), " needs ",
+                want_bytes, " bytes of data but has ", bytes.size()));
+  if (is_packed4(dt)) {
+    Tensor t(dt, shape);
+    auto* o = static_cast<uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < n; ++i) {
+      uint8_t nib = (bytes[i / 2] >> ((i & 1) * 4)) & 0xf;
+      o[i] = (dt == DType::kInt4 && (nib & 8)) ? static_cast<uint8_t>(nib | 0xf0) : nib;
+    }
+    return t;
+  }
+  // Zero-copy when the bytes are aligned for the element type; otherwise copy to aligned memory.
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % es == 0 && keep)
+    return Tensor::view(dt, shape, bytes.data(), keep);
+  Tensor t(dt, shape);
+  if (want_bytes) std::memcpy(t.raw_data(), bytes.data(), want_bytes);
+  return t;
+}
+
+Tensor parse_sparse_tensor_proto(ProtoReader r, const TensorSource& src, std::string* name) {
+  Tensor values, indices;
+  std::vector<int64_t> dims;
+  std::string vname;
+  while (r.next()) {
+    switch (r.field()) {
+      case 1: r.expect(WireType::kBytes); values = parse_tensor_proto(r.message("SparseTensorProto.values"), src, &vname); break;
+      case 2: r.expect(WireType::kBytes); indices = parse_tensor_proto(r.message("SparseTensorProto.indices"), src, nullptr); break;
+      case 3: r.repeated_int64(dims); break;
+      default: r.skip();
+    }
+  }
+  if (name) *name = vname;
+  if (!values.defined() || !indices.defined()) r.error("sparse tensor needs values and indices");
+  Shape shape(dims);
+  const int64_t total = checked_numel(shape, "sparse tensor");
+  if (values.rank() != 1) r.error(str("sparse tensor '", vname, "' values must be 1-D"));
+  const int64_t nnz = values.dim(0);
+  if (indices.dtype() != DType::kInt64) r.error(str("sparse tensor '", vname, "' indices must be int64"));
+  Tensor dense(values.dtype(), shape);
+  const int64_t* idx = indices.data<int64_t>();
+  const bool linear = indices.rank() == 1;
+  if (linear ? indices.dim(0) != nnz : (indices.rank() != 2 || indices.dim(0) != nnz || indices.dim(1) != (int64_t)shape.size()))
+    r.error(str("sparse tensor '", vname, "' indices have shape ", indices.shape().to_string(), " for ", nnz,
+                " values of a rank-", shape.size(), " tensor"));
+  const size_t es = dtype_size(values.dtype());
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t off = 0;
+    if (linear) {
+      off = idx[k];
+    } else {
+      for (size_t d = 0; d < shape.size(); ++d) {
+        const int64_t i = idx[k * shape.size() + d];
+        if (i < 0 || i >= shape[d]) r.error(str("sparse tensor '", vname, "' index ", i, " out of range in dim ", d));
+        off = off * shape[d] + i;
+      }
+    }
+    if (off < 0 || off >= total) r.error(str("sparse tensor '", vname, "' index ", off, " out of range [0, ", total, ")"));
+    if (values.dtype() == DType::kString)
+      static_cast<std::string*>(dense.raw_data())[off] = static_cast<const std::string*>(values.raw_data())[k];
+    else
+      std::memcpy(static_cast<uint8_t*>(dense.raw_data()) + off * es, static_cast<const uint8_t*>(values.raw_data()) + k * es, es);
+  }
+  return dense;
+}
+
+TypeInfo parse_type_proto(ProtoReader r, SymbolTable& symbols, int depth) {
+  if (depth > kMaxTypeDepth) r.error("types nested too deeply");
+  TypeInfo t;
+  while (r.next()) {
+    switch (r.field()) {
+      case 1:
+      case 8: {  // tensor_type, sparse_tensor_type
+        r.expect(WireType::kBytes);
+        t.kind = r.field() == 1 ? TypeInfo::Kind::kTensor : TypeInfo::Kind::kSparseTensor;
+        ProtoReader tr = r.message("TypeProto.Tensor");
+        while (tr.next()) {
+          if (tr.field() == 1) {
+            const int64_t et = tr.int64();
+            if (et != 0 && !dtype_valid(static_cast<int32_t>(et))) tr.error(str("invalid elem_type ", et));
+            t.dtype = static_cast<DType>(et);
+          } else if (tr.field() == 2) {
+            tr.expect(WireType::kBytes);
+            ProtoReader sr = tr.message("TensorShapeProto");
+            t.has_shape = true;
+            while (sr.next()) {
+              if (sr.field() != 1) {
+                sr.skip();
+                continue;
+              }
+              sr.expect(WireType::kBytes);
+              ProtoReader dr = sr.message("TensorShapeProto.Dimension");
+              int64_t value = -1;
+              std::string param;
+              while (dr.next()) {
+                if (dr.field() == 1) {
+                  dr.expect(WireType::kVarint);
+                  value = dr.int64();
+                  if (value < 0) dr.error(str("negative dim_value ", value));
+                } else if (dr.field() == 2) {
+                  dr.expect(WireType::kBytes);
+                  param = dr.string();
+                } else {
+                  dr.skip();
+                }
+              }
+              if (value < 0) value = param.empty() ? symbols.fresh() : symbols.intern(param);
+              t.shape.push_back(value);
+            }
+          } else {
+            tr.skip();
+          }
+        }
+        break;
+      }
+      case 4:
+      case 9: {  // sequence_type, optional_type
+        r.expect(WireType::kBytes);
+        const bool seq = r.field() == 4;
+        ProtoReader sr = r.message(seq ? "TypeProto.Sequence" : "TypeProto.Optional");
+        TypeInfo elem;
+        while (sr.next()) {
+          if (sr.field() == 1) {
+            sr.expect(WireType::kBytes);
+            elem = parse_type_proto(sr.message("TypeProto"), symbols, depth + 1);
+          } else {
+            sr.skip();
+          }
+        }
+        t = seq ? TypeInfo::sequence_of(std::move(elem)) : TypeInfo::optional_of(std::move(elem));
+        break;
+      }
+      case 5: t.kind = TypeInfo::Kind::kMap; r.skip(); break;
+      default: r.skip();
+    }
+  }
+  return t;
+}
+
+namespace {
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(ErrorCode::kIo, "cannot open '", path, "'");
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+Value parse_value(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth);
+
+Value parse_sequence(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth) {
+  std::vector<Tensor> items;
+  while (r.next()) {
+    switch (r.field()) {
+      case 1: r.expect(WireType::kBytes); if (name) *name = r.string(); else r.skip(); break;
+      case 3: r.expect(WireType::kBytes); items.push_back(parse_tensor_proto(r.message("SequenceProto.tensor_values"), src, nullptr)); break;
+      case 4: case 5: case 6: case 7: r.error("sequences of sparse tensors, sequences, maps or optionals are not supported");
+      default: r.skip();
+    }
+  }
+  DType elem = type && type->elem ? type->elem->elem_dtype() : DType::kUndefined;
+  if (elem == DType::kUndefined && !items.empty()) elem = items[0].dtype();
+  (void)depth;
+  return Value::sequence(std::move(items), elem);
+}
+
+Value parse_optional(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth) {
+  if (depth > kMaxTypeDepth) r.error("values nested too deeply");
+  const TypeInfo* elem_type = type ? type->elem.get() : nullptr;
+  Value inner;
+  bool has = false;
+  while (r.next()) {
+    switch (r.field()) {
+      case 1: r.expect(WireType::kBytes); if (name) *name = r.string(); else r.skip(); break;
+      case 3: r.expect(WireType::kBytes); inner = Value(parse_tensor_proto(r.message("OptionalProto.tensor_value"), src, nullptr)); has = true; break;
+      case 5: r.expect(WireType::kBytes); inner = parse_sequence(r.message("OptionalProto.sequence_value"), src, elem_type, nullptr, depth + 1); has = true; break;
+      case 4: case 6: case 7: r.error("optionals of sparse tensors, maps or optionals are not supported");
+      default: r.skip();
+    }
+  }
+  if (has) return Value::optional_of(std::move(inner));
+  const bool is_seq = elem_type && elem_type->kind == TypeInfo::Kind::kSequence;
+  return Value::optional_none(elem_type ? elem_type->elem_dtype() : DType::kUndefined, is_seq);
+}
+
+Value parse_value(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth) {
+  if (type && type->kind == TypeInfo::Kind::kSequence) return parse_sequence(r, src, type, name, depth);
+  if (type && type->kind == TypeInfo::Kind::kOptional) return parse_optional(r, src, type, name, depth);
+  return Value(parse_tensor_proto(r, src, name));
+}
+
+void put_tensor_fields(ProtoWriter& w, const Tensor& t, const std::string& name) {
+  ProtoWriter dims;
+  for (int64_t d : t.shape()) dims.varint_raw(static_cast<uint64_t>(d));
+  if (t.rank()) w.bytes(1, dims.str());
+  w.varint(2, static_cast<uint64_t>(t.dtype()));
+  if (!name.empty()) w.bytes(8, name);
+  if (t.dtype() == DType::kString) {
+    const auto* s = static_cast<const std::string*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel(); ++i) w.bytes(6, s[i]);
+  } else if (t.dtype() == DType::kInt4 || t.dtype() == DType::kUInt4) {
+    std::string packed((t.numel() + 1) / 2, '\0');
+    const auto* p = static_cast<const uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel(); ++i) packed[i / 2] = static_cast<char>(packed[i / 2] | ((p[i] & 0xf) << ((i & 1) * 4)));
+    w.bytes(9, packed);
+  } else {
+    w.bytes(9, t.raw_data(), t.nbytes());
+  }
+}
+
+}  // namespace
+
+Value read_value_file(const std::string& path, const TypeInfo* type, std::string* name) {
+  std::vector<uint8_t> buf = read_file(path);
+  auto file = MappedFile::copy_of(buf.data(), buf.size());
+  TensorSource src;
+  src.file = file;
+  ProtoReader r(file->data(), file->data() + file->size(), file->data(), path,
+                type && type->kind == TypeInfo::Kind::kSequence   ? "SequenceProto"
+                : type && type->kind == TypeInfo::Kind::kOptional ? "OptionalProto"
+                                                                  : "TensorProto");
+  Value v = parse_value(r, src, type, name, 0);
+  // Detach from the temporary buffer: copy tensors that view it.
+  auto own = [](Tensor& t) {
+    if (t.defined() && t.storage() && t.dtype() != DType::kString) t = t.clone();
+  };
+  if (v.is_tensor()) own(v.tensor());
+  for (auto& t : v.items()) own(t);
+  return v;
+}
+
+std::string encode_tensor_proto(const Tensor& t, const std::string& name) {
+  ProtoWriter w;
+  put_tensor_fields(w, t, name);
+  return w.take();
+}
+
+std::string encode_value_proto(const Value& v, const std::string& name) {
+  ProtoWriter w;
+  if (v.is_tensor()) {
+    put_tensor_fields(w, v.tensor(), name);
+  } else if (v.is_sequence()) {
+    if (!name.empty()) w.bytes(1, name);
+    w.varint(2, 1);  // TENSOR
+    for (const Tensor& t : v.items()) w.bytes(3, encode_tensor_proto(t, ""));
+  } else if (v.is_optional()) {
+    if (!name.empty()) w.bytes(1, name);
+    if (v.has_element()) {
+      const Value& e = v.element();
+      if (e.is_sequence()) {
+        w.varint(2, 3);
+        w.bytes(5, encode_value_proto(e, ""));
+      } else {
+        w.varint(2, 1);
+        w.bytes(3, encode_tensor_proto(e.tensor(), ""));
+      }
+    } else {
+      w.varint(2, v.optional_of_sequence() ? 3 : 1);
+    }
+  } else {
+    fail(ErrorCode::kInvalidArgument, "cannot encode an empty value '", name, "'");
+  }
+  return w.take();
+}
+
+void write_value_file(const std::string& path, const Value& v, const std::string& name) {
+  const std::string bytes = encode_value_proto(v, name);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail(ErrorCode::kIo, "cannot write '", path, "'");
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !ok) fail(ErrorCode::kIo, "error writing '", path, "'");
+}
+
+}  // namespace onyx
+
+#include "onyx/tensor_io.hpp"
+
+namespace onyx {
+
+Tensor load_tensor_pb(const std::string& path, std::string* name) { return read_value_file(path, nullptr, name).tensor(); }
+
+void save_tensor_pb(const std::string& path, const Tensor& t, const std::string& name) {
+  write_value_file(path, Value(t), name);
+}
+
+}  // namespace onyx

@@ -1,0 +1,522 @@
+// Running: plans per input-shape signature, the memory plan, static and dynamic node execution.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "session/session_impl.hpp"
+
+namespace onyx {
+
+namespace {
+
+constexpr size_t kArenaAlign = 64;
+constexpr int64_t kFoldLimit = int64_t(1) << 20;  // elements: larger results stay run-time work
+
+bool nondeterministic(const Node& n) {
+  return n.domain.empty() && (n.op_type == "RandomUniform" || n.op_type == "RandomNormal" ||
+                              n.op_type == "RandomUniformLike" || n.op_type == "RandomNormalLike" ||
+                              n.op_type == "Bernoulli" || n.op_type == "Multinomial" || n.op_type == "Dropout");
+}
+
+bool concrete_tensor(const TypeInfo& t) { return t.is_tensor() && t.has_shape && t.shape.is_concrete(); }
+
+Value deep_copy(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kTensor: return Value(v.tensor().clone());
+    case Value::Kind::kSequence: {
+      std::vector<Tensor> items;
+      for (const Tensor& t : v.items()) items.push_back(t.clone());
+      return Value::sequence(std::move(items), v.elem_dtype());
+    }
+    case Value::Kind::kOptional:
+      return v.has_element() ? Value::optional_of(deep_copy(v.element())) : v;
+    default: return v;
+  }
+}
+
+}  // namespace
+
+ExecHooks& hooks_of(const SessionImpl& s) { return const_cast<SessionImpl&>(s); }
+
+RunContext::~RunContext() { std::free(arena); }
+
+void RunContext::ensure_arena(size_t bytes) {
+  if (bytes <= arena_size) return;
+  std::free(arena);
+  arena = nullptr;
+  arena_size = 0;
+  arena = std::aligned_alloc(kArenaAlign, (bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign);
+  if (!arena) fail(ErrorCode::kRuntime, "out of memory allocating a ", bytes, "-byte activation arena");
+  arena_size = bytes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node execution
+
+void GraphRunner::run_node(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const {
+  const Node& n = graph.nodes[i];
+  KernelContext ctx(n, frame.data(), *session.pool, &hooks);
+  try {
+    kernels[i]->compute(ctx);
+  } catch (const Error& e) {
+    throw Error(e.code(), str("running ", n.label(), ": ", e.what()));
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::kRuntime, "running ", n.label(), ": out of memory");
+  } catch (const std::exception& e) {
+    fail(ErrorCode::kRuntime, "running ", n.label(), ": ", e.what());
+  }
+}
+
+void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const {
+  const Node& n = graph.nodes[i];
+  if (!has_subgraph[i]) {
+    std::vector<TypeInfo> in_t(n.inputs.size());
+    std::vector<const TypeInfo*> in_tp(n.inputs.size(), nullptr);
+    std::vector<const Value*> in_v(n.inputs.size(), nullptr);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int v = n.inputs[k];
+      if (v < 0 || frame[v].is_none()) continue;
+      in_t[k] = type_of_value(frame[v]);
+      in_tp[k] = &in_t[k];
+      in_v[k] = &frame[v];
+    }
+    std::vector<TypeInfo> outs(n.outputs.size());
+    std::vector<Value> out_vals(n.outputs.size());
+    SymbolTable scratch;
+    InferContext ictx(n, in_tp, in_v, outs, out_vals, scratch, nullptr);
+    try {
+      schemas[i]->infer(ictx);
+    } catch (const Error& e) {
+      throw Error(e.code(), str("running ", e.what()));
+    }
+    bool all_values = true;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const int v = n.outputs[o];
+      if (v < 0) continue;
+      if (!out_vals[o].is_none()) {
+        frame[v] = std::move(out_vals[o]);
+        continue;
+      }
+      all_values = false;
+      if (concrete_tensor(outs[o]) && outs[o].dtype != DType::kUndefined && (keep[v] || kernels[i]->alias_input(o) < 0))
+        frame[v] = Value(Tensor(outs[o].dtype, outs[o].shape));
+      else
+        frame[v] = Value();
+    }
+    if (all_values) return;
+  } else {
+    for (int v : n.outputs)
+      if (v >= 0) frame[v] = Value();
+  }
+  run_node(i, frame, hooks);
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int v = n.outputs[o];
+    if (v >= 0 && frame[v].is_none() && !(frame[v].is_optional()))
+      fail(ErrorCode::kRuntime, "running ", n.label(), ": the kernel produced no value for output ", o, " ('",
+           graph.values[v].name, "')");
+  }
+}
+
+void GraphRunner::execute_dynamic(std::vector<Value>& frame, ExecHooks& hooks) const {
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    run_node_dynamic(i, frame, hooks);
+    for (int v : release_after[i]) frame[v] = Value();
+  }
+}
+
+std::vector<Value> SessionImpl::run_subgraph(const PreparedSubgraph& pg, std::vector<Value> in, const KernelContext& caller) {
+  const auto& r = static_cast<const GraphRunner&>(pg);
+  const Graph& g = r.graph;
+  if (in.size() != g.inputs.size())
+    fail(ErrorCode::kRuntime, "subgraph '", g.name, "' takes ", g.inputs.size(), " inputs, got ", in.size());
+  std::vector<Value> frame(g.values.size());
+  const Value* parent = caller.frame();
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (g.values[v].has_initializer) frame[v] = Value(g.values[v].initializer);
+    if (r.outer_src[v] >= 0) frame[v] = parent[r.outer_src[v]];
+  }
+  for (size_t k = 0; k < in.size(); ++k) frame[g.inputs[k]] = std::move(in[k]);
+  r.execute_dynamic(frame, *this);
+  std::vector<Value> out;
+  out.reserve(g.outputs.size());
+  for (int o : g.outputs) out.push_back(frame[o]);
+  return out;
+}
+
+bool SessionImpl::fold_node(const Graph& g, size_t index, GraphFacts& facts) const {
+  if (&g != &main->graph) return false;
+  const Node& n = g.nodes[index];
+  if (nondeterministic(n) || main->has_subgraph[index]) return false;
+  for (int v : n.outputs) {
+    if (v < 0) continue;
+    const TypeInfo& t = facts.types[v];
+    if (!t.is_tensor()) return false;
+    if (concrete_tensor(t) && t.shape.numel() > kFoldLimit) return false;
+  }
+  std::vector<Value> tmp(g.values.size());
+  for (int v : n.inputs)
+    if (v >= 0) tmp[v] = facts.values[v];
+  for (int v : n.outputs) {
+    if (v < 0) continue;
+    const TypeInfo& t = facts.types[v];
+    if (concrete_tensor(t)) tmp[v] = Value(Tensor(t.dtype, t.shape));
+  }
+  main->run_node(index, tmp, hooks_of(*this));
+  for (int v : n.outputs) {
+    if (v < 0) continue;
+    if (!tmp[v].is_tensor() || tmp[v].tensor().numel() > kFoldLimit) return false;
+  }
+  for (int v : n.outputs)
+    if (v >= 0) facts.values[v] = std::move(tmp[v]);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans
+
+void SessionImpl::check_inputs(const std::vector<Value>& in) const {
+  const Graph& g = *model->graph;
+  const SymbolTable& symbols = *model->symbols;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const ValueSlot& s = g.values[g.inputs[k]];
+    const Value& v = in[k];
+    if (v.is_none()) {
+      if (!s.has_initializer && s.type.kind != TypeInfo::Kind::kOptional)
+        fail(ErrorCode::kInvalidArgument, "missing input '", s.name, "' (", inputs[k].type_string, ")");
+      continue;
+    }
+    const TypeInfo& t = s.type;
+    if (t.kind == TypeInfo::Kind::kTensor) {
+      if (!v.is_tensor())
+        fail(ErrorCode::kInvalidArgument, "input '", s.name, "' must be a tensor (", inputs[k].type_string, ")");
+      const Tensor& x = v.tensor();
+      if (t.dtype != DType::kUndefined && x.dtype() != t.dtype)
+        fail(ErrorCode::kInvalidArgument, "input '", s.name, "' has type ", dtype_name(x.dtype()), " but the model expects ",
+             dtype_name(t.dtype), " (", inputs[k].type_string, ")");
+      if (!x.defined()) fail(ErrorCode::kInvalidArgument, "input '", s.name, "' is an undefined tensor");
+      if (x.numel() > 0 && !x.raw_data())
+        fail(ErrorCode::kInvalidArgument, "input '", s.name, "' has no data");
+      if (t.has_shape) {
+        bool ok = x.rank() == t.shape.size();
+        for (size_t d = 0; ok && d < t.shape.size(); ++d) ok = t.shape[d] < 0 || t.shape[d] == x.dim(d);
+        if (!ok) {
+          std::string want = "[";
+          for (size_t d = 0; d < t.shape.size(); ++d) want += (d ? "," : "") + symbols.describe(t.shape[d]);
+          fail(ErrorCode::kInvalidArgument, "input '", s.name, "' has shape ", x.shape().to_string(),
+               " but the model expects ", want, "]");
+        }
+      }
+    } else if (t.kind == TypeInfo::Kind::kSequence) {
+      if (!v.is_sequence()) fail(ErrorCode::kInvalidArgument, "input '", s.name, "' must be a sequence (", inputs[k].type_string, ")");
+    } else if (t.kind == TypeInfo::Kind::kOptional) {
+      if (!v.is_optional()) fail(ErrorCode::kInvalidArgument, "input '", s.name, "' must be an optional (", inputs[k].type_string, ")");
+    }
+  }
+}
+
+std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) const {
+  const Graph& g = *model->graph;
+  const GraphRunner& r = *main;
+  const size_t nv = g.values.size();
+  auto plan = std::make_unique<Plan>();
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    plan->in_given.push_back(!in[k].is_none());
+    plan->in_shapes.push_back(in[k].is_tensor() ? in[k].tensor().shape() : Shape());
+    plan->in_dtypes.push_back(in[k].is_tensor() ? in[k].tensor().dtype() : DType::kUndefined);
+  }
+
+  GraphFacts facts = entry_facts(g, nullptr, false);
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const int v = g.inputs[k];
+    if (!in[k].is_none()) {
+      facts.types[v] = type_of_value(in[k]);
+      if (in[k].is_optional()) facts.values[v] = in[k];  // optional presence is part of the value
+    } else if (g.values[v].has_initializer) {
+      facts.values[v] = Value(g.values[v].initializer);
+    }
+  }
+  SymbolTable scratch;
+  FoldFn fold = [this](const Graph& gg, size_t i, GraphFacts& f) { return fold_node(gg, i, f); };
+  InferOptions opts;
+  opts.fold = &fold;
+  infer_graph(g, facts, scratch, opts);
+
+  plan->slot.assign(nv, Plan::Slot::kUnused);
+  plan->offset.assign(nv, 0);
+  plan->dtype.assign(nv, DType::kUndefined);
+  plan->shape.assign(nv, Shape());
+  plan->constants.assign(nv, Value());
+  plan->mode.assign(g.nodes.size(), Plan::Mode::kDynamic);
+
+  for (size_t v = 0; v < nv; ++v) {
+    const ValueSlot& s = g.values[v];
+    if (s.is_graph_input) {
+      const int k = input_pos[v];
+      if (plan->in_given[k]) {
+        plan->slot[v] = Plan::Slot::kInput;
+      } else if (s.has_initializer) {
+        plan->slot[v] = Plan::Slot::kConstant;
+        plan->constants[v] = Value(s.initializer);
+      }
+    } else if (s.has_initializer) {
+      plan->slot[v] = Plan::Slot::kInitializer;
+    }
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    bool all_const = true, all_static = !r.has_subgraph[i];
+    for (int v : n.outputs) {
+      if (v < 0) continue;
+      if (facts.values[v].is_none()) all_const = false;
+      if (!concrete_tensor(facts.types[v]) || facts.types[v].dtype == DType::kUndefined) all_static = false;
+    }
+    Plan::Mode mode = all_const ? Plan::Mode::kSkip : all_static ? Plan::Mode::kStatic : Plan::Mode::kDynamic;
+    plan->mode[i] = mode;
+    for (int v : n.outputs) {
+      if (v < 0) continue;
+      plan->dtype[v] = facts.types[v].elem_dtype();
+      if (mode == Plan::Mode::kSkip) {
+        plan->slot[v] = Plan::Slot::kConstant;
+        plan->constants[v] = facts.values[v];
+      } else if (mode == Plan::Mode::kStatic) {
+        plan->shape[v] = facts.types[v].shape;
+        size_t o = 0;
+        while (n.outputs[o] != v) ++o;
+        if (r.keep[v] || plan->dtype[v] == DType::kString)
+          plan->slot[v] = Plan::Slot::kHeap;
+        else if (r.kernels[i]->alias_input(o) >= 0)
+          plan->slot[v] = Plan::Slot::kView;  // the kernel sets a view of its input
+        else
+          plan->slot[v] = Plan::Slot::kArena;
+      } else {
+        plan->slot[v] = Plan::Slot::kDynamic;
+      }
+    }
+    if (mode == Plan::Mode::kSkip) ++plan->folded_nodes;
+    else if (mode == Plan::Mode::kStatic) ++plan->static_nodes;
+    else ++plan->dynamic_nodes;
+  }
+  plan->release_after.resize(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : r.release_after[i])
+      if (plan->slot[v] == Plan::Slot::kDynamic) plan->release_after[i].push_back(v);
+
+  // Memory plan: arena values grouped by aliasing, placed by size with lifetimes.
+  std::vector<int> group(nv);
+  std::iota(group.begin(), group.end(), 0);
+  auto root = [&](int v) {
+    while (group[v] != v) v = group[v] = group[group[v]];
+    return v;
+  };
+  std::vector<int> first(nv, -1), last(nv, -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    for (int v : n.inputs)
+      if (v >= 0) last[v] = static_cast<int>(i);
+    for (int v : n.implicit_inputs) last[v] = static_cast<int>(i);
+    for (int v : n.outputs)
+      if (v >= 0) first[v] = static_cast<int>(i);
+    if (plan->mode[i] != Plan::Mode::kStatic) continue;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const int v = n.outputs[o];
+      const int k = r.kernels[i]->alias_input(o);
+      if (v < 0 || k < 0 || static_cast<size_t>(k) >= n.inputs.size()) continue;
+      const int u = n.inputs[k];
+      if (u < 0 || plan->slot[v] != Plan::Slot::kView) continue;
+      if (plan->slot[u] == Plan::Slot::kArena || plan->slot[u] == Plan::Slot::kView) group[root(v)] = root(u);
+    }
+  }
+  struct Block {
+    int root;
+    size_t size;
+    int begin, end;
+    size_t offset = 0;
+  };
+  std::vector<Block> blocks;
+  std::vector<int> block_of(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    if (plan->slot[v] != Plan::Slot::kArena && plan->slot[v] != Plan::Slot::kView) continue;
+    const int rt = root(static_cast<int>(v));
+    if (plan->slot[rt] != Plan::Slot::kArena) continue;  // a view of something outside the arena
+    // Views only stretch the lifetime of the buffer they look at.
+    const size_t bytes = plan->slot[v] == Plan::Slot::kArena
+                             ? static_cast<size_t>(plan->shape[v].numel()) * dtype_size(plan->dtype[v])
+                             : 0;
+    const int b = first[v], e = std::max(last[v], first[v]);
+    if (block_of[rt] < 0) {
+      block_of[rt] = static_cast<int>(blocks.size());
+      blocks.push_back({rt, bytes, b, e});
+    } else {
+      Block& blk = blocks[block_of[rt]];
+      blk.size = std::max(blk.size, bytes);
+      blk.begin = std::min(blk.begin, b);
+      blk.end = std::max(blk.end, e);
+    }
+  }
+  std::vector<int> order(blocks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return blocks[a].size > blocks[b].size; });
+  std::vector<int> placed;
+  size_t total = 0;
+  for (int bi : order) {
+    Block& b = blocks[bi];
+    const size_t size = (b.size + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    // Collect conflicting (lifetime-overlapping) placed blocks by offset; take the lowest gap that fits.
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (int pi : placed) {
+      const Block& p = blocks[pi];
+      if (p.end < b.begin || b.end < p.begin) continue;
+      busy.emplace_back(p.offset, (p.size + kArenaAlign - 1) / kArenaAlign * kArenaAlign);
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t off = 0;
+    for (auto& [o, sz] : busy) {
+      if (off + size <= o) break;
+      off = std::max(off, o + sz);
+    }
+    b.offset = off;
+    total = std::max(total, off + size);
+    placed.push_back(bi);
+  }
+  for (size_t v = 0; v < nv; ++v)
+    if (plan->slot[v] == Plan::Slot::kArena) plan->offset[v] = blocks[block_of[root(static_cast<int>(v))]].offset;
+  plan->arena_bytes = total;
+  return plan;
+}
+
+const Plan& SessionImpl::plan_for(const std::vector<Value>& in) const {
+  auto matches = [&](const Plan& p) {
+    for (size_t k = 0; k < in.size(); ++k) {
+      const bool given = !in[k].is_none();
+      if (p.in_given[k] != given) return false;
+      if (in[k].is_tensor()) {
+        if (p.in_dtypes[k] != in[k].tensor().dtype() || !(p.in_shapes[k] == in[k].tensor().shape())) return false;
+      } else if (given && p.in_dtypes[k] != DType::kUndefined) {
+        return false;
+      }
+    }
+    return true;
+  };
+  {
+    std::shared_lock<std::shared_mutex> lock(plans_mu_);
+    for (const auto& p : plans_)
+      if (matches(*p)) return *p;
+  }
+  auto plan = build_plan(in);
+  std::unique_lock<std::shared_mutex> lock(plans_mu_);
+  for (const auto& p : plans_)
+    if (matches(*p)) return *p;
+  plans_.push_back(std::move(plan));
+  return *plans_.back();
+}
+
+std::unique_ptr<RunContext> SessionImpl::acquire_context() const {
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    if (!contexts_.empty()) {
+      auto c = std::move(contexts_.back());
+      contexts_.pop_back();
+      return c;
+    }
+  }
+  auto c = std::make_unique<RunContext>();
+  c->frame.resize(model->graph->values.size());
+  c->output_cache.resize(model->graph->values.size());
+  return c;
+}
+
+void SessionImpl::release_context(std::unique_ptr<RunContext> ctx) const {
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  contexts_.push_back(std::move(ctx));
+}
+
+void SessionImpl::run(Binding& binding) const {
+  const Graph& g = *model->graph;
+  const GraphRunner& r = *main;
+  check_inputs(binding.inputs_);
+  const Plan& plan = plan_for(binding.inputs_);
+  for (auto& o : binding.outputs_) o = Value();  // let go of the last results so their storage can be reused
+  binding.outputs_.resize(g.outputs.size());
+
+  std::unique_ptr<RunContext> ctx = acquire_context();
+  std::vector<Value>& frame = ctx->frame;
+  struct Cleanup {
+    std::vector<Value>& frame;
+    ~Cleanup() {
+      for (auto& v : frame) v = Value();
+    }
+  };
+  try {
+    Cleanup cleanup{frame};
+    ctx->ensure_arena(plan.arena_bytes);
+    auto* arena = static_cast<uint8_t*>(ctx->arena);
+    for (size_t v = 0; v < g.values.size(); ++v) {
+      switch (plan.slot[v]) {
+        case Plan::Slot::kInitializer: frame[v] = Value(g.values[v].initializer); break;
+        case Plan::Slot::kInput: frame[v] = binding.inputs_[input_pos[v]]; break;
+        case Plan::Slot::kConstant: frame[v] = plan.constants[v]; break;
+        case Plan::Slot::kArena:
+          if (!frame[v].is_tensor()) frame[v] = Value(Tensor());
+          frame[v].tensor().rebind(plan.dtype[v], plan.shape[v], arena + plan.offset[v]);
+          break;
+        case Plan::Slot::kHeap: {
+          const int k = output_pos[v];
+          if (k >= 0 && binding.output_buffers_[k].defined() && binding.output_buffers_[k].dtype() == plan.dtype[v] &&
+              binding.output_buffers_[k].shape() == plan.shape[v]) {
+            frame[v] = Value(binding.output_buffers_[k]);  // the kernel writes straight into the user's buffer
+            break;
+          }
+          Tensor& cache = ctx->output_cache[v];
+          if (!(cache.defined() && cache.dtype() == plan.dtype[v] && cache.shape() == plan.shape[v] &&
+                cache.storage().use_count() == 1 && plan.dtype[v] != DType::kString))
+            cache = Tensor(plan.dtype[v], plan.shape[v]);
+          frame[v] = Value(cache);
+          break;
+        }
+        default: frame[v] = Value();
+      }
+    }
+    ExecHooks& hooks = hooks_of(*this);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      switch (plan.mode[i]) {
+        case Plan::Mode::kSkip: continue;
+        case Plan::Mode::kStatic: r.run_node(i, frame, hooks); break;
+        case Plan::Mode::kDynamic: r.run_node_dynamic(i, frame, hooks); break;
+      }
+      for (int v : plan.release_after[i]) frame[v] = Value();
+    }
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      const int v = g.outputs[k];
+      const Plan::Slot slot = plan.slot[v];
+      Value out = (slot == Plan::Slot::kInput || slot == Plan::Slot::kInitializer || slot == Plan::Slot::kConstant)
+                      ? deep_copy(frame[v])
+                      : frame[v];
+      const Tensor& user = binding.output_buffers_[k];
+      if (user.defined()) {
+        if (!out.is_tensor())
+          fail(ErrorCode::kInvalidArgument, "output '", g.values[v].name, "' is not a tensor and cannot go into a buffer");
+        const Tensor& t = out.tensor();
+        if (t.dtype() != user.dtype() || !(t.shape() == user.shape()))
+          fail(ErrorCode::kInvalidArgument, "output '", g.values[v].name, "' is ", dtype_name(t.dtype()),
+               t.shape().to_string(), " but the bound buffer is ", dtype_name(user.dtype()), user.shape().to_string());
+        if (t.raw_data() == user.raw_data()) {
+          // already written in place
+        } else if (t.dtype() == DType::kString) {
+          for (int64_t e = 0; e < t.numel(); ++e)
+            static_cast<std::string*>(const_cast<void*>(user.raw_data()))[e] = static_cast<const std::string*>(t.raw_data())[e];
+        } else if (t.nbytes()) {
+          std::memcpy(const_cast<void*>(user.raw_data()), t.raw_data(), t.nbytes());
+        }
+        out = Value(user);
+      }
+      binding.outputs_[k] = std::move(out);
+    }
+  } catch (...) {
+    release_context(std::move(ctx));
+    throw;
+  }
+  release_context(std::move(ctx));
+}
+
+}  // namespace onyx

@@ -1,0 +1,316 @@
+// Session creation: load, infer, place every node on an EP, prepare kernels; the public API.
+#include <algorithm>
+#include <map>
+
+#include "core/logging.hpp"
+#include "model/loader.hpp"
+#include "session/session_impl.hpp"
+
+namespace onyx {
+
+const char* version() { return "0.1.0"; }
+
+// ---------------------------------------------------------------------------------------------
+// GraphRunner preparation
+
+GraphRunner::GraphRunner(const SessionImpl& s, const Graph& g, const GraphRunner* par)
+    : session(s), graph(g), parent(par) {
+  const size_t nv = g.values.size();
+  outer_src.assign(nv, -1);
+  for (size_t v = 0; v < nv; ++v)
+    if (g.values[v].is_outer && g.parent) outer_src[v] = g.parent->find(g.values[v].name);
+  keep.assign(nv, 0);
+  for (int o : g.outputs) keep[o] = 1;
+
+  kernels.resize(g.nodes.size());
+  node_ep.assign(g.nodes.size(), -1);
+  schemas.assign(g.nodes.size(), nullptr);
+  has_subgraph.assign(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    schemas[i] = OpRegistry::global().find(n.domain, n.op_type);
+    for (const auto& a : n.attrs)
+      if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs) has_subgraph[i] = 1;
+    std::vector<const TypeInfo*> in_types, out_types;
+    std::vector<const Tensor*> constants;
+    for (int v : n.inputs) {
+      in_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+      const bool constant = v >= 0 && g.values[v].has_initializer && !g.values[v].is_graph_input;
+      constants.push_back(constant ? &g.values[v].initializer : nullptr);
+    }
+    for (int v : n.outputs) out_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    ClaimInfo claim{n, g, in_types, out_types};
+    std::vector<std::string> reasons;
+    for (size_t e = 0; e < s.eps.size(); ++e) {
+      Decline why;
+      if (s.eps[e]->claim(claim, &why)) {
+        node_ep[i] = static_cast<int>(e);
+        break;
+      }
+      reasons.push_back(str(s.eps[e]->name(), ": ", decline_code_name(why.code), ": ", why.message));
+    }
+    if (node_ep[i] < 0)
+      fail(ErrorCode::kNotImplemented, n.label(), " (opset ", n.opset, ") cannot run on any execution provider: ",
+           join(reasons, "; "));
+    KernelCreateInfo info{n, g, in_types, out_types, constants, {}, s.pool->num_threads()};
+    info.prepare_subgraph = [this](const Graph& sub) -> std::shared_ptr<PreparedSubgraph> {
+      auto r = std::make_shared<GraphRunner>(session, sub, this);
+      subgraphs.push_back(r);
+      return r;
+    };
+    try {
+      kernels[i] = s.eps[node_ep[i]]->create_kernel(info);
+    } catch (const Error& e) {
+      throw Error(e.code(), str("preparing ", n.label(), ": ", e.what()));
+    }
+  }
+
+  // Liveness for dynamic execution: drop node-produced values after their last reader.
+  std::vector<int> last(nv, -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int v : g.nodes[i].inputs)
+      if (v >= 0) last[v] = static_cast<int>(i);
+    for (int v : g.nodes[i].implicit_inputs) last[v] = static_cast<int>(i);
+  }
+  release_after.resize(g.nodes.size());
+  for (size_t v = 0; v < nv; ++v) {
+    const int p = g.values[v].producer;
+    if (p < 0 || keep[v]) continue;
+    release_after[std::max(last[v], p)].push_back(static_cast<int>(v));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SessionImpl
+
+namespace {
+
+IoInfo io_info(const ValueSlot& slot, const TypeInfo& type, const SymbolTable& symbols) {
+  IoInfo info;
+  info.name = slot.name;
+  info.type_string = type.to_string();
+  switch (type.kind) {
+    case TypeInfo::Kind::kSequence: info.kind = Value::Kind::kSequence; break;
+    case TypeInfo::Kind::kOptional: info.kind = Value::Kind::kOptional; break;
+    default: info.kind = Value::Kind::kTensor;
+  }
+  info.dtype = type.elem_dtype();
+  const TypeInfo* t = &type;
+  while (t->elem && !t->is_tensor()) t = t->elem.get();
+  if (t->is_tensor() && t->has_shape) {
+    info.has_shape = true;
+    std::string s = std::string(dtype_name(t->dtype)) + "[";
+    for (size_t k = 0; k < t->shape.size(); ++k) {
+      const int64_t d = t->shape[k];
+      info.shape.push_back(d >= 0 ? d : -1);
+      info.dim_names.push_back(d >= 0 ? std::string() : symbols.name(d));
+      s += (k ? "," : "") + symbols.describe(d);
+    }
+    if (type.is_tensor()) info.type_string = s + "]";
+  }
+  info.has_default = slot.has_initializer;
+  return info;
+}
+
+}  // namespace
+
+SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options& o) : model(std::move(m)), options(o) {
+  const int threads = options.threads > 0 ? options.threads : hardware_threads();
+  pool = std::make_unique<ThreadPool>(threads);
+  eps.push_back(create_cpu_provider());
+
+  Graph& g = *model->graph;
+  SymbolTable& symbols = *model->symbols;
+  for (int in : g.inputs) {
+    TypeInfo& t = g.values[in].type;
+    if (!t.is_tensor() || !t.has_shape) continue;
+    for (auto& d : t.shape) {
+      if (d >= 0) continue;
+      const std::string name = symbols.name(d);
+      for (auto& [k, v] : options.dim_overrides)
+        if (!name.empty() && k == name) d = v;
+    }
+  }
+  for (int out : g.outputs) declared_output_types.push_back(g.values[out].type);
+  for (int in : g.inputs)
+    if (g.values[in].type.kind == TypeInfo::Kind::kUnknown && !g.values[in].has_initializer)
+      fail(ErrorCode::kInvalidModel, model->path, ": graph input '", g.values[in].name, "' has no type");
+
+  GraphFacts facts = entry_facts(g, nullptr, false);
+  InferOptions io;
+  io.write_back = true;
+  infer_graph(g, facts, symbols, io);
+
+  main = std::make_shared<GraphRunner>(*this, g, nullptr);
+  input_pos.assign(g.values.size(), -1);
+  for (size_t k = 0; k < g.inputs.size(); ++k) input_pos[g.inputs[k]] = static_cast<int>(k);
+  output_pos.assign(g.values.size(), -1);
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    if (output_pos[g.outputs[k]] < 0) output_pos[g.outputs[k]] = static_cast<int>(k);
+
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const ValueSlot& s = g.values[g.inputs[k]];
+    inputs.push_back(io_info(s, s.type, symbols));
+    if (!s.has_initializer) required_inputs.push_back(k);
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const ValueSlot& s = g.values[g.outputs[k]];
+    const TypeInfo& declared = declared_output_types[k];
+    const bool use_declared = declared.kind != TypeInfo::Kind::kUnknown &&
+                              (!declared.is_tensor() || declared.has_shape || !s.type.has_shape);
+    outputs.push_back(io_info(s, use_declared ? declared : s.type, symbols));
+  }
+  if (log_enabled(LogLevel::kInfo)) {
+    std::map<std::string, int> per_ep;
+    for (int e : main->node_ep) per_ep[eps[e]->name()]++;
+    std::vector<std::string> parts;
+    for (auto& [name, count] : per_ep) parts.push_back(str(name, ": ", count, " nodes"));
+    log_message(LogLevel::kInfo, str(model->path, ": ", join(parts, "; "), "; 0 copies"));
+  }
+}
+
+SessionImpl::~SessionImpl() = default;
+
+// ---------------------------------------------------------------------------------------------
+// Public API
+
+SessionBuilder::SessionBuilder() : options_(std::make_unique<Options>()) {}
+SessionBuilder::~SessionBuilder() = default;
+SessionBuilder::SessionBuilder(const SessionBuilder& o) : options_(std::make_unique<Options>(*o.options_)) {}
+SessionBuilder& SessionBuilder::operator=(const SessionBuilder& o) {
+  options_ = std::make_unique<Options>(*o.options_);
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_intra_threads(int n) {
+  if (n < 0) fail(ErrorCode::kInvalidArgument, "with_intra_threads: thread count must be >= 0, got ", n);
+  options_->threads = n;
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_optimization_level(GraphOptimizationLevel level) {
+  options_->level = level;
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_dimension_override(std::string name, int64_t value) {
+  if (value < 0) fail(ErrorCode::kInvalidArgument, "with_dimension_override: '", name, "' must be >= 0, got ", value);
+  options_->dim_overrides.emplace_back(std::move(name), value);
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_external_data_dir(std::string dir) {
+  options_->external_dir = std::move(dir);
+  return *this;
+}
+
+Session SessionBuilder::commit_from_file(const std::string& path) const {
+  return Session(std::make_shared<SessionImpl>(load_model_file(path), *options_));
+}
+
+Session SessionBuilder::commit_from_memory(const void* data, size_t size) const {
+  return Session(std::make_shared<SessionImpl>(load_model_memory(data, size, options_->external_dir), *options_));
+}
+
+const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+
+std::vector<std::pair<std::string, int64_t>> Session::opsets() const {
+  std::vector<std::pair<std::string, int64_t>> r;
+  for (auto& [d, v] : impl_->model->opsets) r.emplace_back(d.empty() ? "ai.onnx" : d, v);
+  return r;
+}
+
+std::vector<std::pair<std::string, int64_t>> Session::op_counts() const {
+  std::map<std::string, int64_t> counts;
+  for (const Node& n : impl_->model->graph->nodes) counts[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type]++;
+  return {counts.begin(), counts.end()};
+}
+
+int64_t Session::ir_version() const { return impl_->model->ir_version; }
+
+std::string Session::producer() const {
+  const Model& m = *impl_->model;
+  return m.producer_version.empty() ? m.producer_name : m.producer_name + " " + m.producer_version;
+}
+
+std::vector<Session::NodePlacement> Session::placement() const {
+  std::vector<NodePlacement> r;
+  const GraphRunner& g = *impl_->main;
+  for (size_t i = 0; i < g.graph.nodes.size(); ++i) {
+    const Node& n = g.graph.nodes[i];
+    const auto& ep = impl_->eps[g.node_ep[i]];
+    r.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device()});
+  }
+  return r;
+}
+
+Binding::Binding(const Session& session) : session_(session.impl()) {
+  inputs_.resize(session_->inputs.size());
+  output_buffers_.resize(session_->outputs.size());
+}
+
+void Binding::bind_input(size_t index, Value value) {
+  if (index >= inputs_.size())
+    fail(ErrorCode::kInvalidArgument, "input index ", index, " is out of range: the model has ", inputs_.size(), " inputs");
+  inputs_[index] = std::move(value);
+}
+
+void Binding::bind_input(std::string_view name, Value value) {
+  for (size_t i = 0; i < session_->inputs.size(); ++i)
+    if (session_->inputs[i].name == name) return bind_input(i, std::move(value));
+  std::vector<std::string> names;
+  for (auto& in : session_->inputs) names.push_back("'" + in.name + "'");
+  fail(ErrorCode::kInvalidArgument, "the model has no input named '", name, "' (inputs: ", join(names, ", "), ")");
+}
+
+void Binding::unbind_input(size_t index) {
+  if (index < inputs_.size()) inputs_[index] = Value();
+}
+
+void Binding::bind_output(std::string_view name, Tensor buffer) {
+  for (size_t i = 0; i < session_->outputs.size(); ++i)
+    if (session_->outputs[i].name == name) {
+      output_buffers_[i] = std::move(buffer);
+      return;
+    }
+  fail(ErrorCode::kInvalidArgument, "the model has no output named '", name, "'");
+}
+
+const Value& Binding::output(std::string_view name) const {
+  for (size_t i = 0; i < session_->outputs.size(); ++i)
+    if (session_->outputs[i].name == name) {
+      if (i >= outputs_.size()) fail(ErrorCode::kInvalidArgument, "output '", name, "' is not available: run first");
+      return outputs_[i];
+    }
+  fail(ErrorCode::kInvalidArgument, "the model has no output named '", name, "'");
+}
+
+void Session::run(Binding& binding) const {
+  if (binding.session_ != impl_) fail(ErrorCode::kInvalidArgument, "the binding belongs to another session");
+  impl_->run(binding);
+}
+
+std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& inputs) const {
+  Binding b(*this);
+  for (const auto& [name, v] : inputs) b.bind_input(name, v);
+  run(b);
+  return std::move(b.outputs_);
+}
+
+std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& inputs,
+                                const std::vector<std::string>& output_names) const {
+  Binding b(*this);
+  for (const auto& [name, v] : inputs) b.bind_input(name, v);
+  run(b);
+  std::vector<Value> r;
+  for (const auto& n : output_names) r.push_back(b.output(n));
+  return r;
+}
+
+size_t Session::plan_count() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->plans_mu_);
+  return impl_->plans_.size();
+}
+
+}  // namespace onyx

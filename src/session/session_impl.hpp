@@ -1,0 +1,125 @@
+// Session internals: prepared graphs, cached run plans, run contexts.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.hpp"
+#include "ep/provider.hpp"
+#include "ir/graph.hpp"
+#include "onyx/session.hpp"
+#include "session/infer.hpp"
+
+namespace onyx {
+
+struct SessionBuilder::Options {
+  int threads = 0;
+  GraphOptimizationLevel level = GraphOptimizationLevel::kAll;
+  std::vector<std::pair<std::string, int64_t>> dim_overrides;
+  std::string external_dir;
+};
+
+class SessionImpl;
+
+/// A graph (main graph or subgraph) with a kernel per node.
+class GraphRunner final : public PreparedSubgraph {
+ public:
+  GraphRunner(const SessionImpl& session, const Graph& graph, const GraphRunner* parent);
+  size_t num_inputs() const override { return graph.inputs.size(); }
+  size_t num_outputs() const override { return graph.outputs.size(); }
+
+  /// Runs every node on `frame` (which holds inputs, initializers and outer values), inferring
+  /// shapes and allocating as it goes. Values are dropped after their last use.
+  void execute_dynamic(std::vector<Value>& frame, ExecHooks& hooks) const;
+  /// Runs node i: infer output shapes from the actual inputs, allocate, compute.
+  void run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const;
+  /// Runs node i whose outputs are already allocated.
+  void run_node(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const;
+
+  const SessionImpl& session;
+  const Graph& graph;
+  const GraphRunner* parent;
+  std::vector<std::unique_ptr<Kernel>> kernels;  // per node
+  std::vector<int> node_ep;                      // per node: index into session.eps
+  std::vector<int> outer_src;                    // per value: id in the parent graph, or -1
+  std::vector<std::vector<int>> release_after;   // per node: values last used there
+  std::vector<char> keep;                        // per value: never released (graph outputs)
+  std::vector<std::shared_ptr<GraphRunner>> subgraphs;
+  std::vector<const OpSchema*> schemas;          // per node
+  std::vector<char> has_subgraph;                // per node: control flow (outputs set by the kernel)
+};
+
+/// One execution plan: everything about a run that depends only on the input shapes.
+struct Plan {
+  enum class Slot : uint8_t { kUnused, kInput, kInitializer, kConstant, kArena, kHeap, kView, kDynamic };
+  enum class Mode : uint8_t { kSkip, kStatic, kDynamic };
+  // Signature.
+  std::vector<Shape> in_shapes;
+  std::vector<DType> in_dtypes;
+  std::vector<uint8_t> in_given;
+  // Per value.
+  std::vector<Slot> slot;
+  std::vector<size_t> offset;
+  std::vector<DType> dtype;
+  std::vector<Shape> shape;
+  std::vector<Value> constants;
+  // Per node.
+  std::vector<Mode> mode;
+  std::vector<std::vector<int>> release_after;
+  size_t arena_bytes = 0;
+  size_t static_nodes = 0, dynamic_nodes = 0, folded_nodes = 0;
+};
+
+/// Per-run scratch: a frame of values and the arena the plan's buffers live in.
+struct RunContext {
+  std::vector<Value> frame;
+  void* arena = nullptr;
+  size_t arena_size = 0;
+  std::vector<Tensor> output_cache;  // per value: output storage reusable once the user let go
+  ~RunContext();
+  void ensure_arena(size_t bytes);
+};
+
+class SessionImpl : public ExecHooks {
+ public:
+  SessionImpl(std::shared_ptr<Model> model, const SessionBuilder::Options& options);
+  ~SessionImpl() override;
+
+  void run(Binding& binding) const;
+  std::vector<Value> run_subgraph(const PreparedSubgraph& g, std::vector<Value> inputs,
+                                  const KernelContext& caller) override;
+  /// Evaluates a node whose inputs are all known (plan-time folding).
+  bool fold_node(const Graph& g, size_t index, GraphFacts& facts) const;
+
+  std::shared_ptr<Model> model;
+  SessionBuilder::Options options;
+  std::unique_ptr<ThreadPool> pool;
+  std::vector<std::unique_ptr<ExecutionProvider>> eps;  // priority order, CPU last
+  std::shared_ptr<GraphRunner> main;
+  std::vector<IoInfo> inputs, outputs;
+  std::vector<TypeInfo> declared_output_types;
+  std::vector<size_t> required_inputs;  // indices into main graph inputs without an initializer
+  std::vector<int> input_pos;           // per main-graph value: index among graph inputs, or -1
+  std::vector<int> output_pos;          // per main-graph value: index among graph outputs, or -1
+
+ private:
+  const Plan& plan_for(const std::vector<Value>& inputs) const;
+  std::unique_ptr<Plan> build_plan(const std::vector<Value>& inputs) const;
+  std::unique_ptr<RunContext> acquire_context() const;
+  void release_context(std::unique_ptr<RunContext> ctx) const;
+  void check_inputs(const std::vector<Value>& inputs) const;
+
+  mutable std::shared_mutex plans_mu_;
+  mutable std::vector<std::unique_ptr<Plan>> plans_;
+  mutable std::mutex contexts_mu_;
+  mutable std::vector<std::unique_ptr<RunContext>> contexts_;
+  friend class Session;
+};
+
+/// Drop-in ExecHooks for const contexts.
+ExecHooks& hooks_of(const SessionImpl& s);
+
+}  // namespace onyx

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# CLI contract: exit codes, error messages, --json shapes. Usage: cli_test.sh ONYX_BINARY REPO_DIR
+set -u
+ONYX=$1
+REPO=$2
+MODEL=$REPO/examples/models/tiny_normalize.onnx
+DATA=$REPO/examples/models/tiny_normalize_test_data
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+check() {  # check NAME EXPECTED_RC PATTERN CMD...
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; cat "$TMP/err"; failures=$((failures + 1)); return
+  fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$TMP/out" "$TMP/err"; then
+    echo "FAIL $name: output does not match /$pattern/"; cat "$TMP/out" "$TMP/err"; failures=$((failures + 1)); return
+  fi
+  echo "ok   $name"
+}
+
+check info 0 "tiny_normalize|inputs" "$ONYX" info "$MODEL"
+check info-json 0 '"inputs":\[\{"name":"x"' "$ONYX" info "$MODEL" --json
+check run-inputs 0 "outputs:" "$ONYX" run "$MODEL" --inputs "$DATA" --save "$TMP/saved"
+[ -f "$TMP/saved/output_0.pb" ] && echo "ok   run-save" || { echo "FAIL run-save: no output_0.pb"; failures=$((failures + 1)); }
+check run-random-dim 0 "float\[6,3\]" "$ONYX" run "$MODEL" --dim batch=3
+check bench-json 0 '"median_ms":.*"p90_ms":.*"min_ms":.*"load_ms":.*"peak_rss_mb":' "$ONYX" bench "$MODEL" --runs 5 --warmup 1 --json
+
+head -c 200 "$MODEL" >"$TMP/truncated.onnx"
+check truncated-model 1 "error .*InvalidModel" "$ONYX" run "$TMP/truncated.onnx"
+cp "$MODEL" "$TMP/corrupt.onnx"
+printf '\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$TMP/corrupt.onnx" bs=1 seek=20 conv=notrunc 2>/dev/null
+check corrupt-model 1 "error" "$ONYX" run "$TMP/corrupt.onnx"
+echo "not an onnx model" >"$TMP/text.onnx"
+check text-file 1 "error .*InvalidModel" "$ONYX" info "$TMP/text.onnx"
+check missing-file 1 "cannot open" "$ONYX" run "$TMP/nope.onnx"
+check wrong-shape 1 "has shape \[4,5\] but the model expects \[batch,6\]" "$ONYX" run "$MODEL" --inputs "$REPO/tests/cli/data/wrong_shape"
+check wrong-type 1 "has type int64 but the model expects float" "$ONYX" run "$MODEL" --inputs "$REPO/tests/cli/data/wrong_type"
+check bad-option 1 "unknown option" "$ONYX" run "$MODEL" --frobnicate
+check bad-dim 1 "--dim expects NAME=N" "$ONYX" run "$MODEL" --dim batch
+check unknown-command 1 "unknown command" "$ONYX" frobnicate
+
+if [ "$failures" -ne 0 ]; then echo "$failures CLI checks failed"; exit 1; fi
+echo "all CLI checks passed"

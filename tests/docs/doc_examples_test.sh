@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Compiles (and runs) every C++ block in docs/*.md that starts with "// doc-example: NAME".
+# Usage: doc_examples_test.sh SOURCE_DIR INCLUDE_DIR LIB_DIR MODEL
+set -euo pipefail
+SRC=$1
+INC=$2
+LIB=$3
+MODEL=$4
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+count=0
+for doc in "$SRC"/docs/*.md; do
+  awk -v dir="$TMP" -v base="$(basename "$doc" .md)" '
+    /^```cpp/ { inblock = 1; file = ""; next }
+    /^```/ && inblock { inblock = 0; if (file != "") close(file); next }
+    inblock && file == "" && /\/\/ doc-example:/ { n++; file = dir "/" base "_" n ".cpp" }
+    inblock && file != "" { print > file }
+  ' "$doc"
+done
+for f in "$TMP"/*.cpp; do
+  [ -e "$f" ] || continue
+  count=$((count + 1))
+  g++ -std=c++20 -O1 -I"$INC" "$f" -L"$LIB" -lonyx -Wl,-rpath,"$LIB" -o "${f%.cpp}"
+  "${f%.cpp}" "$MODEL"
+  echo "ok   $(basename "$f")"
+done
+[ "$count" -gt 0 ] || { echo "no doc examples found"; exit 1; }
+echo "$count doc examples compiled and ran"

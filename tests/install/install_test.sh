@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs onyx into a temporary prefix, then builds the example against the installed package
+# twice — with CMake's find_package(onyx) and with pkg-config — and runs both.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+BUILD=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+PREFIX=$TMP/prefix
+
+cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
+test -f "$PREFIX/include/onyx/onyx.hpp"
+test -x "$PREFIX/bin/onyx"
+LIBDIR=$(dirname "$(find "$PREFIX" -name 'libonyx.so' | head -n 1)")
+
+# find_package(onyx)
+cmake -S "$SRC/examples" -B "$TMP/ex" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$TMP/ex" >/dev/null
+LD_LIBRARY_PATH="$LIBDIR" "$TMP/ex/onyx_example_run_model" "$SRC/examples/models/tiny_normalize.onnx" \
+  "$SRC/examples/models/tiny_normalize_test_data" >/dev/null
+echo "ok   find_package(onyx) build runs"
+
+# pkg-config
+PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --exists onyx
+g++ -O1 "$SRC/examples/run_model.cpp" $(PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --cflags --libs onyx) -o "$TMP/pc_example"
+LD_LIBRARY_PATH="$LIBDIR" "$TMP/pc_example" "$SRC/examples/models/tiny_normalize.onnx" \
+  "$SRC/examples/models/tiny_normalize_test_data" >/dev/null
+echo "ok   pkg-config build runs"
+
+# The installed CLI finds its library through its rpath.
+"$PREFIX/bin/onyx" info "$SRC/examples/models/tiny_normalize.onnx" >/dev/null
+echo "ok   installed onyx CLI runs"

@@ -1,0 +1,136 @@
+// Test helper: writes ONNX ModelProto bytes for small hand-built graphs (including broken ones).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/proto.hpp"
+#include "model/tensor_proto.hpp"
+#include "onyx/onyx.hpp"
+
+namespace onyx::test {
+
+struct AttrSpec {
+  std::string name;
+  enum { kInt, kFloat, kInts, kString, kTensor, kGraph } kind;
+  int64_t i = 0;
+  float f = 0;
+  std::vector<int64_t> ints;
+  std::string s;  // string value, or encoded TensorProto / GraphProto bytes
+};
+
+inline AttrSpec attr_int(std::string n, int64_t v) { return {std::move(n), AttrSpec::kInt, v}; }
+inline AttrSpec attr_float(std::string n, float v) {
+  AttrSpec a{std::move(n), AttrSpec::kFloat};
+  a.f = v;
+  return a;
+}
+inline AttrSpec attr_ints(std::string n, std::vector<int64_t> v) {
+  AttrSpec a{std::move(n), AttrSpec::kInts};
+  a.ints = std::move(v);
+  return a;
+}
+inline AttrSpec attr_string(std::string n, std::string v) {
+  AttrSpec a{std::move(n), AttrSpec::kString};
+  a.s = std::move(v);
+  return a;
+}
+
+struct NodeSpec {
+  std::string op;
+  std::vector<std::string> inputs, outputs;
+  std::vector<AttrSpec> attrs;
+  std::string name;
+  std::string domain;
+};
+
+/// A value's declared type: dtype and dims (-1 = unnamed unknown, or a name via dim_params).
+struct ValueSpec {
+  std::string name;
+  DType dtype = DType::kFloat;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dim_params;  // per dim, "" = use dims[i]
+  bool no_shape = false;
+};
+
+class GraphSpec {
+ public:
+  std::string name = "g";
+  std::vector<NodeSpec> nodes;
+  std::vector<ValueSpec> inputs, outputs;
+  std::vector<std::pair<std::string, Tensor>> initializers;
+
+  std::string encode() const {
+    ProtoWriter w;
+    for (const auto& n : nodes) w.bytes(1, encode_node(n));
+    w.bytes(2, name);
+    for (const auto& [nm, t] : initializers) w.bytes(5, encode_tensor_proto(t, nm));
+    for (const auto& v : inputs) w.bytes(11, encode_value_info(v));
+    for (const auto& v : outputs) w.bytes(12, encode_value_info(v));
+    return w.take();
+  }
+
+  static std::string encode_value_info(const ValueSpec& v) {
+    ProtoWriter shape;
+    for (size_t i = 0; i < v.dims.size(); ++i) {
+      ProtoWriter d;
+      const bool named = i < v.dim_params.size() && !v.dim_params[i].empty();
+      if (named) d.bytes(2, v.dim_params[i]);
+      else if (v.dims[i] >= 0) d.varint(1, static_cast<uint64_t>(v.dims[i]));
+      shape.bytes(1, d.str());
+    }
+    ProtoWriter tt;
+    tt.varint(1, static_cast<uint64_t>(v.dtype));
+    if (!v.no_shape) tt.bytes(2, shape.str());
+    ProtoWriter type;
+    type.bytes(1, tt.str());
+    ProtoWriter vi;
+    vi.bytes(1, v.name);
+    vi.bytes(2, type.str());
+    return vi.take();
+  }
+
+  static std::string encode_node(const NodeSpec& n) {
+    ProtoWriter w;
+    for (const auto& i : n.inputs) w.bytes(1, i);
+    for (const auto& o : n.outputs) w.bytes(2, o);
+    if (!n.name.empty()) w.bytes(3, n.name);
+    w.bytes(4, n.op);
+    for (const auto& a : n.attrs) {
+      ProtoWriter aw;
+      aw.bytes(1, a.name);
+      switch (a.kind) {
+        case AttrSpec::kInt: aw.varint(3, static_cast<uint64_t>(a.i)); aw.varint(20, 2); break;
+        case AttrSpec::kFloat: {
+          uint32_t u;
+          std::memcpy(&u, &a.f, 4);
+          aw.fixed32(2, u);
+          aw.varint(20, 1);
+          break;
+        }
+        case AttrSpec::kInts: aw.packed_int64(8, a.ints); aw.varint(20, 7); break;
+        case AttrSpec::kString: aw.bytes(4, a.s); aw.varint(20, 3); break;
+        case AttrSpec::kTensor: aw.bytes(5, a.s); aw.varint(20, 4); break;
+        case AttrSpec::kGraph: aw.bytes(6, a.s); aw.varint(20, 5); break;
+      }
+      w.bytes(5, aw.str());
+    }
+    if (!n.domain.empty()) w.bytes(7, n.domain);
+    return w.take();
+  }
+};
+
+/// ModelProto bytes for `g` with the given IR version and ai.onnx opset.
+inline std::string encode_model(const GraphSpec& g, int64_t opset = 17, int64_t ir = 8) {
+  ProtoWriter w;
+  w.varint(1, static_cast<uint64_t>(ir));
+  w.bytes(2, "onyx-tests");
+  w.bytes(7, g.encode());
+  ProtoWriter os;
+  os.bytes(1, "");
+  os.varint(2, static_cast<uint64_t>(opset));
+  w.bytes(8, os.str());
+  return w.take();
+}
+
+}  // namespace onyx::test

@@ -1,0 +1,91 @@
+// onyx bench MODEL [--runs N] [--warmup N] [--threads N] [--json]
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "cli.hpp"
+#include "core/common.hpp"
+
+namespace onyx::cli {
+
+namespace {
+double peak_rss_mb() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+void progress(const char* what, int i, int n, bool enabled) {
+  if (!enabled || n <= 0) return;
+  const int width = 30;
+  const int filled = static_cast<int>(static_cast<double>(i) / n * width);
+  std::fprintf(stderr, "\r%-7s [", what);
+  for (int k = 0; k < width; ++k) std::fputc(k < filled ? '#' : '.', stderr);
+  std::fprintf(stderr, "] %d/%d", i, n);
+  if (i == n) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+}  // namespace
+
+int cmd_bench(const Args& a) {
+  if (a.positional.size() != 1)
+    fail(ErrorCode::kInvalidArgument, "usage: onyx bench MODEL [--runs N] [--warmup N] [--threads N] [--json]");
+  const std::string& path = a.positional[0];
+  const int runs = static_cast<int>(a.get_int("--runs", 50));
+  const int warmup = static_cast<int>(a.get_int("--warmup", 5));
+  if (runs < 1 || warmup < 0) fail(ErrorCode::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
+  const bool show = !a.has("--no-progress") && isatty(STDERR_FILENO);
+  auto t0 = std::chrono::steady_clock::now();
+  Session s = builder_from(a).commit_from_file(path);
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto inputs = a.has("--inputs") ? read_inputs(s, a.get("--inputs"))
+                                        : random_inputs(s, dims_from(a), a.get_int("--int-max", 10), 42);
+  Binding b(s);
+  for (const auto& [name, v] : inputs) b.bind_input(name, v);
+  for (int i = 0; i < warmup; ++i) {
+    s.run(b);
+    progress("warmup", i + 1, warmup, show);
+  }
+  std::vector<double> times;
+  times.reserve(runs);
+  for (int i = 0; i < runs; ++i) {
+    auto r0 = std::chrono::steady_clock::now();
+    s.run(b);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count());
+    progress("bench", i + 1, runs, show);
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  const double p90 = times[std::min(times.size() - 1, static_cast<size_t>(0.9 * static_cast<double>(times.size())))];
+  const double mn = times.front();
+  const double rss = peak_rss_mb();
+  if (a.has("--json")) {
+    Json j;
+    j.begin_object();
+    j.key("model").value(path);
+    j.key("runs").value(runs);
+    j.key("warmup").value(warmup);
+    j.key("threads").value(static_cast<int64_t>(a.get_int("--threads", 0)));
+    j.key("median_ms").value(median);
+    j.key("p90_ms").value(p90);
+    j.key("min_ms").value(mn);
+    j.key("load_ms").value(load_ms);
+    j.key("peak_rss_mb").value(rss);
+    j.end_object();
+    std::printf("%s\n", j.str().c_str());
+    return 0;
+  }
+  std::printf("model:    %s\n", path.c_str());
+  std::printf("runs:     %d (after %d warm-up)\n", runs, warmup);
+  std::printf("median:   %.3f ms\n", median);
+  std::printf("p90:      %.3f ms\n", p90);
+  std::printf("min:      %.3f ms\n", mn);
+  std::printf("load:     %.1f ms\n", load_ms);
+  std::printf("peak RSS: %.1f MB\n", rss);
+  return 0;
+}
+
+}  // namespace onyx::cli

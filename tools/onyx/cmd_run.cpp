@@ -1,0 +1,72 @@
+// onyx run MODEL [--inputs DIR] [--save DIR] [--dim NAME=N]... [--threads N] [--json]
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "cli.hpp"
+#include "core/common.hpp"
+
+namespace onyx::cli {
+
+int cmd_run(const Args& a) {
+  if (a.positional.size() != 1)
+    fail(ErrorCode::kInvalidArgument, "usage: onyx run MODEL [--inputs DIR] [--save DIR] [--dim NAME=N]... [--threads N]");
+  const std::string& path = a.positional[0];
+  auto t0 = std::chrono::steady_clock::now();
+  Session s = builder_from(a).commit_from_file(path);
+  auto t1 = std::chrono::steady_clock::now();
+  const auto inputs = a.has("--inputs") ? read_inputs(s, a.get("--inputs"))
+                                        : random_inputs(s, dims_from(a), a.get_int("--int-max", 10), a.get_int("--seed", 42));
+  auto t2 = std::chrono::steady_clock::now();
+  const std::vector<Value> outputs = s.run(inputs);
+  auto t3 = std::chrono::steady_clock::now();
+  const double load_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const double run_ms = std::chrono::duration<double, std::milli>(t3 - t2).count();
+  if (a.has("--save")) save_outputs(s, outputs, a.get("--save"));
+  const auto placement = s.placement();
+  if (a.has("--json")) {
+    Json j;
+    j.begin_object();
+    j.key("model").value(path);
+    j.key("load_ms").value(load_ms);
+    j.key("run_ms").value(run_ms);
+    j.key("outputs").begin_array();
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      j.begin_object().key("name").value(s.outputs()[k].name).key("summary").value(summarize(outputs[k]));
+      if (outputs[k].is_tensor()) {
+        j.key("dtype").value(std::string(dtype_name(outputs[k].tensor().dtype())));
+        j.key("shape").begin_array();
+        for (int64_t d : outputs[k].tensor().shape()) j.value(d);
+        j.end_array();
+      }
+      j.end_object();
+    }
+    j.end_array();
+    j.key("placement").begin_array();
+    for (const auto& p : placement)
+      j.begin_object().key("node").value(p.node).key("op_type").value(p.op_type).key("ep").value(p.ep).key("device").value(p.device).end_object();
+    j.end_array();
+    j.end_object();
+    std::printf("%s\n", j.str().c_str());
+    return 0;
+  }
+  std::printf("model: %s (loaded in %.1f ms)\n", path.c_str(), load_ms);
+  std::printf("inputs:\n");
+  for (const auto& [name, v] : inputs) std::printf("  %-20s %s\n", name.c_str(), summarize(v).c_str());
+  std::printf("outputs:\n");
+  for (size_t k = 0; k < outputs.size(); ++k) std::printf("  %-20s %s\n", s.outputs()[k].name.c_str(), summarize(outputs[k]).c_str());
+  if (!a.has("--quiet")) {
+    std::map<std::string, int> per_ep;
+    for (const auto& p : placement) per_ep[p.ep]++;
+    std::printf("placement (%zu nodes):", placement.size());
+    for (auto& [ep, n] : per_ep) std::printf(" %s=%d", ep.c_str(), n);
+    std::printf("\n");
+    if (placement.size() <= 40)
+      for (const auto& p : placement) std::printf("  %-28s %-20s %s\n", p.node.c_str(), p.op_type.c_str(), p.ep.c_str());
+  }
+  std::printf("latency: %.3f ms (first run, includes planning)\n", run_ms);
+  if (a.has("--save")) std::printf("saved %zu outputs to %s\n", outputs.size(), a.get("--save").c_str());
+  return 0;
+}
+
+}  // namespace onyx::cli
