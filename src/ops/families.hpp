@@ -12,6 +12,10 @@ void register_linalg_ops(OpRegistry& r);        // ops/linalg.cpp
 void register_reduce_ops(OpRegistry& r);        // ops/reduce.cpp
 void register_control_flow_ops(OpRegistry& r);  // ops/control_flow.cpp
 void register_sequence_ops(OpRegistry& r);      // ops/sequence.cpp
+void register_index_ops(OpRegistry& r);         // ops/index.cpp
+void register_image_ops(OpRegistry& r);         // ops/image.cpp
+void register_loss_ops(OpRegistry& r);          // ops/loss.cpp
+void register_text_ops(OpRegistry& r);          // ops/text.cpp
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -21,6 +25,10 @@ inline void register_all_op_families(OpRegistry& r) {
   register_reduce_ops(r);
   register_control_flow_ops(r);
   register_sequence_ops(r);
+  register_index_ops(r);
+  register_image_ops(r);
+  register_loss_ops(r);
+  register_text_ops(r);
 }
 
 }  // namespace onyx

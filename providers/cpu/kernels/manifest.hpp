@@ -16,10 +16,15 @@ std::span<const KernelDef> linalg_kernels();        // kernels/linalg.cpp
 std::span<const KernelDef> reduce_kernels();        // kernels/reduce.cpp
 std::span<const KernelDef> control_flow_kernels();  // kernels/control_flow.cpp
 std::span<const KernelDef> sequence_kernels();      // kernels/sequence.cpp
+std::span<const KernelDef> index_kernels();         // kernels/index.cpp
+std::span<const KernelDef> image_kernels();         // kernels/image.cpp
+std::span<const KernelDef> loss_kernels();          // kernels/loss.cpp
+std::span<const KernelDef> text_kernels();          // kernels/text.cpp
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels,
     linalg_kernels,      reduce_kernels, control_flow_kernels, sequence_kernels,
+    index_kernels,       image_kernels,  loss_kernels,         text_kernels,
 };
 
 }  // namespace onyx::cpu

@@ -1,0 +1,8 @@
+// loss family schemas.
+#include "ops/schema.hpp"
+
+namespace onyx {
+
+void register_loss_ops(OpRegistry& r) { (void)r; }
+
+}  // namespace onyx
