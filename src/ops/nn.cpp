@@ -1,8 +1,262 @@
-// nn family schemas.
+// nn family: Conv, ConvTranspose, pooling, normalisations, LRN, Dropout.
+#include "ops/nn.hpp"
+
+#include <algorithm>
+
 #include "ops/schema.hpp"
 
 namespace onyx {
 
-void register_nn_ops(OpRegistry& r) { (void)r; }
+namespace {
+Shape attr_or(const Node& n, const char* name, size_t rank, int64_t dflt) {
+  std::vector<int64_t> v = n.attr_ints(name);
+  if (v.empty()) return Shape::filled(rank, dflt);
+  if (v.size() != rank)
+    fail(ErrorCode::kInvalidGraph, n.label(), ": attribute '", name, "' has ", v.size(), " values for ", rank, " spatial dims");
+  return Shape(v);
+}
+}  // namespace
+
+WindowGeometry window_geometry(const Node& node, const Shape& in, const Shape& kernel, bool is_pool) {
+  const size_t r = in.size();
+  WindowGeometry g;
+  g.kernel = kernel;
+  if (kernel.size() != r)
+    fail(ErrorCode::kInvalidGraph, node.label(), ": kernel has ", kernel.size(), " spatial dims, input has ", r);
+  g.stride = attr_or(node, "strides", r, 1);
+  g.dilation = attr_or(node, "dilations", r, 1);
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  const bool ceil_mode = is_pool && node.attr_int("ceil_mode", 0) != 0;
+  g.pad_begin = Shape::filled(r, 0);
+  g.pad_end = Shape::filled(r, 0);
+  g.out = Shape::filled(r, 0);
+  std::vector<int64_t> pads = node.attr_ints("pads");
+  if (auto_pad == "NOTSET" && !pads.empty()) {
+    if (pads.size() != 2 * r)
+      fail(ErrorCode::kInvalidGraph, node.label(), ": pads has ", pads.size(), " values for ", r, " spatial dims");
+    for (size_t k = 0; k < r; ++k) {
+      g.pad_begin[k] = pads[k];
+      g.pad_end[k] = pads[k + r];
+      if (pads[k] < 0 || pads[k + r] < 0) fail(ErrorCode::kInvalidGraph, node.label(), ": negative pads");
+    }
+  }
+  for (size_t k = 0; k < r; ++k) {
+    if (g.stride[k] <= 0 || g.dilation[k] <= 0 || kernel[k] <= 0)
+      fail(ErrorCode::kInvalidGraph, node.label(), ": strides, dilations and kernel sizes must be positive");
+    const int64_t span = (kernel[k] - 1) * g.dilation[k] + 1;
+    if (in[k] < 0) {
+      g.out[k] = -1;
+      continue;
+    }
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t out = (in[k] + g.stride[k] - 1) / g.stride[k];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * g.stride[k] + span - in[k]);
+      g.pad_begin[k] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_end[k] = total - g.pad_begin[k];
+      g.out[k] = out;
+      continue;
+    }
+    if (auto_pad != "NOTSET" && auto_pad != "VALID")
+      fail(ErrorCode::kInvalidGraph, node.label(), ": unknown auto_pad '", auto_pad, "'");
+    const int64_t padded = in[k] + g.pad_begin[k] + g.pad_end[k];
+    if (padded < span)
+      fail(ErrorCode::kInvalidArgument, node.label(), ": the window (", span, ") is larger than the padded input (", padded,
+           ") in spatial dim ", k);
+    int64_t out;
+    if (ceil_mode) {
+      out = (padded - span + g.stride[k] - 1) / g.stride[k] + 1;
+      // The last window must start inside the input or its leading padding.
+      if ((out - 1) * g.stride[k] >= in[k] + g.pad_begin[k]) --out;
+    } else {
+      out = (padded - span) / g.stride[k] + 1;
+    }
+    g.out[k] = out;
+  }
+  return g;
+}
+
+WindowGeometry conv_transpose_geometry(const Node& node, const Shape& in, const Shape& kernel) {
+  const size_t r = in.size();
+  WindowGeometry g;
+  g.kernel = kernel;
+  g.stride = attr_or(node, "strides", r, 1);
+  g.dilation = attr_or(node, "dilations", r, 1);
+  const Shape out_pad = attr_or(node, "output_padding", r, 0);
+  g.pad_begin = Shape::filled(r, 0);
+  g.pad_end = Shape::filled(r, 0);
+  g.out = Shape::filled(r, 0);
+  std::vector<int64_t> pads = node.attr_ints("pads");
+  std::vector<int64_t> out_shape = node.attr_ints("output_shape");
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (!out_shape.empty() && out_shape.size() == r + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != r)
+    fail(ErrorCode::kInvalidGraph, node.label(), ": output_shape has ", out_shape.size(), " values for ", r, " spatial dims");
+  if (!pads.empty() && pads.size() != 2 * r)
+    fail(ErrorCode::kInvalidGraph, node.label(), ": pads has ", pads.size(), " values for ", r, " spatial dims");
+  for (size_t k = 0; k < r; ++k) {
+    const int64_t span = (kernel[k] - 1) * g.dilation[k] + 1;
+    if (in[k] < 0) {
+      g.out[k] = -1;
+      continue;
+    }
+    const int64_t full = g.stride[k] * (in[k] - 1) + out_pad[k] + span;
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t target = !out_shape.empty() ? out_shape[k] : in[k] * g.stride[k];
+      const int64_t total = full - target;
+      // Floor division: a negative total (output_shape larger than the full result) pads the end.
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      if (auto_pad == "SAME_UPPER") {
+        g.pad_begin[k] = half;
+        g.pad_end[k] = total - half;
+      } else {
+        g.pad_begin[k] = total - half;
+        g.pad_end[k] = half;
+      }
+      if (!out_shape.empty() && !pads.empty() && auto_pad == "NOTSET") {
+        g.pad_begin[k] = pads[k];
+        g.pad_end[k] = pads[k + r];
+      }
+      g.out[k] = target;
+    } else {
+      if (!pads.empty()) {
+        g.pad_begin[k] = pads[k];
+        g.pad_end[k] = pads[k + r];
+      }
+      g.out[k] = full - g.pad_begin[k] - g.pad_end[k];
+    }
+    if (g.out[k] < 0) fail(ErrorCode::kInvalidArgument, node.label(), ": negative output size in spatial dim ", k);
+  }
+  return g;
+}
+
+Shape layer_norm_stat_shape(const Shape& x, int64_t axis) {
+  Shape s = x;
+  for (size_t k = static_cast<size_t>(axis); k < s.size(); ++k) s[k] = 1;
+  return s;
+}
+
+namespace {
+
+Shape spatial(const Shape& s) { return Shape(std::span<const int64_t>(s.data() + 2, s.size() - 2)); }
+
+void infer_conv(InferContext& ctx) {
+  const TypeInfo& x = ctx.input_type(0);
+  const TypeInfo& w = ctx.input_type(1);
+  if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, x.dtype);
+  if (x.shape.size() < 3) ctx.fail_node("input must have rank >= 3 (N, C, spatial...), got ", x.shape.to_string());
+  if (w.shape.size() != x.shape.size())
+    ctx.fail_node("weight rank ", w.shape.size(), " does not match input rank ", x.shape.size());
+  const int64_t group = ctx.node().attr_int("group", 1);
+  if (group <= 0) ctx.fail_node("group must be positive");
+  if (x.shape[1] >= 0 && w.shape[1] >= 0 && x.shape[1] != w.shape[1] * group)
+    ctx.fail_node("input has ", x.shape[1], " channels but weight ", w.shape.to_string(), " with group ", group, " expects ",
+                  w.shape[1] * group);
+  Shape kernel = spatial(w.shape);
+  std::vector<int64_t> ks = ctx.node().attr_ints("kernel_shape");
+  if (!ks.empty()) kernel = Shape(ks);
+  for (auto& d : kernel)
+    if (d < 0) return ctx.set_output(0, x.dtype, ctx.fresh_shape(x.shape.size()));
+  const WindowGeometry g = window_geometry(ctx.node(), spatial(x.shape), kernel, false);
+  Shape out{x.shape[0], w.shape[0]};
+  for (int64_t d : g.out) out.push_back(d < 0 ? ctx.fresh() : d);
+  ctx.set_output(0, x.dtype, out);
+}
+
+void infer_conv_transpose(InferContext& ctx) {
+  const TypeInfo& x = ctx.input_type(0);
+  const TypeInfo& w = ctx.input_type(1);
+  if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, x.dtype);
+  if (x.shape.size() < 3 || w.shape.size() != x.shape.size()) ctx.fail_node("input and weight ranks must match and be >= 3");
+  const int64_t group = ctx.node().attr_int("group", 1);
+  Shape kernel = spatial(w.shape);
+  std::vector<int64_t> ks = ctx.node().attr_ints("kernel_shape");
+  if (!ks.empty()) kernel = Shape(ks);
+  const WindowGeometry g = conv_transpose_geometry(ctx.node(), spatial(x.shape), kernel);
+  Shape out{x.shape[0], w.shape[1] >= 0 ? w.shape[1] * group : ctx.fresh()};
+  for (int64_t d : g.out) out.push_back(d < 0 ? ctx.fresh() : d);
+  ctx.set_output(0, x.dtype, out);
+}
+
+void infer_pool(InferContext& ctx) {
+  const TypeInfo& x = ctx.input_type(0);
+  if (!x.has_shape) {
+    ctx.set_output_unranked(0, x.dtype);
+    if (ctx.num_outputs() > 1) ctx.set_output_unranked(1, DType::kInt64);
+    return;
+  }
+  if (x.shape.size() < 3) ctx.fail_node("input must have rank >= 3, got ", x.shape.to_string());
+  std::vector<int64_t> ks = ctx.node().attr_ints("kernel_shape");
+  if (ks.empty()) ctx.fail_node("attribute 'kernel_shape' is required");
+  const WindowGeometry g = window_geometry(ctx.node(), spatial(x.shape), Shape(ks), true);
+  Shape out{x.shape[0], x.shape[1]};
+  for (int64_t d : g.out) out.push_back(d < 0 ? ctx.fresh() : d);
+  ctx.set_output(0, x.dtype, out);
+  if (ctx.num_outputs() > 1) ctx.set_output(1, DType::kInt64, out);
+}
+
+void infer_global_pool(InferContext& ctx) {
+  const TypeInfo& x = ctx.input_type(0);
+  if (!x.has_shape) return ctx.set_output_unranked(0, x.dtype);
+  if (x.shape.size() < 2) ctx.fail_node("input must have rank >= 2");
+  Shape out = x.shape;
+  for (size_t k = 2; k < out.size(); ++k) out[k] = 1;
+  ctx.set_output(0, x.dtype, out);
+}
+
+void infer_batch_norm(InferContext& ctx) {
+  ctx.propagate(0, 0);
+  // Optional outputs (running / saved mean and variance) have the shape of the mean input.
+  for (size_t i = 1; i < ctx.num_outputs(); ++i)
+    if (ctx.has_output(i)) ctx.propagate(i, 3);
+}
+
+void infer_same(InferContext& ctx) { ctx.propagate(0, 0); }
+
+void infer_layer_norm(InferContext& ctx) {
+  const TypeInfo& x = ctx.input_type(0);
+  ctx.propagate(0, 0);
+  const int64_t stash = ctx.node().attr_int("stash_type", 1);
+  const DType sd = stash == 1 ? DType::kFloat : x.dtype;
+  for (size_t i = 1; i < ctx.num_outputs() && i < 3; ++i) {
+    if (!x.has_shape) {
+      ctx.set_output_unranked(i, sd);
+      continue;
+    }
+    const int64_t axis = normalize_axis(ctx.node().attr_int("axis", -1), static_cast<int64_t>(x.shape.size()), ctx.node().label());
+    ctx.set_output(i, sd, layer_norm_stat_shape(x.shape, axis));
+  }
+}
+
+void infer_dropout(InferContext& ctx) {
+  ctx.propagate(0, 0);
+  if (ctx.num_outputs() > 1 && ctx.has_output(1)) {
+    const TypeInfo& x = ctx.input_type(0);
+    const DType mask = ctx.opset() >= 10 ? DType::kBool : x.dtype;
+    if (x.has_shape)
+      ctx.set_output(1, mask, x.shape);
+    else
+      ctx.set_output_unranked(1, mask);
+  }
+}
+
+}  // namespace
+
+void register_nn_ops(OpRegistry& r) {
+  r.add("", "Conv", {1, 11}, infer_conv);
+  r.add("", "ConvTranspose", {1, 11}, infer_conv_transpose);
+  r.add("", "MaxPool", {1, 8, 10, 11, 12}, infer_pool);
+  r.add("", "AveragePool", {1, 7, 10, 11, 19}, infer_pool);
+  r.add("", "LpPool", {1, 2, 11, 18}, infer_pool);
+  r.add("", "GlobalAveragePool", {1}, infer_global_pool);
+  r.add("", "GlobalMaxPool", {1}, infer_global_pool);
+  r.add("", "GlobalLpPool", {1, 2}, infer_global_pool);
+  r.add("", "BatchNormalization", {1, 6, 7, 9, 14, 15}, infer_batch_norm);
+  r.add("", "InstanceNormalization", {1, 6}, infer_same);
+  r.add("", "LRN", {1, 13}, infer_same);
+  r.add("", "LayerNormalization", {17}, infer_layer_norm);
+  r.add("", "GroupNormalization", {18, 21}, infer_same);
+  r.add("", "MeanVarianceNormalization", {9, 13}, infer_same);
+  r.add("", "Dropout", {1, 6, 7, 10, 12, 13}, infer_dropout);
+}
 
 }  // namespace onyx

@@ -11,7 +11,9 @@ namespace onyx::cpu {
 std::span<const KernelDef> elementwise_kernels();   // kernels/elementwise.cpp
 std::span<const KernelDef> unary_kernels();         // kernels/unary.cpp
 std::span<const KernelDef> tensor_kernels();        // kernels/tensor.cpp
-std::span<const KernelDef> nn_kernels();            // kernels/nn.cpp
+std::span<const KernelDef> nn_kernels();            // kernels/nn.cpp (normalisations, Dropout)
+std::span<const KernelDef> conv_kernels();          // kernels/conv.cpp
+std::span<const KernelDef> pool_kernels();          // kernels/pool.cpp
 std::span<const KernelDef> linalg_kernels();        // kernels/linalg.cpp
 std::span<const KernelDef> reduce_kernels();        // kernels/reduce.cpp
 std::span<const KernelDef> control_flow_kernels();  // kernels/control_flow.cpp
@@ -22,7 +24,7 @@ std::span<const KernelDef> loss_kernels();          // kernels/loss.cpp
 std::span<const KernelDef> text_kernels();          // kernels/text.cpp
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
-    elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels,
+    elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels, conv_kernels, pool_kernels,
     linalg_kernels,      reduce_kernels, control_flow_kernels, sequence_kernels,
     index_kernels,       image_kernels,  loss_kernels,         text_kernels,
 };

@@ -1,0 +1,28 @@
+// SGEMM throughput: median of repeated runs, in GFLOP/s.  gemm_bench [threads]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+  onyx::ThreadPool pool(threads);
+  const int64_t shapes[][3] = {{128, 768, 768}, {128, 3072, 768}, {64, 3136, 576}, {512, 512, 512}, {256, 196, 2304}, {1, 1000, 2048}};
+  for (auto& s : shapes) {
+    const int64_t m = s[0], n = s[1], k = s[2];
+    std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+    std::vector<double> times;
+    for (int r = 0; r < 25; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      onyx::cpu::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n, &pool);
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    const double med = times[times.size() / 2];
+    std::printf("M=%-5lld N=%-5lld K=%-5lld  %8.3f ms  %7.1f GFLOP/s\n", (long long)m, (long long)n, (long long)k, med * 1e3,
+                2.0 * m * n * k / med * 1e-9);
+  }
+}

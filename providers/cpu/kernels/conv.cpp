@@ -1,0 +1,372 @@
+// CPU kernels: Conv and ConvTranspose. float32 goes through im2col (or directly, for 1x1) and the
+// packed SGEMM with weights packed at session creation and bias fused into the GEMM epilogue;
+// depthwise 2-D convolutions use a direct kernel; other types a direct reference loop.
+#include <cstdlib>
+
+#include "kernels/common.hpp"
+#include "kernels/conv.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/manifest.hpp"
+#include "ops/nn.hpp"
+
+namespace onyx::cpu {
+
+float* conv_scratch(size_t floats) {
+  struct Buf {
+    float* p = nullptr;
+    size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf buf;
+  if (floats > buf.n) {
+    std::free(buf.p);
+    buf.p = static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(64, (floats * 4 + 63) / 64 * 64)));
+    if (!buf.p) fail(ErrorCode::kRuntime, "out of memory allocating ", floats * 4, " bytes of convolution workspace");
+    buf.n = floats;
+  }
+  return buf.p;
+}
+
+namespace {
+
+Shape spatial_of(const Shape& s) { return Shape(std::span<const int64_t>(s.data() + 2, s.size() - 2)); }
+
+/// im2col for one image and one group: col[(c, k...), out positions].
+void im2col(const float* x, int64_t channels, const Shape& in, const WindowGeometry& g, float* col, ThreadPool& pool) {
+  const size_t r = in.size();
+  const int64_t kvol = g.kernel.numel(), out_size = g.out.numel(), in_size = in.numel();
+  if (r == 2) {
+    const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
+    const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
+    const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
+    parallel_range(pool, channels * kvol, out_size, [&](int64_t r0, int64_t r1) {
+      for (int64_t row = r0; row < r1; ++row) {
+        const int64_t c = row / kvol, ki = (row % kvol) / KW, kj = row % KW;
+        const float* xc = x + c * in_size;
+        float* dst = col + row * out_size;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const int64_t ih = oh * sh - ph + ki * dh;
+          float* d = dst + oh * OW;
+          if (ih < 0 || ih >= H) {
+            std::memset(d, 0, OW * sizeof(float));
+            continue;
+          }
+          const float* src = xc + ih * W;
+          const int64_t off = kj * dw - pw;
+          if (sw == 1) {
+            // Valid ow range: 0 <= ow + off < W.
+            const int64_t lo = std::clamp<int64_t>(-off, 0, OW), hi = std::clamp<int64_t>(W - off, lo, OW);
+            for (int64_t ow = 0; ow < lo; ++ow) d[ow] = 0;
+            std::memcpy(d + lo, src + lo + off, (hi - lo) * sizeof(float));
+            for (int64_t ow = hi; ow < OW; ++ow) d[ow] = 0;
+          } else {
+            for (int64_t ow = 0; ow < OW; ++ow) {
+              const int64_t iw = ow * sw + off;
+              d[ow] = (iw >= 0 && iw < W) ? src[iw] : 0.0f;
+            }
+          }
+        }
+      }
+    });
+    return;
+  }
+  // General N-D.
+  parallel_range(pool, channels * kvol, out_size, [&](int64_t r0, int64_t r1) {
+    Shape kidx = Shape::filled(r, 0), oidx = Shape::filled(r, 0);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t c = row / kvol;
+      int64_t rem = row % kvol;
+      for (size_t d = r; d-- > 0;) {
+        kidx[d] = rem % g.kernel[d];
+        rem /= g.kernel[d];
+      }
+      const float* xc = x + c * in_size;
+      float* dst = col + row * out_size;
+      for (size_t d = 0; d < r; ++d) oidx[d] = 0;
+      for (int64_t o = 0; o < out_size; ++o) {
+        int64_t off = 0;
+        bool inside = true;
+        for (size_t d = 0; d < r; ++d) {
+          const int64_t i = oidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
+          if (i < 0 || i >= in[d]) {
+            inside = false;
+            break;
+          }
+          off = off * in[d] + i;
+        }
+        dst[o] = inside ? xc[off] : 0.0f;
+        for (size_t d = r; d-- > 0;) {
+          if (++oidx[d] < g.out[d]) break;
+          oidx[d] = 0;
+        }
+      }
+    }
+  });
+}
+
+/// Direct depthwise 2-D convolution (one input channel per output channel).
+void depthwise2d(const float* x, const float* w, const float* bias, float* y, int64_t planes, int64_t channels,
+                 const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
+  const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
+  const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
+  parallel_range(pool, planes, OH * OW * KH * KW, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c = p % channels;
+      const float* xp = x + p * H * W;
+      const float* wc = w + c * KH * KW;
+      float* yp = y + p * OH * OW;
+      const float b = bias ? bias[c] : 0.0f;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        float* yr = yp + oh * OW;
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = b;
+        for (int64_t ki = 0; ki < KH; ++ki) {
+          const int64_t ih = oh * sh - ph + ki * dh;
+          if (ih < 0 || ih >= H) continue;
+          const float* xr = xp + ih * W;
+          for (int64_t kj = 0; kj < KW; ++kj) {
+            const float wv = wc[ki * KW + kj];
+            const int64_t off = kj * dw - pw;
+            // ow range with 0 <= ow*sw + off < W.
+            const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+            const int64_t hi = std::min<int64_t>(OW, W - off > 0 ? (W - off + sw - 1) / sw : 0);
+            if (sw == 1) {
+              const float* xs = xr + off;
+              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xs[ow];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * sw + off];
+            }
+          }
+        }
+        if (ep.act == GemmEpilogue::Act::kRelu)
+          for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = std::max(yr[ow], 0.0f);
+        else if (ep.act == GemmEpilogue::Act::kClip)
+          for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = std::min(std::max(yr[ow], ep.lo), ep.hi);
+      }
+    }
+  });
+}
+
+/// Reference direct convolution for every type (N-D, groups).
+template <class T>
+void conv_direct(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t C, int64_t M, int64_t group,
+                 const Shape& in, const WindowGeometry& g) {
+  using A = std::conditional_t<std::is_floating_point_v<Acc<T>>, double, Acc<T>>;
+  const size_t r = in.size();
+  const int64_t Cg = C / group, Mg = M / group, kvol = g.kernel.numel(), out_size = g.out.numel(), in_size = in.numel();
+  Shape oidx = Shape::filled(r, 0), kidx = Shape::filled(r, 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t grp = m / Mg;
+      for (int64_t o = 0; o < out_size; ++o) {
+        int64_t rem = o;
+        for (size_t d = r; d-- > 0;) {
+          oidx[d] = rem % g.out[d];
+          rem /= g.out[d];
+        }
+        A acc = bias ? static_cast<A>(to_acc(bias[m])) : A(0);
+        for (int64_t c = 0; c < Cg; ++c) {
+          const T* xc = x + (n * C + grp * Cg + c) * in_size;
+          const T* wc = w + (m * Cg + c) * kvol;
+          for (int64_t kk = 0; kk < kvol; ++kk) {
+            int64_t kr = kk, off = 0;
+            bool inside = true;
+            for (size_t d = r; d-- > 0;) {
+              kidx[d] = kr % g.kernel[d];
+              kr /= g.kernel[d];
+            }
+            for (size_t d = 0; d < r && inside; ++d) {
+              const int64_t i = oidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
+              inside = i >= 0 && i < in[d];
+              off = off * in[d] + i;
+            }
+            if (inside) acc += static_cast<A>(to_acc(xc[off])) * static_cast<A>(to_acc(wc[kk]));
+          }
+        }
+        y[(n * M + m) * out_size + o] = from_acc<T>(static_cast<Acc<T>>(acc));
+      }
+    }
+}
+
+}  // namespace
+
+ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi) : node_(info.node) {
+  group_ = info.node.attr_int("group", 1);
+  act_.act = act;
+  act_.lo = lo;
+  act_.hi = hi;
+  const Tensor* w = info.constant(1);
+  if (w && w->dtype() == DType::kFloat && w->rank() >= 3) {
+    const int64_t M = w->dim(0), Mg = M / group_;
+    const int64_t kg = w->numel() / M;
+    const bool depthwise = w->dim(1) == 1 && Mg == 1 && w->rank() == 4;
+    if (!depthwise && M % group_ == 0)
+      for (int64_t g = 0; g < group_; ++g)
+        packed_.push_back(pack_a(false, Mg, kg, w->data<float>() + g * Mg * kg, kg));
+  }
+}
+
+void ConvKernel::compute(KernelContext& ctx) const {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.optional_input(2);
+  Tensor& y = ctx.output(0);
+  const int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0);
+  if (C % group_ != 0 || M % group_ != 0 || w.dim(1) * group_ != C)
+    fail(ErrorCode::kInvalidArgument, "input channels ", C, " and weight ", w.shape().to_string(), " do not fit group ", group_);
+  if (b && b->numel() != M) fail(ErrorCode::kInvalidArgument, "bias has ", b->numel(), " values for ", M, " output channels");
+  const Shape in = spatial_of(x.shape());
+  Shape kernel = spatial_of(w.shape());
+  const WindowGeometry g = window_geometry(node_, in, kernel, false);
+  if (y.numel() == 0) return;
+  if (x.dtype() != DType::kFloat) {
+    dispatch_numeric(x.dtype(), [&]<class T>() {
+      if constexpr (std::is_same_v<T, bool>)
+        unsupported_dtype("Conv", x.dtype());
+      else
+        conv_direct<T>(static_cast<const T*>(x.raw_data()), static_cast<const T*>(w.raw_data()),
+                       b ? static_cast<const T*>(b->raw_data()) : nullptr, static_cast<T*>(y.raw_data()), N, C, M, group_, in, g);
+    }, "Conv");
+    return;
+  }
+  const float* px = x.data<float>();
+  const float* pw = w.data<float>();
+  const float* pb = b ? b->data<float>() : nullptr;
+  float* py = y.data<float>();
+  const int64_t Cg = C / group_, Mg = M / group_, kvol = kernel.numel(), Kg = Cg * kvol;
+  const int64_t in_size = in.numel(), out_size = g.out.numel();
+  if (Cg == 1 && Mg == 1 && in.size() == 2) {
+    depthwise2d(px, pw, pb, py, N * C, C, in, g, act_, ctx.pool());
+    return;
+  }
+  bool pointwise = true;
+  for (size_t d = 0; d < in.size(); ++d)
+    pointwise &= kernel[d] == 1 && g.stride[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
+  float* col = pointwise ? nullptr : conv_scratch(static_cast<size_t>(Kg * out_size));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t grp = 0; grp < group_; ++grp) {
+      const float* xg = px + (n * C + grp * Cg) * in_size;
+      const float* bmat = xg;
+      if (!pointwise) {
+        im2col(xg, Cg, in, g, col, ctx.pool());
+        bmat = col;
+      }
+      GemmEpilogue ep = act_;
+      ep.bias = pb ? pb + grp * Mg : nullptr;
+      ep.bias_per_row = true;
+      const bool use_ep = ep.bias || ep.act != GemmEpilogue::Act::kNone;
+      float* yg = py + (n * M + grp * Mg) * out_size;
+      const PackedMatrix* pa = packed_.empty() ? nullptr : &packed_[grp];
+      sgemm_packed(pa, false, pw + grp * Mg * Kg, Kg, nullptr, false, bmat, out_size, Mg, out_size, Kg, 0.0f, yg, out_size,
+                   &ctx.pool(), use_ep ? &ep : nullptr);
+    }
+}
+
+namespace {
+
+std::unique_ptr<Kernel> make_conv(const KernelCreateInfo& info) {
+  return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kNone, 0.0f, 0.0f);
+}
+
+// ---- ConvTranspose ----
+
+class ConvTransposeKernel final : public Kernel {
+ public:
+  explicit ConvTransposeKernel(const KernelCreateInfo& info) : node_(info.node), group_(info.node.attr_int("group", 1)) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    Tensor& y = ctx.output(0);
+    const int64_t N = x.dim(0), C = x.dim(1);
+    if (C % group_ != 0 || w.dim(0) != C)
+      fail(ErrorCode::kInvalidArgument, "input channels ", C, " do not match weight ", w.shape().to_string());
+    const int64_t Cg = C / group_, Mg = w.dim(1), M = Mg * group_;
+    const Shape in = spatial_of(x.shape());
+    Shape kernel = spatial_of(w.shape());
+    const WindowGeometry g = conv_transpose_geometry(node_, in, kernel);
+    const int64_t kvol = kernel.numel(), in_size = in.numel(), out_size = g.out.numel();
+    const size_t r = in.size();
+    if (y.numel() == 0) return;
+    dispatch_float(x.dtype(), [&]<class T>() {
+      const T* px = static_cast<const T*>(x.raw_data());
+      const T* pw = static_cast<const T*>(w.raw_data());
+      T* py = static_cast<T*>(y.raw_data());
+      std::vector<float> colv;
+      std::vector<float> xf, wf;
+      float* col = conv_scratch(static_cast<size_t>(Mg * kvol * in_size));
+      Shape kidx = Shape::filled(r, 0), iidx = Shape::filled(r, 0);
+      std::vector<float> acc(static_cast<size_t>(M * out_size));
+      for (int64_t n = 0; n < N; ++n) {
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t grp = 0; grp < group_; ++grp) {
+          // col[Mg*kvol, in] = W_g^T [Mg*kvol, Cg] x X_g [Cg, in]
+          const int64_t cols = Mg * kvol;
+          if constexpr (std::is_same_v<T, float>) {
+            sgemm(true, false, cols, in_size, Cg, 1.0f, pw + grp * Cg * cols, cols, px + (n * C + grp * Cg) * in_size, in_size,
+                  0.0f, col, in_size, &ctx.pool());
+          } else {
+            for (int64_t i = 0; i < cols; ++i)
+              for (int64_t j = 0; j < in_size; ++j) {
+                double s = 0;
+                for (int64_t c = 0; c < Cg; ++c)
+                  s += static_cast<double>(to_acc(pw[(grp * Cg + c) * cols + i])) *
+                       static_cast<double>(to_acc(px[(n * C + grp * Cg + c) * in_size + j]));
+                col[i * in_size + j] = static_cast<float>(s);
+              }
+          }
+          // col2im: scatter-add into the output.
+          for (int64_t row = 0; row < cols; ++row) {
+            const int64_t m = row / kvol;
+            int64_t rem = row % kvol;
+            for (size_t d = r; d-- > 0;) {
+              kidx[d] = rem % kernel[d];
+              rem /= kernel[d];
+            }
+            float* dst = acc.data() + (grp * Mg + m) * out_size;
+            const float* src = col + row * in_size;
+            for (size_t d = 0; d < r; ++d) iidx[d] = 0;
+            for (int64_t i = 0; i < in_size; ++i) {
+              int64_t off = 0;
+              bool inside = true;
+              for (size_t d = 0; d < r && inside; ++d) {
+                const int64_t o = iidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
+                inside = o >= 0 && o < g.out[d];
+                off = off * g.out[d] + o;
+              }
+              if (inside) dst[off] += src[i];
+              for (size_t d = r; d-- > 0;) {
+                if (++iidx[d] < in[d]) break;
+                iidx[d] = 0;
+              }
+            }
+          }
+        }
+        for (int64_t m = 0; m < M; ++m) {
+          const float bv = b ? static_cast<float>(to_acc(static_cast<const T*>(b->raw_data())[m])) : 0.0f;
+          for (int64_t o = 0; o < out_size; ++o) py[(n * M + m) * out_size + o] = from_acc<T>(acc[m * out_size + o] + bv);
+        }
+      }
+    }, "ConvTranspose");
+  }
+
+ private:
+  const Node& node_;
+  int64_t group_;
+};
+
+std::unique_ptr<Kernel> make_conv_transpose(const KernelCreateInfo& info) { return std::make_unique<ConvTransposeKernel>(info); }
+
+using namespace types;
+
+const KernelDef kDefs[] = {
+    {"", "Conv", 1, 99, {{0, kFloats}}, make_conv},
+    {"", "ConvTranspose", 1, 99, {{0, kFloats}}, make_conv_transpose},
+};
+
+}  // namespace
+
+std::span<const KernelDef> conv_kernels() { return kDefs; }
+
+}  // namespace onyx::cpu

@@ -1,0 +1,345 @@
+// SGEMM: BLIS-style blocking (kc x nc panels of B, mc x kc blocks of A), packed operands, and an
+// MR x NR register-blocked micro-kernel over GCC vector extensions.
+#include "kernels/gemm.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/common.hpp"
+
+namespace onyx::cpu {
+namespace {
+
+#if defined(__AVX512F__)
+constexpr int kVec = 16;
+constexpr int kMR = 12;
+#elif defined(__AVX__)
+constexpr int kVec = 8;
+constexpr int kMR = 6;
+#else
+constexpr int kVec = 4;
+constexpr int kMR = 4;
+#endif
+constexpr int kNV = 2;  // vectors per micro-tile row
+constexpr int kNR = kVec * kNV;
+constexpr int64_t kKC = 256;
+constexpr int64_t kMC = kMR * 16;
+
+typedef float vf __attribute__((vector_size(kVec * sizeof(float))));
+
+inline vf loadu(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void storeu(float* p, vf v) { std::memcpy(p, &v, sizeof(v)); }
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+float* aligned_floats(size_t n) {
+  void* p = std::aligned_alloc(64, std::max<size_t>(64, (n * sizeof(float) + 63) / 64 * 64));
+  if (!p) fail(ErrorCode::kRuntime, "out of memory allocating ", n * sizeof(float), " bytes of GEMM workspace");
+  return static_cast<float*>(p);
+}
+
+/// A per-thread scratch buffer that only grows.
+struct Scratch {
+  float* p = nullptr;
+  size_t n = 0;
+  ~Scratch() { std::free(p); }
+  float* get(size_t want) {
+    if (want > n) {
+      std::free(p);
+      p = aligned_floats(want);
+      n = want;
+    }
+    return p;
+  }
+};
+
+// ---- packing ----
+
+/// Packs rows [r0, r0+rows) x k-range [k0, k0+kc) of op(A) into MR-row panels (zero padded).
+void pack_a_block(bool trans, const float* a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                  float scale, float* dst) {
+  for (int64_t p = 0; p < rows; p += kMR) {
+    float* panel = dst + (p / kMR) * kMR * kc;
+    const int64_t mr = std::min<int64_t>(kMR, rows - p);
+    for (int64_t i = 0; i < kMR; ++i) {
+      const int64_t r = r0 + p + i;
+      if (i >= mr || r >= m) {
+        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = 0.0f;
+        continue;
+      }
+      if (!trans) {
+        const float* src = a + r * lda + k0;
+        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = src[k] * scale;
+      } else {
+        const float* src = a + k0 * lda + r;
+        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = src[k * lda] * scale;
+      }
+    }
+  }
+}
+
+/// Packs k-range [k0, k0+kc) x cols [c0, c0+cols) of op(B) into NR-column panels (zero padded).
+void pack_b_block(bool trans, const float* b, int64_t ldb, int64_t n, int64_t k0, int64_t kc, int64_t c0, int64_t cols,
+                  float scale, float* dst) {
+  for (int64_t q = 0; q < cols; q += kNR) {
+    float* panel = dst + (q / kNR) * kNR * kc;
+    const int64_t nr = std::min<int64_t>({kNR, cols - q, n - (c0 + q)});
+    if (!trans) {
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = b + (k0 + k) * ldb + c0 + q;
+        float* d = panel + k * kNR;
+        if (nr == kNR && scale == 1.0f) {
+          std::memcpy(d, src, kNR * sizeof(float));
+        } else {
+          for (int64_t j = 0; j < nr; ++j) d[j] = src[j] * scale;
+          for (int64_t j = nr; j < kNR; ++j) d[j] = 0.0f;
+        }
+      }
+    } else {
+      for (int64_t j = 0; j < kNR; ++j) {
+        if (j >= nr) {
+          for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = 0.0f;
+          continue;
+        }
+        const float* src = b + (c0 + q + j) * ldb + k0;
+        for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = src[k] * scale;
+      }
+    }
+  }
+}
+
+// ---- micro-kernel ----
+
+inline vf apply_act(vf v, const GemmEpilogue* ep) {
+  if (!ep) return v;
+  const vf zero = {};
+  switch (ep->act) {
+    case GemmEpilogue::Act::kRelu: return v > zero ? v : zero;
+    case GemmEpilogue::Act::kClip: {
+      const vf lo = zero + ep->lo, hi = zero + ep->hi;
+      v = v < lo ? lo : v;
+      return v > hi ? hi : v;
+    }
+    default: return v;
+  }
+}
+
+inline float apply_act(float v, const GemmEpilogue* ep) {
+  if (!ep) return v;
+  switch (ep->act) {
+    case GemmEpilogue::Act::kRelu: return v > 0 ? v : 0;
+    case GemmEpilogue::Act::kClip: return std::min(std::max(v, ep->lo), ep->hi);
+    default: return v;
+  }
+}
+
+/// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block.
+template <int MR>
+void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
+                  int64_t nr, bool accumulate, const GemmEpilogue* ep, int64_t row0, int64_t col0) {
+  vf acc[MR][kNV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < kNV; ++v) acc[i][v] = vf{};
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const vf b0 = loadu(b + k * kNR);
+    const vf b1 = loadu(b + k * kNR + kVec);
+    const float* ak = a + k * kMR;
+    for (int i = 0; i < MR; ++i) {
+      const float ai = ak[i];
+      acc[i][0] += b0 * ai;
+      acc[i][1] += b1 * ai;
+    }
+  }
+  const bool full = nr == kNR;
+  for (int i = 0; i < MR; ++i) {
+    float* crow = c + i * ldc;
+    if (full) {
+      for (int v = 0; v < kNV; ++v) {
+        vf x = acc[i][v];
+        if (accumulate) x += loadu(crow + v * kVec);
+        if (ep) {
+          if (ep->bias) x += ep->bias_per_row ? (vf{} + ep->bias[row0 + i]) : loadu(ep->bias + col0 + v * kVec);
+          x = apply_act(x, ep);
+        }
+        storeu(crow + v * kVec, x);
+      }
+    } else {
+      float tmp[kNR];
+      storeu(tmp, acc[i][0]);
+      storeu(tmp + kVec, acc[i][1]);
+      for (int64_t j = 0; j < nr; ++j) {
+        float x = tmp[j];
+        if (accumulate) x += crow[j];
+        if (ep) {
+          if (ep->bias) x += ep->bias_per_row ? ep->bias[row0 + i] : ep->bias[col0 + j];
+          x = apply_act(x, ep);
+        }
+        crow[j] = x;
+      }
+    }
+  }
+}
+
+using MicroFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, const GemmEpilogue*, int64_t,
+                         int64_t);
+
+template <int... I>
+constexpr auto make_table(std::integer_sequence<int, I...>) {
+  return std::array<MicroFn, sizeof...(I)>{&micro_kernel<I + 1>...};
+}
+constexpr auto kMicro = make_table(std::make_integer_sequence<int, kMR>{});
+
+// ---- driver ----
+
+struct Operands {
+  const PackedMatrix* pa;
+  bool ta;
+  const float* a;
+  int64_t lda;
+  float alpha;
+  const PackedMatrix* pb;
+  bool tb;
+  const float* b;
+  int64_t ldb;
+  int64_t m, n, k;
+  float* c;
+  int64_t ldc;
+  const GemmEpilogue* ep;
+  bool c_initialized;  // accumulate into C on the first k-block
+};
+
+/// Computes C rows [m0, m1) x cols [n0, n1) (n0 multiple of NR, m0 multiple of MR).
+void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  thread_local Scratch sa, sb;
+  const int64_t mpad = round_up(o.m, kMR), npad = round_up(o.n, kNR);
+  for (int64_t p0 = 0; p0 < o.k; p0 += kKC) {
+    const int64_t kc = std::min(kKC, o.k - p0);
+    const bool first = p0 == 0, last = p0 + kc >= o.k;
+    const float* bblock;
+    if (o.pb) {
+      bblock = o.pb->data() + p0 * npad + (n0 / kNR) * kNR * kc;
+    } else {
+      float* buf = sb.get(static_cast<size_t>(round_up(n1 - n0, kNR) * kc));
+      pack_b_block(o.tb, o.b, o.ldb, o.n, p0, kc, n0, n1 - n0, 1.0f, buf);
+      bblock = buf;
+    }
+    for (int64_t i0 = m0; i0 < m1; i0 += kMC) {
+      const int64_t mc = std::min(kMC, m1 - i0);
+      const float* ablock;
+      if (o.pa) {
+        ablock = o.pa->data() + p0 * mpad + (i0 / kMR) * kMR * kc;
+      } else {
+        float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
+        pack_a_block(o.ta, o.a, o.lda, o.m, i0, mc, p0, kc, o.alpha, buf);
+        ablock = buf;
+      }
+      for (int64_t j = n0; j < n1; j += kNR) {
+        const int64_t nr = std::min<int64_t>(kNR, n1 - j);
+        const float* bp = bblock + ((j - n0) / kNR) * kNR * kc;
+        for (int64_t i = i0; i < i0 + mc; i += kMR) {
+          const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
+          const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
+          kMicro[mr - 1](kc, ap, bp, o.c + i * o.ldc + j, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
+        }
+      }
+    }
+  }
+}
+
+void run(const Operands& o, ThreadPool* pool) {
+  if (o.m <= 0 || o.n <= 0) return;
+  if (o.k <= 0) {
+    // Nothing to accumulate: C = beta*C (already applied) plus the epilogue.
+    for (int64_t i = 0; i < o.m; ++i)
+      for (int64_t j = 0; j < o.n; ++j) {
+        float& x = o.c[i * o.ldc + j];
+        if (!o.c_initialized) x = 0;
+        if (o.ep) {
+          if (o.ep->bias) x += o.ep->bias_per_row ? o.ep->bias[i] : o.ep->bias[j];
+          x = apply_act(x, o.ep);
+        }
+      }
+    return;
+  }
+  const int threads = pool ? pool->num_threads() : 1;
+  const double work = static_cast<double>(o.m) * o.n * o.k;
+  if (threads <= 1 || work < 4e5) {
+    gemm_region(o, 0, o.m, 0, o.n);
+    return;
+  }
+  const int64_t npan = (o.n + kNR - 1) / kNR, mpan = (o.m + kMR - 1) / kMR;
+  // Split the larger dimension in panel units, a few tasks per thread.
+  const bool by_cols = npan >= mpan || mpan < 2;
+  const int64_t pans = by_cols ? npan : mpan;
+  const int64_t tasks = std::min<int64_t>(pans, threads * 3);
+  pool->parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t p0 = pans * t / tasks, p1 = pans * (t + 1) / tasks;
+      if (p0 == p1) continue;
+      if (by_cols)
+        gemm_region(o, 0, o.m, p0 * kNR, std::min(o.n, p1 * kNR));
+      else
+        gemm_region(o, p0 * kMR, std::min(o.m, p1 * kMR), 0, o.n);
+    }
+  });
+}
+
+void scale_c(float beta, int64_t m, int64_t n, float* c, int64_t ldc) {
+  if (beta == 1.0f || beta == 0.0f) return;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+}
+
+}  // namespace
+
+PackedMatrix pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float scale) {
+  PackedMatrix pm;
+  pm.rows_ = m;
+  pm.cols_ = k;
+  pm.is_a_ = true;
+  const int64_t mpad = round_up(m, kMR);
+  pm.data_ = std::shared_ptr<float>(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, mpad * k))), std::free);
+  for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+    const int64_t kc = std::min(kKC, k - p0);
+    pack_a_block(trans, a, lda, m, 0, mpad, p0, kc, scale, pm.data_.get() + p0 * mpad);
+  }
+  return pm;
+}
+
+PackedMatrix pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float scale) {
+  PackedMatrix pm;
+  pm.rows_ = k;
+  pm.cols_ = n;
+  const int64_t npad = round_up(n, kNR);
+  pm.data_ = std::shared_ptr<float>(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, npad * k))), std::free);
+  for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+    const int64_t kc = std::min(kKC, k - p0);
+    pack_b_block(trans, b, ldb, n, p0, kc, 0, npad, scale, pm.data_.get() + p0 * npad);
+  }
+  return pm;
+}
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue) {
+  scale_c(beta, m, n, c, ldc);
+  Operands o{nullptr, trans_a, a, lda, alpha, nullptr, trans_b, b, ldb, m, n, k, c, ldc, epilogue, beta != 0.0f};
+  run(o, pool);
+}
+
+void sgemm_packed(const PackedMatrix* pa, bool trans_a, const float* a, int64_t lda, const PackedMatrix* pb, bool trans_b,
+                  const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float beta, float* c, int64_t ldc,
+                  ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (pa && (pa->rows() != m || pa->cols() != k)) fail(ErrorCode::kRuntime, "packed A has the wrong shape");
+  if (pb && (pb->rows() != k || pb->cols() != n)) fail(ErrorCode::kRuntime, "packed B has the wrong shape");
+  scale_c(beta, m, n, c, ldc);
+  Operands o{pa, trans_a, a, lda, 1.0f, pb, trans_b, b, ldb, m, n, k, c, ldc, epilogue, beta != 0.0f};
+  run(o, pool);
+}
+
+}  // namespace onyx::cpu

@@ -1,0 +1,53 @@
+// Single-precision GEMM for the CPU EP: packed panels, a register-blocked micro-kernel written
+// with GCC vector extensions (AVX-512, AVX2 or SSE depending on the build target), a fused
+// epilogue (bias, activation), and pre-packing of constant operands.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/thread_pool.hpp"
+
+namespace onyx::cpu {
+
+/// Applied to each output element after accumulation (on the final k-block).
+struct GemmEpilogue {
+  const float* bias = nullptr;  // bias[row] when bias_per_row, else bias[col]
+  bool bias_per_row = false;
+  enum class Act : uint8_t { kNone, kRelu, kClip } act = Act::kNone;
+  float lo = 0, hi = 0;  // kClip bounds
+};
+
+/// An operand packed once (constant weights), in the micro-kernel's panel layout.
+class PackedMatrix {
+ public:
+  int64_t rows() const { return rows_; }   // M for A, K for B
+  int64_t cols() const { return cols_; }   // K for A, N for B
+  const float* data() const { return data_.get(); }
+  bool is_a() const { return is_a_; }
+
+ private:
+  friend PackedMatrix pack_a(bool, int64_t, int64_t, const float*, int64_t, float);
+  friend PackedMatrix pack_b(bool, int64_t, int64_t, const float*, int64_t, float);
+  int64_t rows_ = 0, cols_ = 0;
+  bool is_a_ = false;
+  std::shared_ptr<float> data_;
+};
+
+/// Packs A (m x k, or its transpose when trans) for sgemm_packed, multiplied by `scale`.
+PackedMatrix pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float scale = 1.0f);
+/// Packs B (k x n, or its transpose when trans).
+PackedMatrix pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float scale = 1.0f);
+
+/// Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, then the epilogue. `pool` may be null.
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc, ThreadPool* pool,
+           const GemmEpilogue* epilogue = nullptr);
+
+/// Same with one or both operands pre-packed (pass null for the unpacked one's PackedMatrix and
+/// its pointer/ld for the other). alpha is 1.
+void sgemm_packed(const PackedMatrix* pa, bool trans_a, const float* a, int64_t lda, const PackedMatrix* pb, bool trans_b,
+                  const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float beta, float* c, int64_t ldc,
+                  ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+
+}  // namespace onyx::cpu

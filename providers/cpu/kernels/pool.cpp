@@ -1,0 +1,170 @@
+// CPU kernels: MaxPool (with Indices), AveragePool, LpPool and their Global forms, for 1 to 3
+// spatial dims (padded internally to 3).
+#include <cmath>
+#include <limits>
+
+#include "kernels/common.hpp"
+#include "kernels/manifest.hpp"
+#include "ops/nn.hpp"
+
+namespace onyx::cpu {
+namespace {
+
+enum class PoolKind { kMax, kAvg, kLp };
+
+/// Geometry padded to exactly 3 spatial dims.
+struct Geo3 {
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+};
+
+Geo3 to3(const Shape& in, const WindowGeometry& g) {
+  Geo3 r;
+  const size_t n = in.size();
+  if (n > 3) fail(ErrorCode::kNotImplemented, "pooling over more than 3 spatial dims is not supported");
+  for (size_t i = 0; i < 3; ++i) {
+    const bool real = i >= 3 - n;
+    const size_t j = real ? i - (3 - n) : 0;
+    r.in[i] = real ? in[j] : 1;
+    r.out[i] = real ? g.out[j] : 1;
+    r.k[i] = real ? g.kernel[j] : 1;
+    r.s[i] = real ? g.stride[j] : 1;
+    r.d[i] = real ? g.dilation[j] : 1;
+    r.pb[i] = real ? g.pad_begin[j] : 0;
+    r.pe[i] = real ? g.pad_end[j] : 0;
+  }
+  return r;
+}
+
+struct PoolState {
+  PoolKind kind;
+  bool global = false;
+  bool count_include_pad = false;
+  int64_t storage_order = 0;
+  float p = 2;
+};
+
+template <class T>
+void pool_planes(const PoolState& st, const T* x, T* y, int64_t* idx, int64_t planes, const Geo3& g, ThreadPool& pool) {
+  using A = Acc<T>;
+  const int64_t in_size = g.in[0] * g.in[1] * g.in[2], out_size = g.out[0] * g.out[1] * g.out[2];
+  parallel_range(pool, planes, out_size * g.k[0] * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* xp = x + p * in_size;
+      T* yp = y + p * out_size;
+      for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+            const int64_t b0 = o0 * g.s[0] - g.pb[0], b1 = o1 * g.s[1] - g.pb[1], b2 = o2 * g.s[2] - g.pb[2];
+            A best = std::numeric_limits<A>::lowest();
+            if constexpr (std::is_floating_point_v<A>) best = -std::numeric_limits<A>::infinity();
+            int64_t best_at = -1;
+            double sum = 0;
+            int64_t count = 0, padded_count = 0;
+            for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+              const int64_t i0 = b0 + k0 * g.d[0];
+              const bool in0 = i0 >= 0 && i0 < g.in[0];
+              const bool pad0 = i0 >= -g.pb[0] && i0 < g.in[0] + g.pe[0];
+              for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+                const int64_t i1 = b1 + k1 * g.d[1];
+                const bool in1 = i1 >= 0 && i1 < g.in[1];
+                const bool pad1 = i1 >= -g.pb[1] && i1 < g.in[1] + g.pe[1];
+                for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+                  const int64_t i2 = b2 + k2 * g.d[2];
+                  const bool in2 = i2 >= 0 && i2 < g.in[2];
+                  const bool pad2 = i2 >= -g.pb[2] && i2 < g.in[2] + g.pe[2];
+                  if (pad0 && pad1 && pad2) ++padded_count;
+                  if (!(in0 && in1 && in2)) continue;
+                  const int64_t off = (i0 * g.in[1] + i1) * g.in[2] + i2;
+                  const A v = to_acc(xp[off]);
+                  ++count;
+                  if (st.kind == PoolKind::kMax) {
+                    if (v > best || best_at < 0 || (std::is_floating_point_v<A> && v != v)) {
+                      best = v;
+                      best_at = off;
+                    }
+                  } else if (st.kind == PoolKind::kAvg) {
+                    sum += static_cast<double>(v);
+                  } else {
+                    sum += std::pow(std::fabs(static_cast<double>(v)), static_cast<double>(st.p));
+                  }
+                }
+              }
+            }
+            const int64_t o = (o0 * g.out[1] + o1) * g.out[2] + o2;
+            if (st.kind == PoolKind::kMax) {
+              yp[o] = from_acc<T>(best);
+              if (idx) {
+                int64_t flat = best_at;
+                if (st.storage_order == 1 && best_at >= 0) {
+                  // Column-major index over the spatial dims.
+                  const int64_t i2 = best_at % g.in[2], i1 = (best_at / g.in[2]) % g.in[1], i0 = best_at / (g.in[1] * g.in[2]);
+                  flat = (i2 * g.in[1] + i1) * g.in[0] + i0;
+                }
+                idx[p * out_size + o] = p * in_size + flat;
+              }
+            } else if (st.kind == PoolKind::kAvg) {
+              const int64_t div = st.count_include_pad ? padded_count : count;
+              yp[o] = from_acc<T>(static_cast<A>(div ? sum / static_cast<double>(div) : 0.0));
+            } else {
+              yp[o] = from_acc<T>(static_cast<A>(std::pow(sum, 1.0 / static_cast<double>(st.p))));
+            }
+          }
+    }
+  });
+}
+
+void pool_compute(const PoolState& st, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const Shape in(std::span<const int64_t>(x.shape().data() + 2, x.rank() - 2));
+  WindowGeometry g;
+  if (st.global) {
+    g.kernel = in;
+    g.out = Shape::filled(in.size(), 1);
+    g.stride = g.dilation = Shape::filled(in.size(), 1);
+    g.pad_begin = g.pad_end = Shape::filled(in.size(), 0);
+  } else {
+    g = window_geometry(ctx.node(), in, Shape(ctx.node().attr_ints("kernel_shape")), true);
+  }
+  const Geo3 g3 = to3(in, g);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  int64_t* idx = nullptr;
+  if (ctx.num_outputs() > 1 && ctx.has_output(1)) idx = ctx.output(1).data<int64_t>();
+  if (y.numel() == 0) return;
+  dispatch_numeric(x.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>)
+      unsupported_dtype("pooling", x.dtype());
+    else
+      pool_planes<T>(st, static_cast<const T*>(x.raw_data()), static_cast<T*>(y.raw_data()), idx, planes, g3, ctx.pool());
+  }, ctx.node().op_type.c_str());
+}
+
+std::unique_ptr<Kernel> make_pool(const KernelCreateInfo& info) {
+  const std::string& op = info.node.op_type;
+  PoolState st;
+  st.global = op.rfind("Global", 0) == 0;
+  st.kind = op.find("Max") != std::string::npos ? PoolKind::kMax : op.find("Lp") != std::string::npos ? PoolKind::kLp : PoolKind::kAvg;
+  st.count_include_pad = info.node.attr_int("count_include_pad", 0) != 0;
+  st.storage_order = info.node.attr_int("storage_order", 0);
+  st.p = static_cast<float>(info.node.attr_int("p", 2));
+  if (info.node.opset < 2 && st.kind == PoolKind::kLp) st.p = info.node.attr_float("p", 2.0f);
+  return make_fn_kernel(st, pool_compute);
+}
+
+using namespace types;
+constexpr TypeMask kMaxPoolTypes = kFloats | type_mask({DType::kInt8, DType::kUInt8});
+
+const KernelDef kDefs[] = {
+    {"", "MaxPool", 1, 99, {{0, kMaxPoolTypes}}, make_pool},
+    {"", "AveragePool", 1, 99, {{0, kFloats}}, make_pool},
+    {"", "LpPool", 1, 99, {{0, kFloats}}, make_pool},
+    {"", "GlobalAveragePool", 1, 99, {{0, kFloats}}, make_pool},
+    {"", "GlobalMaxPool", 1, 99, {{0, kFloats}}, make_pool},
+    {"", "GlobalLpPool", 1, 99, {{0, kFloats}}, make_pool},
+};
+
+}  // namespace
+
+std::span<const KernelDef> pool_kernels() { return kDefs; }
+
+}  // namespace onyx::cpu
