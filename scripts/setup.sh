@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev            # unit tests
   libonnx-testdata        # ONNX backend conformance data
-  python3 python3-numpy python3-onnx python3-torch   # exporting the end-to-end test models
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision   # end-to-end test models
 )
 
 missing=()

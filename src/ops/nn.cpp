@@ -257,6 +257,8 @@ void register_nn_ops(OpRegistry& r) {
   r.add("", "GroupNormalization", {18, 21}, infer_same);
   r.add("", "MeanVarianceNormalization", {9, 13}, infer_same);
   r.add("", "Dropout", {1, 6, 7, 10, 12, 13}, infer_dropout);
+  // onyx's own fused op (made by the optimizer): Conv with an activation applied in its epilogue.
+  r.add("onyx", "FusedConv", {1}, infer_conv);
 }
 
 }  // namespace onyx

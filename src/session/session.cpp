@@ -4,6 +4,7 @@
 
 #include "core/logging.hpp"
 #include "model/loader.hpp"
+#include "optimizer/passes.hpp"
 #include "session/session_impl.hpp"
 
 namespace onyx {
@@ -136,10 +137,19 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     if (g.values[in].type.kind == TypeInfo::Kind::kUnknown && !g.values[in].has_initializer)
       fail(ErrorCode::kInvalidModel, model->path, ": graph input '", g.values[in].name, "' has no type");
 
-  GraphFacts facts = entry_facts(g, nullptr, false);
-  InferOptions io;
-  io.write_back = true;
-  infer_graph(g, facts, symbols, io);
+  auto infer_all = [&] {
+    GraphFacts facts = entry_facts(g, nullptr, false);
+    InferOptions io;
+    io.write_back = true;
+    infer_graph(g, facts, symbols, io);
+  };
+  infer_all();
+  PassContext pass;
+  pass.evaluate = [this](const Graph& gg, size_t i, std::vector<Value>& outs) { return evaluate_constant_node(gg, i, outs); };
+  if (optimize_graph(g, options.level, pass) > 0) infer_all();
+  optimizer_log = std::move(pass.log);
+  if (log_enabled(LogLevel::kVerbose))
+    for (const auto& line : optimizer_log) log_message(LogLevel::kVerbose, "optimizer: " + line);
 
   main = std::make_shared<GraphRunner>(*this, g, nullptr);
   input_pos.assign(g.values.size(), -1);
@@ -170,6 +180,57 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
 }
 
 SessionImpl::~SessionImpl() = default;
+
+bool SessionImpl::evaluate_constant_node(const Graph& g, size_t index, std::vector<Value>& outputs) const {
+  constexpr int64_t kMaxFoldElements = int64_t(1) << 24;
+  const Node& n = g.nodes[index];
+  static const char* const kRandom[] = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
+                                        "Bernoulli", "Multinomial", "Dropout"};
+  for (const char* r : kRandom)
+    if (n.domain.empty() && n.op_type == r) return false;
+  std::vector<const TypeInfo*> in_types, out_types;
+  std::vector<const Tensor*> constants;
+  for (int v : n.inputs) {
+    in_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    constants.push_back(v >= 0 ? &g.values[v].initializer : nullptr);
+  }
+  for (int v : n.outputs) {
+    if (v < 0) {
+      out_types.push_back(nullptr);
+      continue;
+    }
+    const TypeInfo& t = g.values[v].type;
+    if (!t.is_tensor() || (t.has_shape && t.shape.is_concrete() && t.shape.numel() > kMaxFoldElements)) return false;
+    out_types.push_back(&t);
+  }
+  const ExecutionProvider& cpu = *eps.back();
+  Decline why;
+  if (!cpu.claim(ClaimInfo{n, g, in_types, out_types}, &why)) return false;
+  KernelCreateInfo info{n, g, in_types, out_types, constants, {}, 1};
+  std::unique_ptr<Kernel> kernel = cpu.create_kernel(info);
+  std::vector<Value> frame(g.values.size());
+  for (int v : n.inputs)
+    if (v >= 0) frame[v] = Value(g.values[v].initializer);
+  for (int v : n.outputs) {
+    if (v < 0) continue;
+    const TypeInfo& t = g.values[v].type;
+    if (t.has_shape && t.shape.is_concrete() && t.dtype != DType::kUndefined && kernel->alias_input(0) < 0)
+      frame[v] = Value(Tensor(t.dtype, t.shape));
+  }
+  ThreadPool& tp = *pool;
+  KernelContext kc(n, frame.data(), tp, nullptr);
+  kernel->compute(kc);
+  outputs.clear();
+  for (int v : n.outputs) {
+    if (v < 0) {
+      outputs.emplace_back();
+      continue;
+    }
+    if (!frame[v].is_tensor() || frame[v].tensor().numel() > kMaxFoldElements) return false;
+    outputs.push_back(frame[v]);
+  }
+  return true;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Public API

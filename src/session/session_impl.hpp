@@ -93,6 +93,10 @@ class SessionImpl : public ExecHooks {
                                   const KernelContext& caller) override;
   /// Evaluates a node whose inputs are all known (plan-time folding).
   bool fold_node(const Graph& g, size_t index, GraphFacts& facts) const;
+  /// Evaluates a node of `g` whose inputs are all constant initializers (session-time folding).
+  bool evaluate_constant_node(const Graph& g, size_t index, std::vector<Value>& outputs) const;
+  /// Graph-optimisation log (one line per change).
+  std::vector<std::string> optimizer_log;
 
   std::shared_ptr<Model> model;
   SessionBuilder::Options options;

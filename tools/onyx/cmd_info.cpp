@@ -36,7 +36,8 @@ void io_json(Json& j, const IoInfo& io, bool input) {
 int cmd_info(const Args& a) {
   if (a.positional.size() != 1) fail(ErrorCode::kInvalidArgument, "usage: onyx info MODEL [--json]");
   const std::string& path = a.positional[0];
-  Session s = Session::builder().with_intra_threads(1).commit_from_file(path);
+  // The model as written: no graph rewriting, so op counts are those of the file.
+  Session s = Session::builder().with_intra_threads(1).with_optimization_level(GraphOptimizationLevel::kDisabled).commit_from_file(path);
   if (a.has("--json")) {
     Json j;
     j.begin_object();

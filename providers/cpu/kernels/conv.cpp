@@ -268,6 +268,14 @@ std::unique_ptr<Kernel> make_conv(const KernelCreateInfo& info) {
   return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kNone, 0.0f, 0.0f);
 }
 
+std::unique_ptr<Kernel> make_fused_conv(const KernelCreateInfo& info) {
+  const std::string act = info.node.attr_string("activation");
+  const std::vector<float> p = info.node.attr_floats("activation_params");
+  if (act == "Relu") return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kRelu, 0.0f, 0.0f);
+  if (act == "Clip" && p.size() == 2) return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kClip, p[0], p[1]);
+  fail(ErrorCode::kInvalidGraph, info.node.label(), ": unsupported fused activation '", act, "'");
+}
+
 // ---- ConvTranspose ----
 
 class ConvTransposeKernel final : public Kernel {
@@ -363,6 +371,7 @@ using namespace types;
 const KernelDef kDefs[] = {
     {"", "Conv", 1, 99, {{0, kFloats}}, make_conv},
     {"", "ConvTranspose", 1, 99, {{0, kFloats}}, make_conv_transpose},
+    {"onyx", "FusedConv", 1, 1, {{0, kFloat}}, make_fused_conv},
 };
 
 }  // namespace

@@ -1,0 +1,44 @@
+#include "ir/rewrite.hpp"
+
+namespace onyx {
+
+UseInfo compute_uses(const Graph& g) {
+  UseInfo u;
+  u.uses.assign(g.values.size(), 0);
+  u.is_output.assign(g.values.size(), 0);
+  u.consumers.resize(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int v : g.nodes[i].inputs)
+      if (v >= 0) {
+        ++u.uses[v];
+        u.consumers[v].push_back(static_cast<int>(i));
+      }
+    for (int v : g.nodes[i].implicit_inputs) {
+      ++u.uses[v];
+      u.consumers[v].push_back(static_cast<int>(i));
+    }
+  }
+  for (int o : g.outputs) u.is_output[o] = 1;
+  return u;
+}
+
+void replace_uses(Graph& g, int from, int to) {
+  for (Node& n : g.nodes) {
+    for (int& v : n.inputs)
+      if (v == from) v = to;
+  }
+}
+
+void remove_nodes(Graph& g, const std::vector<char>& dead) {
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  for (auto& v : g.values) v.producer = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].outputs)
+      if (v >= 0) g.values[v].producer = static_cast<int>(i);
+}
+
+}  // namespace onyx

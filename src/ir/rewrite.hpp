@@ -1,0 +1,27 @@
+// Graph rewriting helpers for optimizer passes: use counts, rewiring, node removal.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.hpp"
+
+namespace onyx {
+
+/// Per value: how many node inputs (explicit or implicit) read it, and whether it is a graph output.
+struct UseInfo {
+  std::vector<int> uses;          // per value id
+  std::vector<char> is_output;    // per value id
+  std::vector<std::vector<int>> consumers;  // per value id: node indices (repeats allowed)
+};
+UseInfo compute_uses(const Graph& g);
+
+/// Replaces every read of value `from` by value `to` (node inputs and implicit inputs; not graph
+/// outputs). Subgraphs that read `from` by name through outer scope are not rewritten, so callers
+/// must not rewire values that subgraphs read (check UseInfo: implicit uses count as consumers).
+void replace_uses(Graph& g, int from, int to);
+
+/// Removes the nodes marked in `dead` and recomputes producer indices. Node order is kept, so a
+/// topologically sorted graph stays sorted.
+void remove_nodes(Graph& g, const std::vector<char>& dead);
+
+}  // namespace onyx

@@ -1,0 +1,37 @@
+// Graph optimisation passes (one per file) and the pipeline that runs them by level.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+#include "ir/rewrite.hpp"
+#include "onyx/session.hpp"
+
+namespace onyx {
+
+/// Evaluates node `index` of `g`, whose inputs are all constant, returning its outputs; or
+/// returns false (op not evaluable, result too large). Supplied by the session (it has kernels).
+using NodeEvaluator = std::function<bool(const Graph& g, size_t index, std::vector<Value>& outputs)>;
+
+struct PassContext {
+  NodeEvaluator evaluate;
+  /// Whether a fusion may replace nodes with an onyx-domain fused op (the CPU EP implements them).
+  std::function<bool(const Node&)> may_fuse = [](const Node&) { return true; };
+  std::vector<std::string> log;  // one line per change, for verbose logging
+};
+
+/// Replaces nodes computed only from constants by initializers.
+int fold_constants(Graph& g, PassContext& ctx);
+/// Removes Identity (and inference-mode Dropout without a used mask) by rewiring their readers.
+int eliminate_identities(Graph& g, PassContext& ctx);
+/// Conv followed by Relu / Clip (constant bounds) becomes onyx::FusedConv.
+int fuse_conv_activation(Graph& g, PassContext& ctx);
+/// Removes nodes none of whose outputs are used.
+int eliminate_dead_nodes(Graph& g, PassContext& ctx);
+
+/// Runs the passes the level asks for, on the main graph. Returns the number of changes.
+int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx);
+
+}  // namespace onyx
