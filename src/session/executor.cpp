@@ -175,6 +175,32 @@ bool SessionImpl::fold_node(const Graph& g, size_t index, GraphFacts& facts) con
 // ---------------------------------------------------------------------------------------------
 // Plans
 
+Plan::InputSig Plan::signature_of(const Value& v) {
+  InputSig s;
+  s.kind = v.kind();
+  const Value* t = &v;
+  if (v.is_optional()) {
+    s.has_element = v.has_element();
+    t = v.has_element() ? &v.element() : nullptr;
+  }
+  if (t && t->is_tensor()) {
+    s.dtype = t->tensor().dtype();
+    s.shape = t->tensor().shape();
+  }
+  return s;
+}
+
+bool Plan::same(const InputSig& s, const Value& v) {
+  if (s.kind != v.kind()) return false;
+  const Value* t = &v;
+  if (v.is_optional()) {
+    if (s.has_element != v.has_element()) return false;
+    t = v.has_element() ? &v.element() : nullptr;
+  }
+  if (t && t->is_tensor()) return s.dtype == t->tensor().dtype() && s.shape == t->tensor().shape();
+  return s.dtype == DType::kUndefined;
+}
+
 void SessionImpl::check_inputs(const std::vector<Value>& in) const {
   const Graph& g = *model->graph;
   const SymbolTable& symbols = *model->symbols;
@@ -220,18 +246,15 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
   const GraphRunner& r = *main;
   const size_t nv = g.values.size();
   auto plan = std::make_unique<Plan>();
-  for (size_t k = 0; k < g.inputs.size(); ++k) {
-    plan->in_given.push_back(!in[k].is_none());
-    plan->in_shapes.push_back(in[k].is_tensor() ? in[k].tensor().shape() : Shape());
-    plan->in_dtypes.push_back(in[k].is_tensor() ? in[k].tensor().dtype() : DType::kUndefined);
-  }
+  for (size_t k = 0; k < g.inputs.size(); ++k) plan->in_sig.push_back(Plan::signature_of(in[k]));
 
   GraphFacts facts = entry_facts(g, nullptr, false);
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const int v = g.inputs[k];
     if (!in[k].is_none()) {
       facts.types[v] = type_of_value(in[k]);
-      if (in[k].is_optional()) facts.values[v] = in[k];  // optional presence is part of the value
+      // An empty optional is fully described by the signature, so inference may use it.
+      if (in[k].is_optional() && !in[k].has_element()) facts.values[v] = in[k];
     } else if (g.values[v].has_initializer) {
       facts.values[v] = Value(g.values[v].initializer);
     }
@@ -253,7 +276,7 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
     const ValueSlot& s = g.values[v];
     if (s.is_graph_input) {
       const int k = input_pos[v];
-      if (plan->in_given[k]) {
+      if (plan->in_sig[k].kind != Value::Kind::kNone) {
         plan->slot[v] = Plan::Slot::kInput;
       } else if (s.has_initializer) {
         plan->slot[v] = Plan::Slot::kConstant;
@@ -387,15 +410,8 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
 
 const Plan& SessionImpl::plan_for(const std::vector<Value>& in) const {
   auto matches = [&](const Plan& p) {
-    for (size_t k = 0; k < in.size(); ++k) {
-      const bool given = !in[k].is_none();
-      if (p.in_given[k] != given) return false;
-      if (in[k].is_tensor()) {
-        if (p.in_dtypes[k] != in[k].tensor().dtype() || !(p.in_shapes[k] == in[k].tensor().shape())) return false;
-      } else if (given && p.in_dtypes[k] != DType::kUndefined) {
-        return false;
-      }
-    }
+    for (size_t k = 0; k < in.size(); ++k)
+      if (!Plan::same(p.in_sig[k], in[k])) return false;
     return true;
   };
   {

@@ -34,17 +34,38 @@ GraphFacts entry_facts(const Graph& g, const GraphFacts* outer, bool initializer
   return f;
 }
 
+namespace {
+
+/// A subgraph input's type: the caller's, refined by what the body declares. Concrete dims of
+/// the caller win over symbols of the declaration; two different concrete dims are an error.
+TypeInfo merge_declared(const TypeInfo& declared, const TypeInfo& caller, const Graph& sub, size_t k) {
+  if (declared.kind == TypeInfo::Kind::kUnknown || declared.elem_dtype() == DType::kUndefined) return caller;
+  if (caller.kind == TypeInfo::Kind::kUnknown) return declared;
+  if (!declared.is_tensor() || !caller.is_tensor()) return caller;
+  if (!declared.has_shape) return caller;
+  if (!caller.has_shape) return declared;
+  if (declared.shape.size() != caller.shape.size())
+    fail(ErrorCode::kInvalidGraph, "subgraph '", sub.name, "' input ", k, " ('", sub.values[sub.inputs[k]].name,
+         "') is declared ", declared.to_string(), " but receives ", caller.to_string());
+  TypeInfo t = caller;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    const int64_t a = declared.shape[d], b = caller.shape[d];
+    if (a >= 0 && b >= 0 && a != b)
+      fail(ErrorCode::kInvalidGraph, "subgraph '", sub.name, "' input ", k, " ('", sub.values[sub.inputs[k]].name,
+           "') is declared ", declared.to_string(), " but receives ", caller.to_string());
+    t.shape[d] = b >= 0 ? b : a;
+  }
+  return t;
+}
+
+}  // namespace
+
 void infer_graph(const Graph& g, GraphFacts& facts, SymbolTable& symbols, const InferOptions& opts) {
   const OpRegistry& registry = OpRegistry::global();
   const SubgraphInferFn subgraph_fn = [&](const Graph& sub, const std::vector<TypeInfo>& in_types) {
     GraphFacts sf = entry_facts(sub, &facts, true);
-    for (size_t k = 0; k < sub.inputs.size() && k < in_types.size(); ++k) {
-      TypeInfo& declared = sf.types[sub.inputs[k]];
-      // Declared body input types win when they say more (e.g. a shape), otherwise take the caller's.
-      if (declared.kind == TypeInfo::Kind::kUnknown || (declared.is_tensor() && !declared.has_shape) ||
-          declared.elem_dtype() == DType::kUndefined)
-        declared = in_types[k];
-    }
+    for (size_t k = 0; k < sub.inputs.size() && k < in_types.size(); ++k)
+      sf.types[sub.inputs[k]] = merge_declared(sf.types[sub.inputs[k]], in_types[k], sub, k);
     InferOptions so = opts;
     infer_graph(sub, sf, symbols, so);
     std::vector<TypeInfo> outs;

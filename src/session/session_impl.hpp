@@ -56,10 +56,17 @@ class GraphRunner final : public PreparedSubgraph {
 struct Plan {
   enum class Slot : uint8_t { kUnused, kInput, kInitializer, kConstant, kArena, kHeap, kView, kDynamic };
   enum class Mode : uint8_t { kSkip, kStatic, kDynamic };
-  // Signature.
-  std::vector<Shape> in_shapes;
-  std::vector<DType> in_dtypes;
-  std::vector<uint8_t> in_given;
+  // Signature, per graph input: the value's kind, whether an optional holds something, and the
+  // dtype and shape of the tensor (of an optional's tensor).
+  struct InputSig {
+    Value::Kind kind = Value::Kind::kNone;
+    bool has_element = false;
+    DType dtype = DType::kUndefined;
+    Shape shape;
+  };
+  static InputSig signature_of(const Value& v);
+  static bool same(const InputSig& s, const Value& v);
+  std::vector<InputSig> in_sig;
   // Per value.
   std::vector<Slot> slot;
   std::vector<size_t> offset;
