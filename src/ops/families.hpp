@@ -16,6 +16,12 @@ void register_index_ops(OpRegistry& r);         // ops/index.cpp
 void register_image_ops(OpRegistry& r);         // ops/image.cpp
 void register_loss_ops(OpRegistry& r);          // ops/loss.cpp
 void register_text_ops(OpRegistry& r);          // ops/text.cpp
+void register_rnn_ops(OpRegistry& r);           // ops/rnn.cpp
+void register_quant_ops(OpRegistry& r);         // ops/quant.cpp
+void register_signal_ops(OpRegistry& r);        // ops/signal.cpp
+void register_random_ops(OpRegistry& r);        // ops/random.cpp
+void register_training_ops(OpRegistry& r);      // ops/training.cpp
+void register_einsum_ops(OpRegistry& r);        // ops/einsum.cpp
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -29,6 +35,12 @@ inline void register_all_op_families(OpRegistry& r) {
   register_image_ops(r);
   register_loss_ops(r);
   register_text_ops(r);
+  register_rnn_ops(r);
+  register_quant_ops(r);
+  register_signal_ops(r);
+  register_random_ops(r);
+  register_training_ops(r);
+  register_einsum_ops(r);
 }
 
 }  // namespace onyx

@@ -1,0 +1,8 @@
+// einsum family schemas.
+#include "ops/schema.hpp"
+
+namespace onyx {
+
+void register_einsum_ops(OpRegistry& r) { (void)r; }
+
+}  // namespace onyx

@@ -1,0 +1,8 @@
+// training family schemas.
+#include "ops/schema.hpp"
+
+namespace onyx {
+
+void register_training_ops(OpRegistry& r) { (void)r; }
+
+}  // namespace onyx
