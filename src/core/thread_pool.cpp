@@ -29,7 +29,13 @@ void ThreadPool::run_chunks(const FunctionRef<void(int64_t, int64_t)>& fn) {
   for (;;) {
     const int64_t b = next_.fetch_add(chunk_, std::memory_order_relaxed);
     if (b >= n_) break;
-    fn(b, std::min(n_, b + chunk_));
+    try {
+      fn(b, std::min(n_, b + chunk_));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!error_) error_ = std::current_exception();
+      next_.store(n_, std::memory_order_relaxed);  // skip what is left
+    }
   }
 }
 
@@ -90,7 +96,13 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t
     }
   }
   fn_ = nullptr;
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    std::swap(error, error_);
+  }
   job_mu_.unlock();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace onyx

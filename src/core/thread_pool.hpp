@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -44,6 +45,8 @@ class ThreadPool {
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   /// Calls fn(begin, end) for disjoint sub-ranges covering [0, n). Blocks until all are done.
+  /// If a call throws, the remaining chunks are skipped and the first exception is rethrown here
+  /// once every worker has stopped.
   void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
  private:
@@ -62,6 +65,8 @@ class ThreadPool {
   int64_t chunk_ = 1;
   std::atomic<int64_t> next_{0};
   std::atomic<int> active_{0};
+  std::mutex error_mu_;
+  std::exception_ptr error_;
 };
 
 /// Number of hardware threads (at least 1).

@@ -112,6 +112,19 @@ TEST(ThreadPool, CoversRangeOnceAndNests) {
   EXPECT_EQ(total.load(), 2000);
 }
 
+TEST(ThreadPool, ExceptionsReachTheCaller) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    EXPECT_THROW(pool.parallel_for(1000, 1, [&](int64_t b, int64_t) {
+      if (b >= 500) throw Error(ErrorCode::kRuntime, "boom");
+    }), Error);
+  }
+  // The pool still works afterwards.
+  std::atomic<int64_t> sum{0};
+  pool.parallel_for(1000, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum.load(), 1000);
+}
+
 TEST(Common, NormalizeAxis) {
   EXPECT_EQ(normalize_axis(-1, 4, "t"), 3);
   EXPECT_EQ(normalize_axis(0, 4, "t"), 0);
