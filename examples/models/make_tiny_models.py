@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Makes the small example models that ship with onyx, with reference outputs.
 
-Run with Debian's python3 (python3-onnx, python3-numpy):  /usr/bin/python3 examples/models/make_tiny_models.py
+Run with Debian's python3 (python3-onnx, python3-numpy, python3-torch):
+    /usr/bin/python3 examples/models/make_tiny_models.py
 Writes <name>.onnx and <name>_test_data/{input_0,output_0}.pb beside this script.
 """
 import os
@@ -53,5 +54,35 @@ def tiny_normalize():
     save(model, "tiny_normalize", [("x", x)], [("y", y)])
 
 
+def tiny_cnn():
+    """A small image classifier (Conv, ReLU, MaxPool, GlobalAveragePool, Gemm, Softmax) from torch."""
+    import torch
+    torch.manual_seed(0)
+
+    class TinyCnn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = torch.nn.Sequential(
+                torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1))
+            self.classifier = torch.nn.Linear(16, 10)
+
+        def forward(self, x):
+            return torch.softmax(self.classifier(torch.flatten(self.features(x), 1)), dim=1)
+
+    model = TinyCnn().eval()
+    x = torch.rand(1, 3, 32, 32)
+    path = os.path.join(HERE, "tiny_cnn.onnx")
+    torch.onnx.export(model, (x,), path, opset_version=17, input_names=["image"], output_names=["probabilities"],
+                      dynamic_axes={"image": {0: "batch"}, "probabilities": {0: "batch"}})
+    with torch.no_grad():
+        y = model(x).numpy()
+    d = os.path.join(HERE, "tiny_cnn_test_data")
+    os.makedirs(d, exist_ok=True)
+    onnx.save_tensor(numpy_helper.from_array(x.numpy(), "image"), os.path.join(d, "input_0.pb"))
+    onnx.save_tensor(numpy_helper.from_array(y, "probabilities"), os.path.join(d, "output_0.pb"))
+
+
 if __name__ == "__main__":
     tiny_normalize()
+    tiny_cnn()
