@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
       std::printf("       max abs diff vs %s: %g\n", path.c_str(), diff);
       if (!(diff <= 1e-4)) ++bad;
     }
-    for (const auto& p : session.placement()) std::printf("node %-20s %-12s on %s\n", p.node.c_str(), p.op_type.c_str(), p.ep.c_str());
+    for (const auto& p : session.placement().nodes) std::printf("node %-20s %-12s on %s\n", p.name.c_str(), p.op_type.c_str(), p.ep.c_str());
     return bad ? 1 : 0;
   } catch (const onyx::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

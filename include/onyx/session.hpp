@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "onyx/ep.hpp"
 #include "onyx/tensor.hpp"
 
 namespace onyx {
@@ -34,6 +35,50 @@ struct IoInfo {
 class Session;
 class SessionImpl;
 
+/// What happened to one requested execution provider when the session was created.
+struct EpRegistration {
+  enum class Source { kSession, kEnvironment, kImplicit };
+  enum class Outcome { kRegistered, kSkipped, kDuplicate };
+  std::string name;
+  Source source = Source::kSession;
+  Outcome outcome = Outcome::kSkipped;
+  std::string reason;    ///< why it was skipped, or which request it duplicates
+  int priority = -1;     ///< rank among registered EPs (0 = asked first); -1 when not registered
+  std::string version;   ///< of the EP, when registered
+  std::string device;    ///< device it runs on, when registered
+  std::string module;    ///< module path ("" = built into libonyx)
+  std::vector<std::pair<std::string, std::string>> options;  ///< effective options (defaults included)
+  bool error_on_failure = false;
+};
+
+/// Where every node runs and why (Session::placement()).
+struct Placement {
+  /// A higher-priority EP's reason for not taking a node.
+  struct Decline {
+    std::string ep;
+    std::string code;  ///< UnsupportedOp, UnsupportedType, UnsupportedAttribute, DynamicShape, OpsetOutOfRange, ...
+    std::string message;
+  };
+  struct NodeInfo {
+    std::string name;  ///< node name, or "#index" when the node has none
+    std::string op_type;
+    std::string ep;
+    std::string device;
+    int region = -1;  ///< fused region id on a compiling EP (-1: a single-node kernel)
+    std::vector<Decline> declined;
+  };
+  /// A copy between two memories, inserted on an edge.
+  struct CopyInfo {
+    std::string value;
+    std::string from;
+    std::string to;
+    int64_t bytes = -1;  ///< -1 when the size depends on the input shapes
+  };
+  std::vector<NodeInfo> nodes;
+  std::vector<CopyInfo> copies;
+  std::string summary;  ///< "cpu: 122 nodes; 0 copies"
+};
+
 /// Options for a new session; finish with commit_from_file / commit_from_memory.
 class SessionBuilder {
  public:
@@ -50,6 +95,19 @@ class SessionBuilder {
   SessionBuilder& with_dimension_override(std::string name, int64_t value);
   /// Directory where external data files are looked up for commit_from_memory (default: none).
   SessionBuilder& with_external_data_dir(std::string dir);
+
+  /// Execution providers in priority order, appended to any registered before. Each node runs on
+  /// the first EP that takes it; the CPU EP takes the rest (it is added last unless listed).
+  /// An EP that cannot register is skipped (see Session::registration()), or makes commit throw
+  /// when it was built with error_on_failure().
+  SessionBuilder& with_execution_providers(std::vector<ep::ExecutionProviderDispatch> eps);
+  /// Appends one EP (what ep::Spec::register_with does after checking it).
+  SessionBuilder& add_execution_provider(ep::ExecutionProviderDispatch ep);
+  /// Do not append the environment's default EPs (onyx::init()) to this session's.
+  SessionBuilder& with_no_environment_execution_providers();
+  /// With false, a node that would run on the CPU EP makes commit throw, listing those nodes and
+  /// why each higher-priority EP declined them (ORT's session.disable_cpu_ep_fallback).
+  SessionBuilder& with_cpu_fallback(bool allowed);
 
   /// Loads, checks and prepares the model at `path` (mapped, not read; external data beside it).
   /// Throws onyx::Error naming the problem: I/O, malformed file, unsupported op, bad graph.
@@ -115,14 +173,12 @@ class Session {
   /// Runs with a Binding (reusable; supports outputs into user buffers).
   void run(Binding& binding) const;
 
-  /// For each node of the main graph, where it runs: (node name or "#index", op type, EP name).
-  struct NodePlacement {
-    std::string node;
-    std::string op_type;
-    std::string ep;
-    std::string device;
-  };
-  std::vector<NodePlacement> placement() const;
+  /// Where each node of the main graph runs, with every higher-priority EP's reason for declining
+  /// it, and the copies between memories.
+  Placement placement() const;
+  /// Every requested EP: registered (with priority and effective options), skipped (why), or a
+  /// duplicate of an earlier request; the implicit CPU EP last.
+  const std::vector<EpRegistration>& registration() const;
   /// Number of cached execution plans (one per input-shape signature seen).
   size_t plan_count() const;
 

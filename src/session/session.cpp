@@ -5,11 +5,13 @@
 #include "core/logging.hpp"
 #include "model/loader.hpp"
 #include "optimizer/passes.hpp"
+#include "ep/factory.hpp"
+#include "onyx/version.hpp"
 #include "session/session_impl.hpp"
 
 namespace onyx {
 
-const char* version() { return "0.1.0"; }
+const char* version() { return ONYX_VERSION_STRING; }
 
 // ---------------------------------------------------------------------------------------------
 // GraphRunner preparation
@@ -42,17 +44,25 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& g, const GraphRunner
     for (int v : n.outputs) out_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
     ClaimInfo claim{n, g, in_types, out_types};
     std::vector<std::string> reasons;
+    std::vector<Placement::Decline> declined;
     for (size_t e = 0; e < s.eps.size(); ++e) {
       Decline why;
       if (s.eps[e]->claim(claim, &why)) {
         node_ep[i] = static_cast<int>(e);
         break;
       }
+      declined.push_back({s.eps[e]->name(), std::string(decline_code_name(why.code)), why.message});
       reasons.push_back(str(s.eps[e]->name(), ": ", decline_code_name(why.code), ": ", why.message));
     }
     if (node_ep[i] < 0)
       fail(ErrorCode::kNotImplemented, n.label(), " (opset ", n.opset, ") cannot run on any execution provider: ",
            join(reasons, "; "));
+    declines.push_back(std::move(declined));
+    if (static_cast<size_t>(node_ep[i]) == s.cpu_index) {
+      std::string why = declines.back().empty() ? std::string("no other EP registered")
+                                                : str(declines.back().size(), " EP(s) declined: ", reasons.front());
+      const_cast<SessionImpl&>(s).cpu_nodes.push_back(str(n.label(), g.parent ? " (in subgraph '" + g.name + "')" : "", " — ", why));
+    }
     KernelCreateInfo info{n, g, in_types, out_types, constants, {}, s.pool->num_threads()};
     info.prepare_subgraph = [this](const Graph& sub) -> std::shared_ptr<PreparedSubgraph> {
       auto r = std::make_shared<GraphRunner>(session, sub, this);
@@ -115,10 +125,86 @@ IoInfo io_info(const ValueSlot& slot, const TypeInfo& type, const SymbolTable& s
 
 }  // namespace
 
+void SessionImpl::register_eps() {
+  struct Request {
+    const ep::ExecutionProviderDispatch* d;
+    EpRegistration::Source source;
+  };
+  const std::vector<ep::ExecutionProviderDispatch> env = options.environment_eps ? environment_eps()
+                                                                                 : std::vector<ep::ExecutionProviderDispatch>{};
+  std::vector<Request> requests;
+  for (const auto& d : options.eps) requests.push_back({&d, EpRegistration::Source::kSession});
+  for (const auto& d : env) requests.push_back({&d, EpRegistration::Source::kEnvironment});
+  auto source_name = [](EpRegistration::Source src) { return src == EpRegistration::Source::kSession ? "session" : "environment"; };
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const ep::ExecutionProviderDispatch& d = *requests[r].d;
+    EpRegistration rec;
+    rec.name = d.name();
+    rec.source = requests[r].source;
+    rec.error_on_failure = d.fails_on_error();
+    for (size_t p = 0; p < r; ++p)
+      if (requests[p].d->name() == d.name()) {
+        rec.outcome = EpRegistration::Outcome::kDuplicate;
+        rec.reason = str("already requested at position ", p, " (", source_name(requests[p].source), "); the first request keeps its priority");
+        break;
+      }
+    if (rec.outcome == EpRegistration::Outcome::kDuplicate) {
+      registration.push_back(std::move(rec));
+      continue;
+    }
+    try {
+      std::string module_path;
+      for (const auto& [k, v] : d.options())
+        if (k == "module_path") module_path = v;
+      ep::Availability a;
+      const EpFactory* f = resolve_factory(d.name(), module_path, &a);
+      if (!f) fail(ErrorCode::kNotAvailable, a.reason);
+      std::string reason;
+      if (!f->probe(&reason)) fail(ErrorCode::kNotAvailable, "no usable device: ", reason);
+      const OptionList opts = effective_options(d.name(), f->options(), d.options());
+      EpCreateContext ctx{opts, pool->num_threads(), pool.get()};
+      std::unique_ptr<ExecutionProvider> instance = f->create(ctx);
+      rec.outcome = EpRegistration::Outcome::kRegistered;
+      rec.priority = static_cast<int>(eps.size());
+      rec.version = f->version();
+      rec.device = instance->device();
+      rec.module = a.module;
+      rec.options = opts;
+      if (d.name() == "cpu") {
+        cpu_listed = true;
+        cpu_index = eps.size();
+      }
+      eps.push_back(std::move(instance));
+    } catch (const Error& e) {
+      if (d.fails_on_error())
+        throw Error(e.code(), str("execution provider '", d.name(), "' (requested by the ", source_name(rec.source),
+                                  " with error_on_failure) could not be registered: ", e.what()));
+      rec.outcome = EpRegistration::Outcome::kSkipped;
+      rec.reason = e.what();
+      log_message(LogLevel::kWarning, str("execution provider '", d.name(), "' skipped: ", e.what()));
+    }
+    registration.push_back(std::move(rec));
+  }
+  if (!cpu_listed) {
+    EpRegistration rec;
+    rec.name = "cpu";
+    rec.source = EpRegistration::Source::kImplicit;
+    rec.outcome = EpRegistration::Outcome::kRegistered;
+    rec.priority = static_cast<int>(eps.size());
+    rec.version = onyx::version();
+    rec.device = "cpu:0";
+    cpu_index = eps.size();
+    eps.push_back(create_cpu_provider());
+    registration.push_back(std::move(rec));
+  } else if (!options.cpu_fallback) {
+    fail(ErrorCode::kInvalidArgument, "with_cpu_fallback(false) cannot be combined with registering the CPU EP explicitly");
+  }
+}
+
 SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options& o) : model(std::move(m)), options(o) {
   const int threads = options.threads > 0 ? options.threads : hardware_threads();
   pool = std::make_unique<ThreadPool>(threads);
-  eps.push_back(create_cpu_provider());
+  register_eps();
 
   Graph& g = *model->graph;
   SymbolTable& symbols = *model->symbols;
@@ -170,13 +256,29 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
                               (!declared.is_tensor() || declared.has_shape || !s.type.has_shape);
     outputs.push_back(io_info(s, use_declared ? declared : s.type, symbols));
   }
-  if (log_enabled(LogLevel::kInfo)) {
-    std::map<std::string, int> per_ep;
-    for (int e : main->node_ep) per_ep[eps[e]->name()]++;
-    std::vector<std::string> parts;
-    for (auto& [name, count] : per_ep) parts.push_back(str(name, ": ", count, " nodes"));
-    log_message(LogLevel::kInfo, str(model->path, ": ", join(parts, "; "), "; 0 copies"));
+  if (!options.cpu_fallback && !cpu_nodes.empty()) {
+    std::vector<std::string> shown(cpu_nodes.begin(), cpu_nodes.begin() + std::min<size_t>(cpu_nodes.size(), 20));
+    fail(ErrorCode::kEpFailure, model->path, ": CPU fallback is disabled but ", cpu_nodes.size(),
+         " node(s) would run on the CPU EP: ", join(shown, "; "), cpu_nodes.size() > 20 ? "; ..." : "");
   }
+  if (log_enabled(LogLevel::kInfo)) log_message(LogLevel::kInfo, str(model->path, ": ", placement_summary()));
+}
+
+std::string SessionImpl::placement_summary() const {
+  std::vector<std::string> parts;
+  for (size_t e = 0; e < eps.size(); ++e) {
+    int count = 0, declined = 0;
+    for (size_t i = 0; i < main->node_ep.size(); ++i)
+      if (static_cast<size_t>(main->node_ep[i]) == e) {
+        ++count;
+        declined += !main->declines[i].empty();
+      }
+    if (!count) continue;
+    std::string part = str(eps[e]->name(), ": ", count, " node", count == 1 ? "" : "s");
+    if (declined) part += str(" (", declined, " declined by higher-priority EPs)");
+    parts.push_back(part);
+  }
+  return join(parts, "; ") + "; 0 copies";
 }
 
 SessionImpl::~SessionImpl() = default;
@@ -203,7 +305,7 @@ bool SessionImpl::evaluate_constant_node(const Graph& g, size_t index, std::vect
     if (!t.is_tensor() || (t.has_shape && t.shape.is_concrete() && t.shape.numel() > kMaxFoldElements)) return false;
     out_types.push_back(&t);
   }
-  const ExecutionProvider& cpu = *eps.back();
+  const ExecutionProvider& cpu = *eps[cpu_index];
   Decline why;
   if (!cpu.claim(ClaimInfo{n, g, in_types, out_types}, &why)) return false;
   KernelCreateInfo info{n, g, in_types, out_types, constants, {}, 1};
@@ -265,6 +367,26 @@ SessionBuilder& SessionBuilder::with_external_data_dir(std::string dir) {
   return *this;
 }
 
+SessionBuilder& SessionBuilder::with_execution_providers(std::vector<ep::ExecutionProviderDispatch> eps) {
+  for (auto& e : eps) options_->eps.push_back(std::move(e));
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::add_execution_provider(ep::ExecutionProviderDispatch ep) {
+  options_->eps.push_back(std::move(ep));
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_no_environment_execution_providers() {
+  options_->environment_eps = false;
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_cpu_fallback(bool allowed) {
+  options_->cpu_fallback = allowed;
+  return *this;
+}
+
 Session SessionBuilder::commit_from_file(const std::string& path) const {
   return Session(std::make_shared<SessionImpl>(load_model_file(path), *options_));
 }
@@ -295,16 +417,19 @@ std::string Session::producer() const {
   return m.producer_version.empty() ? m.producer_name : m.producer_name + " " + m.producer_version;
 }
 
-std::vector<Session::NodePlacement> Session::placement() const {
-  std::vector<NodePlacement> r;
+Placement Session::placement() const {
+  Placement p;
   const GraphRunner& g = *impl_->main;
   for (size_t i = 0; i < g.graph.nodes.size(); ++i) {
     const Node& n = g.graph.nodes[i];
     const auto& ep = impl_->eps[g.node_ep[i]];
-    r.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device()});
+    p.nodes.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device(), -1, g.declines[i]});
   }
-  return r;
+  p.summary = impl_->placement_summary();
+  return p;
 }
+
+const std::vector<EpRegistration>& Session::registration() const { return impl_->registration; }
 
 Binding::Binding(const Session& session) : session_(session.impl()) {
   inputs_.resize(session_->inputs.size());

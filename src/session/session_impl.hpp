@@ -20,6 +20,9 @@ struct SessionBuilder::Options {
   GraphOptimizationLevel level = GraphOptimizationLevel::kAll;
   std::vector<std::pair<std::string, int64_t>> dim_overrides;
   std::string external_dir;
+  std::vector<ep::ExecutionProviderDispatch> eps;
+  bool environment_eps = true;
+  bool cpu_fallback = true;
 };
 
 class SessionImpl;
@@ -50,6 +53,7 @@ class GraphRunner final : public PreparedSubgraph {
   std::vector<std::shared_ptr<GraphRunner>> subgraphs;
   std::vector<const OpSchema*> schemas;          // per node
   std::vector<char> has_subgraph;                // per node: control flow (outputs set by the kernel)
+  std::vector<std::vector<Placement::Decline>> declines;  // per node: higher-priority EPs' reasons
 };
 
 /// One execution plan: everything about a run that depends only on the input shapes.
@@ -104,11 +108,18 @@ class SessionImpl : public ExecHooks {
   bool evaluate_constant_node(const Graph& g, size_t index, std::vector<Value>& outputs) const;
   /// Graph-optimisation log (one line per change).
   std::vector<std::string> optimizer_log;
+  /// "cpu: 122 nodes; 0 copies"
+  std::string placement_summary() const;
 
   std::shared_ptr<Model> model;
   SessionBuilder::Options options;
   std::unique_ptr<ThreadPool> pool;
   std::vector<std::unique_ptr<ExecutionProvider>> eps;  // priority order, CPU last
+  std::vector<EpRegistration> registration;
+  size_t cpu_index = 0;         // index of the CPU EP in eps
+  bool cpu_listed = false;      // the user listed the CPU EP explicitly
+  /// Nodes placed on the CPU EP (any graph), for strict mode.
+  std::vector<std::string> cpu_nodes;
   std::shared_ptr<GraphRunner> main;
   std::vector<IoInfo> inputs, outputs;
   std::vector<TypeInfo> declared_output_types;
@@ -122,6 +133,7 @@ class SessionImpl : public ExecHooks {
   std::unique_ptr<RunContext> acquire_context() const;
   void release_context(std::unique_ptr<RunContext> ctx) const;
   void check_inputs(const std::vector<Value>& inputs) const;
+  void register_eps();
 
   mutable std::shared_mutex plans_mu_;
   mutable std::vector<std::unique_ptr<Plan>> plans_;

@@ -48,7 +48,7 @@ TEST(Optimizer, LevelsAgree) {
     Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
     const Tensor y = s.run({{"x", x}})[0].tensor();
     results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
-    node_counts.push_back(s.placement().size());
+    node_counts.push_back(s.placement().nodes.size());
   }
   for (size_t i = 0; i < results[0].size(); ++i) {
     EXPECT_NEAR(results[1][i], results[0][i], 1e-5);
@@ -58,5 +58,5 @@ TEST(Optimizer, LevelsAgree) {
   EXPECT_EQ(node_counts[1], 4u);  // Transpose folded, Identity removed
   EXPECT_EQ(node_counts[2], 2u);  // Clip and Relu fused into the convolutions
   Session s = Session::builder().commit_from_memory(m.data(), m.size());
-  for (const auto& p : s.placement()) EXPECT_EQ(p.op_type, "FusedConv");
+  for (const auto& p : s.placement().nodes) EXPECT_EQ(p.op_type, "FusedConv");
 }

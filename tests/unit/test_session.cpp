@@ -52,8 +52,8 @@ TEST(Session, RunsAndReportsMetadata) {
   const float want[] = {10, 22, 30, 14, 20, 36};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], want[i]);
   auto placement = s.placement();
-  ASSERT_EQ(placement.size(), 2u);
-  EXPECT_EQ(placement[0].ep, "cpu");
+  ASSERT_EQ(placement.nodes.size(), 2u);
+  EXPECT_EQ(placement.nodes[0].ep, "cpu");
 }
 
 TEST(Session, RejectsWrongInputs) {

@@ -53,8 +53,11 @@ class Json {
 };
 std::string json_escape(const std::string& s);
 
-/// Session options common to run/bench: --threads, --dim.
+/// Session options common to run/bench/explain: --threads, --dim, --ep, --require-ep, --strict,
+/// --ep-option.
 SessionBuilder builder_from(const Args& a);
+/// EPs from --ep NAME[,NAME...] (error_on_failure with --require-ep; options from --ep-option).
+std::vector<ep::ExecutionProviderDispatch> eps_from(const Args& a);
 /// Dims given with --dim NAME=N.
 std::map<std::string, int64_t> dims_from(const Args& a);
 
@@ -71,5 +74,7 @@ std::string summarize(const Value& v);
 int cmd_info(const Args& a);
 int cmd_run(const Args& a);
 int cmd_bench(const Args& a);
+int cmd_providers(const Args& a);
+int cmd_explain(const Args& a);
 
 }  // namespace onyx::cli

@@ -166,10 +166,42 @@ std::map<std::string, int64_t> dims_from(const Args& a) {
   return dims;
 }
 
+std::vector<ep::ExecutionProviderDispatch> eps_from(const Args& a) {
+  std::vector<ep::ExecutionProviderDispatch> eps;
+  const bool require = a.has("--require-ep");
+  // --ep-option NAME.KEY=VALUE sets an option of EP NAME.
+  std::vector<std::tuple<std::string, std::string, std::string>> opts;
+  for (const auto& o : a.all("--ep-option")) {
+    const size_t dot = o.find('.'), eq = o.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || eq < dot)
+      fail(ErrorCode::kInvalidArgument, "--ep-option expects NAME.KEY=VALUE, got '", o, "'");
+    opts.emplace_back(o.substr(0, dot), o.substr(dot + 1, eq - dot - 1), o.substr(eq + 1));
+  }
+  for (const auto& list : a.all("--ep")) {
+    size_t b = 0;
+    while (b <= list.size()) {
+      const size_t e = list.find(',', b);
+      std::string name = list.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      if (!name.empty()) {
+        ep::Spec spec = ep::by_name(name);
+        for (const auto& [n, k, v] : opts)
+          if (n == name) spec.set(k, v);
+        eps.push_back(spec.build().error_on_failure(require));
+      }
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+  }
+  if (require && eps.empty()) fail(ErrorCode::kInvalidArgument, "--require-ep needs --ep NAME[,NAME...]");
+  return eps;
+}
+
 SessionBuilder builder_from(const Args& a) {
   SessionBuilder b;
   b.with_intra_threads(static_cast<int>(a.get_int("--threads", 0)));
   for (auto& [k, v] : dims_from(a)) b.with_dimension_override(k, v);
+  b.with_execution_providers(eps_from(a));
+  if (a.has("--strict")) b.with_cpu_fallback(false);
   return b;
 }
 

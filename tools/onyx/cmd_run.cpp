@@ -27,7 +27,7 @@ int cmd_run(const Args& a) {
   const double run_ms = std::chrono::duration<double, std::milli>(t3 - t2).count();
   const double rerun_ms = std::chrono::duration<double, std::milli>(t4 - t3).count();
   if (a.has("--save")) save_outputs(s, outputs, a.get("--save"));
-  const auto placement = s.placement();
+  const Placement placement = s.placement();
   if (a.has("--json")) {
     Json j;
     j.begin_object();
@@ -48,8 +48,8 @@ int cmd_run(const Args& a) {
     }
     j.end_array();
     j.key("placement").begin_array();
-    for (const auto& p : placement)
-      j.begin_object().key("node").value(p.node).key("op_type").value(p.op_type).key("ep").value(p.ep).key("device").value(p.device).end_object();
+    for (const auto& p : placement.nodes)
+      j.begin_object().key("node").value(p.name).key("op_type").value(p.op_type).key("ep").value(p.ep).key("device").value(p.device).end_object();
     j.end_array();
     j.end_object();
     std::printf("%s\n", j.str().c_str());
@@ -62,12 +62,10 @@ int cmd_run(const Args& a) {
   for (size_t k = 0; k < outputs.size(); ++k) std::printf("  %-20s %s\n", s.outputs()[k].name.c_str(), summarize(outputs[k]).c_str());
   if (!a.has("--quiet")) {
     std::map<std::string, int> per_ep;
-    for (const auto& p : placement) per_ep[p.ep]++;
-    std::printf("placement (%zu nodes):", placement.size());
-    for (auto& [ep, n] : per_ep) std::printf(" %s=%d", ep.c_str(), n);
-    std::printf("\n");
-    if (placement.size() <= 40)
-      for (const auto& p : placement) std::printf("  %-28s %-20s %s\n", p.node.c_str(), p.op_type.c_str(), p.ep.c_str());
+    for (const auto& p : placement.nodes) per_ep[p.ep]++;
+    std::printf("placement (%zu nodes): %s\n", placement.nodes.size(), placement.summary.c_str());
+    if (placement.nodes.size() <= 40)
+      for (const auto& p : placement.nodes) std::printf("  %-28s %-20s %s\n", p.name.c_str(), p.op_type.c_str(), p.ep.c_str());
   }
   std::printf("latency: %.3f ms first run (plans for these input shapes), %.3f ms second run\n", run_ms, rerun_ms);
   if (a.has("--save")) std::printf("saved %zu outputs to %s\n", outputs.size(), a.get("--save").c_str());

@@ -18,6 +18,12 @@ void usage(FILE* f) {
                "                                      run once and summarise the outputs\n"
                "  bench MODEL [--runs N] [--warmup N] [--threads N] [--dim NAME=N]... [--json]\n"
                "                                      latency (median, p90, min), load time, peak memory\n"
+               "  explain MODEL [--ep LIST] [--json | --dot]\n"
+               "                                      where every node runs and why, copies, summary\n"
+               "  providers [--json]                  every execution provider: built, loadable, usable, options\n"
+               "\n"
+               "run, bench and explain take --ep NAME[,NAME...] (priority order), --require-ep (every listed\n"
+               "EP must register), --strict (no CPU fallback) and --ep-option NAME.KEY=VALUE.\n"
                "  version                             print the onyx version\n");
 }
 
@@ -36,12 +42,22 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "info") return cli::cmd_info(cli::parse_args(argc, argv, 2, {"--json"}, {}));
+    const std::vector<std::string> ep_flags = {"--require-ep", "--strict"};
+    auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
     if (cmd == "run")
-      return cli::cmd_run(cli::parse_args(argc, argv, 2, {"--json", "--quiet"},
-                                          {"--inputs", "--save", "--dim", "--threads", "--int-max", "--seed"}));
+      return cli::cmd_run(cli::parse_args(argc, argv, 2, with({"--json", "--quiet"}, ep_flags),
+                                          {"--inputs", "--save", "--dim", "--threads", "--int-max", "--seed", "--ep", "--ep-option"}));
     if (cmd == "bench")
-      return cli::cmd_bench(cli::parse_args(argc, argv, 2, {"--json", "--no-progress"},
-                                            {"--runs", "--warmup", "--threads", "--dim", "--inputs", "--int-max"}));
+      return cli::cmd_bench(cli::parse_args(argc, argv, 2, with({"--json", "--no-progress", "--per-node"}, ep_flags),
+                                            {"--runs", "--warmup", "--threads", "--dim", "--inputs", "--int-max", "--ep",
+                                             "--ep-option", "--profile"}));
+    if (cmd == "explain")
+      return cli::cmd_explain(cli::parse_args(argc, argv, 2, with({"--json", "--dot"}, ep_flags),
+                                              {"--dim", "--threads", "--ep", "--ep-option"}));
+    if (cmd == "providers") return cli::cmd_providers(cli::parse_args(argc, argv, 2, {"--json"}, {}));
     std::fprintf(stderr, "onyx: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 1;

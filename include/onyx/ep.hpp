@@ -1,0 +1,210 @@
+// onyx: execution providers (EPs) — the user-facing side.
+//
+// An EP is a backend that claims the nodes of a model it can run. A session lists EPs in priority
+// order; each node runs on the first EP that takes it, the built-in CPU EP takes the rest. Every
+// EP of ort's table exists here so portable code compiles everywhere; an EP not built into this
+// onyx says so through availability() and is skipped at registration (or fails it, with
+// error_on_failure()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace onyx {
+
+class SessionBuilder;
+
+namespace ep {
+
+/// How far an EP gets on this machine. Each level implies the previous one.
+struct Availability {
+  bool built = false;     ///< compiled into this onyx (its module was built)
+  bool loadable = false;  ///< its module and the libraries it needs load, and versions match
+  bool usable = false;    ///< a device / context really opens
+  std::string reason;     ///< why the first missing level is missing ("" when usable)
+  std::string version;    ///< the EP's version (and its library's), once loadable
+  std::string module;     ///< path of the loaded module ("" for EPs built into libonyx)
+};
+
+/// One option an EP publishes: key, type ("bool", "int", "float", "string", or "enum:a|b|c"),
+/// default value and documentation.
+struct OptionInfo {
+  std::string key;
+  std::string type;
+  std::string default_value;
+  std::string doc;
+};
+
+/// A configured EP ready to hand to SessionBuilder::with_execution_providers: its name, the
+/// options set on it, and whether failing to register it is an error.
+class ExecutionProviderDispatch {
+ public:
+  ExecutionProviderDispatch(std::string name, std::vector<std::pair<std::string, std::string>> options)
+      : name_(std::move(name)), options_(std::move(options)) {}
+  /// Make registration failure (not built, module missing, no device, bad option) an error at
+  /// session creation instead of a silent skip.
+  ExecutionProviderDispatch& error_on_failure(bool on = true) & {
+    error_on_failure_ = on;
+    return *this;
+  }
+  ExecutionProviderDispatch&& error_on_failure(bool on = true) && {
+    error_on_failure_ = on;
+    return std::move(*this);
+  }
+  /// The default: skip the EP (recorded in Session::registration()) when it cannot register.
+  ExecutionProviderDispatch&& fail_silently() && {
+    error_on_failure_ = false;
+    return std::move(*this);
+  }
+  const std::string& name() const { return name_; }
+  const std::vector<std::pair<std::string, std::string>>& options() const { return options_; }
+  bool fails_on_error() const { return error_on_failure_; }
+
+ private:
+  std::string name_;
+  std::vector<std::pair<std::string, std::string>> options_;
+  bool error_on_failure_ = false;
+};
+
+/// Common part of every EP spec.
+class Spec {
+ public:
+  explicit Spec(std::string name) : name_(std::move(name)) {}
+  /// Lower-case name as `onyx providers` prints it ("cpu", "onednn", "cuda", ...).
+  const std::string& name() const { return name_; }
+  /// Any option the EP publishes, by key (the escape hatch behind the typed methods). Unknown
+  /// keys and bad values are reported, naming the key, when the EP registers.
+  Spec& set(std::string key, std::string value);
+  /// The configured EP, for SessionBuilder::with_execution_providers.
+  ExecutionProviderDispatch build() const { return ExecutionProviderDispatch(name_, options_); }
+  /// True when the EP is usable here: built, loadable and a device opens.
+  bool is_available() const { return availability().usable; }
+  /// Each level of availability with the reason for the first "no".
+  Availability availability() const;
+  /// The options the EP publishes (empty when it is not built).
+  std::vector<OptionInfo> option_schema() const;
+  /// Registers with `builder` now, as ort's register(): throws onyx::Error with the reason when
+  /// the EP cannot be used (not built, module or library missing, no device, bad option).
+  /// On success the EP is appended to the builder's list (with error_on_failure set).
+  void register_with(SessionBuilder& builder) const;
+  const std::vector<std::pair<std::string, std::string>>& options() const { return options_; }
+
+ protected:
+  std::vector<std::pair<std::string, std::string>> options_;
+
+ private:
+  std::string name_;
+};
+
+/// Base of the typed specs: set() returns the derived type so calls chain.
+template <class Derived>
+class SpecOf : public Spec {
+ public:
+  using Spec::Spec;
+  Derived& set(std::string key, std::string value) {
+    Spec::set(std::move(key), std::move(value));
+    return static_cast<Derived&>(*this);
+  }
+};
+
+/// The built-in CPU EP (always available; takes every node no other EP claims).
+class CPU : public SpecOf<CPU> {
+ public:
+  CPU() : SpecOf("cpu") {}
+};
+
+/// oneDNN (Intel's deep learning library) on the CPU. Module libonyx_ep_onednn.so.
+class OneDNN : public SpecOf<OneDNN> {
+ public:
+  OneDNN() : SpecOf("onednn") {}
+  /// Threads oneDNN may use (0 = the session's intra-op thread count).
+  OneDNN& with_threads(int n) { return set("threads", std::to_string(n)); }
+  /// Minimum number of nodes in a region worth handing to oneDNN.
+  OneDNN& with_min_region_nodes(int n) { return set("min_region_nodes", std::to_string(n)); }
+};
+
+/// XNNPACK (Google's NN operator library) on the CPU. Module libonyx_ep_xnnpack.so.
+class XNNPACK : public SpecOf<XNNPACK> {
+ public:
+  XNNPACK() : SpecOf("xnnpack") {}
+  /// Threads XNNPACK may use (0 = the session's intra-op thread count).
+  XNNPACK& with_threads(int n) { return set("threads", std::to_string(n)); }
+};
+
+/// Vulkan compute (any Vulkan 1.1 device, including Mesa's lavapipe on the CPU).
+class Vulkan : public SpecOf<Vulkan> {
+ public:
+  Vulkan() : SpecOf("vulkan") {}
+  Vulkan& with_device_id(int id) { return set("device_id", std::to_string(id)); }
+};
+
+/// NVIDIA CUDA (cuBLAS, cuDNN and onyx's own kernels).
+class CUDA : public SpecOf<CUDA> {
+ public:
+  CUDA() : SpecOf("cuda") {}
+  CUDA& with_device_id(int id) { return set("device_id", std::to_string(id)); }
+  CUDA& with_memory_limit(uint64_t bytes) { return set("memory_limit", std::to_string(bytes)); }
+};
+
+// EPs of ort's table that this onyx does not implement: their specs exist so portable code
+// compiles, and availability() says "not built into this onyx (CMake option ONYX_EP_<NAME>)".
+#define ONYX_DECLARE_EP_SPEC(Type, lower)                 \
+  class Type : public SpecOf<Type> {                      \
+   public:                                                \
+    Type() : SpecOf(lower) {}                             \
+    Type& with_device_id(int id) { return set("device_id", std::to_string(id)); } \
+  };
+ONYX_DECLARE_EP_SPEC(TensorRT, "tensorrt")
+ONYX_DECLARE_EP_SPEC(TensorRTRTX, "tensorrt_rtx")
+ONYX_DECLARE_EP_SPEC(DirectML, "directml")
+ONYX_DECLARE_EP_SPEC(CoreML, "coreml")
+ONYX_DECLARE_EP_SPEC(ROCm, "rocm")
+ONYX_DECLARE_EP_SPEC(OpenVINO, "openvino")
+ONYX_DECLARE_EP_SPEC(QNN, "qnn")
+ONYX_DECLARE_EP_SPEC(CANN, "cann")
+ONYX_DECLARE_EP_SPEC(NNAPI, "nnapi")
+ONYX_DECLARE_EP_SPEC(TVM, "tvm")
+ONYX_DECLARE_EP_SPEC(ACL, "acl")
+ONYX_DECLARE_EP_SPEC(ArmNN, "armnn")
+ONYX_DECLARE_EP_SPEC(MIGraphX, "migraphx")
+ONYX_DECLARE_EP_SPEC(VitisAI, "vitis_ai")
+ONYX_DECLARE_EP_SPEC(RKNPU, "rknpu")
+ONYX_DECLARE_EP_SPEC(WebGPU, "webgpu")
+ONYX_DECLARE_EP_SPEC(Azure, "azure")
+#undef ONYX_DECLARE_EP_SPEC
+
+/// A spec by name ("cuda", "onednn", ...), for tools and configuration files. Throws onyx::Error
+/// for a name no EP has.
+Spec by_name(const std::string& name);
+
+/// Everything onyx knows about one EP (for `onyx providers`).
+struct ProviderInfo {
+  std::string name;
+  std::string cmake_option;  ///< ONYX_EP_<NAME>
+  Availability availability;
+  std::vector<OptionInfo> options;
+};
+/// Every EP of the table, in a fixed order (cpu first).
+std::vector<ProviderInfo> list_providers();
+
+}  // namespace ep
+
+/// Environment-wide settings. Build with onyx::init(), finish with commit().
+class EnvironmentBuilder {
+ public:
+  /// Default EPs appended (in this order) after every new session's own EPs, unless the session
+  /// opts out with SessionBuilder::with_no_environment_execution_providers().
+  EnvironmentBuilder& with_execution_providers(std::vector<ep::ExecutionProviderDispatch> eps);
+  /// Makes these settings the environment's. Sessions created before keep what they captured.
+  void commit();
+
+ private:
+  std::vector<ep::ExecutionProviderDispatch> eps_;
+};
+
+/// Starts configuring the process-wide environment.
+EnvironmentBuilder init();
+
+}  // namespace onyx

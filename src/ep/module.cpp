@@ -1,0 +1,167 @@
+#include "ep/module.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/common.hpp"
+#include "ep/factory.hpp"
+#include "ep/module_abi.h"
+#include "onyx/version.hpp"
+
+namespace onyx {
+
+std::string ep_module_file(const std::string& name) { return "libonyx_ep_" + name + ".so"; }
+
+namespace {
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string dir_of(const std::string& p) {
+  const size_t s = p.find_last_of('/');
+  return s == std::string::npos ? "." : p.substr(0, s);
+}
+
+std::string libonyx_dir() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&ep_module_file), &info) && info.dli_fname) return dir_of(info.dli_fname);
+  return "";
+}
+
+std::string exe_dir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  buf[n] = '\0';
+  return dir_of(buf);
+}
+
+struct Loaded {
+  const EpFactory* factory = nullptr;
+  ep::Availability availability;
+};
+
+/// Tries one candidate (a path, or a bare file name for the system loader).
+const EpFactory* try_load(const std::string& name, const std::string& candidate, bool system, std::string* error,
+                          std::string* version) {
+  if (!system && !is_file(candidate)) {
+    *error = "no such file";
+    return nullptr;
+  }
+  void* h = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = ::dlerror();
+    std::string msg = e ? e : "dlopen failed";
+    // dlerror starts with the path; keep only the part after it for the dependency case.
+    if (msg.rfind(candidate + ": ", 0) == 0) msg = msg.substr(candidate.size() + 2);
+    *error = msg;
+    return nullptr;
+  }
+  using Entry = const OnyxEpModuleInfo* (*)();
+  auto entry = reinterpret_cast<Entry>(::dlsym(h, "onyx_ep_module"));
+  if (!entry) {
+    *error = "not an onyx EP module (no onyx_ep_module symbol)";
+    ::dlclose(h);
+    return nullptr;
+  }
+  const OnyxEpModuleInfo* info = entry();
+  if (!info || info->abi_version != ONYX_EP_ABI_VERSION || info->struct_size < sizeof(OnyxEpModuleInfo)) {
+    *error = str("EP module ABI version ", info ? info->abi_version : 0, " does not match onyx's ", ONYX_EP_ABI_VERSION);
+    ::dlclose(h);
+    return nullptr;
+  }
+  if (!info->name || name != info->name) {
+    *error = str("the module implements EP '", info->name ? info->name : "?", "', not '", name, "'");
+    ::dlclose(h);
+    return nullptr;
+  }
+  if (!info->onyx_version || std::strcmp(info->onyx_version, onyx::version()) != 0) {
+    *error = str("the module was built for onyx ", info->onyx_version ? info->onyx_version : "?", ", this is onyx ",
+                 onyx::version());
+    ::dlclose(h);
+    return nullptr;
+  }
+  if (!info->build_id || std::strcmp(info->build_id, ONYX_EP_BUILD_ID) != 0) {
+    *error = str("the module was built with another toolchain (", info->build_id ? info->build_id : "?", ", onyx: ",
+                 ONYX_EP_BUILD_ID, ")");
+    ::dlclose(h);
+    return nullptr;
+  }
+  char err[512] = {};
+  void* f = info->create_factory ? info->create_factory(err, sizeof(err)) : nullptr;
+  if (!f) {
+    *error = err[0] ? err : "the module could not create its factory";
+    ::dlclose(h);
+    return nullptr;
+  }
+  const auto* factory = static_cast<const EpFactory*>(f);
+  *version = factory->version();
+  return factory;  // the handle stays open for the life of the process
+}
+
+}  // namespace
+
+const EpFactory* load_ep_module(const std::string& name, const std::string& module_path, ep::Availability* why) {
+  static std::mutex mu;
+  static std::map<std::string, Loaded> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string key = name + "\n" + module_path;
+  if (auto it = cache.find(key); it != cache.end()) {
+    if (why) *why = it->second.availability;
+    return it->second.factory;
+  }
+  const std::string file = ep_module_file(name);
+  std::vector<std::pair<std::string, bool>> candidates;  // path, via the system loader
+  if (!module_path.empty()) {
+    candidates.emplace_back(is_dir(module_path) ? module_path + "/" + file : module_path, false);
+  } else {
+    if (const char* env = std::getenv("ONYX_EP_PATH")) {
+      std::string s = env;
+      size_t b = 0;
+      while (b <= s.size()) {
+        const size_t e = s.find(':', b);
+        const std::string d = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+        if (!d.empty()) candidates.emplace_back(d + "/" + file, false);
+        if (e == std::string::npos) break;
+        b = e + 1;
+      }
+    }
+    const std::string ld = libonyx_dir(), xd = exe_dir();
+    if (!ld.empty()) candidates.emplace_back(ld + "/" + file, false);
+    if (!xd.empty() && xd != ld) candidates.emplace_back(xd + "/" + file, false);
+    candidates.emplace_back(file, true);
+  }
+  Loaded result;
+  result.availability.built = true;
+  std::vector<std::string> tried;
+  for (const auto& [path, system] : candidates) {
+    std::string error, version;
+    const EpFactory* f = try_load(name, path, system, &error, &version);
+    if (f) {
+      result.factory = f;
+      result.availability.loadable = true;
+      result.availability.version = version;
+      result.availability.module = system ? file + " (system loader)" : path;
+      break;
+    }
+    tried.push_back((system ? file + " via the system loader" : path) + ": " + error);
+  }
+  if (!result.factory) result.availability.reason = str(file, " could not be loaded (tried ", join(tried, "; "), ")");
+  cache[key] = result;
+  if (why) *why = result.availability;
+  return result.factory;
+}
+
+}  // namespace onyx

@@ -1,0 +1,23 @@
+// Loading EP modules (libonyx_ep_<name>.so) on registration.
+#pragma once
+
+#include <string>
+
+#include "onyx/ep.hpp"
+
+namespace onyx {
+
+class EpFactory;
+
+/// Finds and loads the module of EP `name` and returns its factory (cached; modules are never
+/// unloaded). Search order: `module_path` (a file or a directory; when given, the only place
+/// looked at), $ONYX_EP_PATH (colon-separated directories), the directory of libonyx, the
+/// directory of the executable, then the system loader. On failure returns null and fills
+/// `why` with every path tried and what went wrong there (missing file, missing dependency, ABI
+/// or version mismatch).
+const EpFactory* load_ep_module(const std::string& name, const std::string& module_path, ep::Availability* why);
+
+/// File name of an EP's module: "libonyx_ep_<name>.so".
+std::string ep_module_file(const std::string& name);
+
+}  // namespace onyx

@@ -1,0 +1,178 @@
+// The EP table, factory resolution, option validation and the environment's default EPs.
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "core/common.hpp"
+#include "ep/factory.hpp"
+#include "ep/module.hpp"
+#include "onyx/version.hpp"
+#include "onyx_build_config.hpp"
+
+namespace onyx {
+
+const std::vector<KnownEp>& known_eps() {
+  static const std::vector<KnownEp> table = {
+      {"cpu", "", false},
+      {"onednn", "ONYX_EP_ONEDNN", true},
+      {"xnnpack", "ONYX_EP_XNNPACK", true},
+      {"vulkan", "ONYX_EP_VULKAN", true},
+      {"cuda", "ONYX_EP_CUDA", true},
+      {"tensorrt", "ONYX_EP_TENSORRT", true},
+      {"tensorrt_rtx", "ONYX_EP_TENSORRT_RTX", true},
+      {"directml", "ONYX_EP_DIRECTML", true},
+      {"coreml", "ONYX_EP_COREML", true},
+      {"rocm", "ONYX_EP_ROCM", true},
+      {"openvino", "ONYX_EP_OPENVINO", true},
+      {"qnn", "ONYX_EP_QNN", true},
+      {"cann", "ONYX_EP_CANN", true},
+      {"nnapi", "ONYX_EP_NNAPI", true},
+      {"tvm", "ONYX_EP_TVM", true},
+      {"acl", "ONYX_EP_ACL", true},
+      {"armnn", "ONYX_EP_ARMNN", true},
+      {"migraphx", "ONYX_EP_MIGRAPHX", true},
+      {"vitis_ai", "ONYX_EP_VITIS_AI", true},
+      {"rknpu", "ONYX_EP_RKNPU", true},
+      {"webgpu", "ONYX_EP_WEBGPU", true},
+      {"azure", "ONYX_EP_AZURE", true},
+  };
+  return table;
+}
+
+const KnownEp* find_known_ep(const std::string& name) {
+  for (const auto& k : known_eps())
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+namespace {
+
+class CpuFactory final : public EpFactory {
+ public:
+  std::string name() const override { return "cpu"; }
+  std::string version() const override { return onyx::version(); }
+  std::unique_ptr<ExecutionProvider> create(const EpCreateContext&) const override { return create_cpu_provider(); }
+};
+
+}  // namespace
+
+const EpFactory* resolve_factory(const std::string& name, const std::string& module_path, ep::Availability* why) {
+  static const CpuFactory cpu;
+  ep::Availability a;
+  if (name == "cpu") {
+    a.built = a.loadable = a.usable = true;
+    a.version = cpu.version();
+    if (why) *why = a;
+    return &cpu;
+  }
+  const KnownEp* known = find_known_ep(name);
+  if (!known && module_path.empty()) {
+    a.reason = str("unknown execution provider '", name, "' (a third-party EP needs the option module_path)");
+    if (why) *why = a;
+    return nullptr;
+  }
+  if (known && module_path.empty() && !ep_built(name)) {
+    a.reason = str("not built into this onyx (CMake option ", known->cmake_option, ")");
+    if (why) *why = a;
+    return nullptr;
+  }
+  const EpFactory* f = load_ep_module(name, module_path, &a);
+  if (why) *why = a;
+  return f;
+}
+
+ep::Availability ep_availability(const std::string& name, const std::string& module_path) {
+  ep::Availability a;
+  const EpFactory* f = resolve_factory(name, module_path, &a);
+  if (!f) return a;
+  a.built = a.loadable = true;
+  a.version = f->version();
+  std::string reason;
+  a.usable = f->probe(&reason);
+  if (!a.usable) a.reason = reason.empty() ? "no usable device" : reason;
+  return a;
+}
+
+namespace {
+
+bool valid_value(const std::string& type, const std::string& v) {
+  if (type == "bool") return v == "true" || v == "false" || v == "1" || v == "0";
+  if (type == "int" || type == "uint") {
+    if (v.empty()) return false;
+    char* end = nullptr;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    return *end == '\0' && (type == "int" || x >= 0);
+  }
+  if (type == "float") {
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    return !v.empty() && *end == '\0';
+  }
+  if (type.rfind("enum:", 0) == 0) {
+    size_t b = 5;
+    while (b <= type.size()) {
+      const size_t e = type.find('|', b);
+      if (type.substr(b, e == std::string::npos ? std::string::npos : e - b) == v) return true;
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+    return false;
+  }
+  return true;  // string
+}
+
+}  // namespace
+
+OptionList effective_options(const std::string& ep, const std::vector<ep::OptionInfo>& schema, const OptionList& given) {
+  OptionList out;
+  for (const auto& o : schema) out.emplace_back(o.key, o.default_value);
+  for (const auto& [k, v] : given) {
+    if (k == "module_path") {
+      out.emplace_back(k, v);
+      continue;
+    }
+    auto it = std::find_if(schema.begin(), schema.end(), [&](const ep::OptionInfo& o) { return o.key == k; });
+    if (it == schema.end()) {
+      std::vector<std::string> keys;
+      for (const auto& o : schema) keys.push_back(o.key);
+      fail(ErrorCode::kInvalidArgument, "execution provider '", ep, "' has no option '", k, "'",
+           keys.empty() ? std::string(" (it takes none)") : " (options: " + join(keys, ", ") + ")");
+    }
+    if (!valid_value(it->type, v))
+      fail(ErrorCode::kInvalidArgument, "execution provider '", ep, "': option '", k, "' must be ", it->type, ", got '", v, "'");
+    for (auto& [ek, ev] : out)
+      if (ek == k) ev = v;
+  }
+  return out;
+}
+
+namespace {
+std::mutex& env_mu() {
+  static std::mutex m;
+  return m;
+}
+std::vector<ep::ExecutionProviderDispatch>& env_list() {
+  static std::vector<ep::ExecutionProviderDispatch> l;
+  return l;
+}
+}  // namespace
+
+std::vector<ep::ExecutionProviderDispatch> environment_eps() {
+  std::lock_guard<std::mutex> lock(env_mu());
+  return env_list();
+}
+
+EnvironmentBuilder& EnvironmentBuilder::with_execution_providers(std::vector<ep::ExecutionProviderDispatch> eps) {
+  eps_ = std::move(eps);
+  return *this;
+}
+
+void EnvironmentBuilder::commit() {
+  std::lock_guard<std::mutex> lock(env_mu());
+  env_list() = eps_;
+}
+
+EnvironmentBuilder init() { return EnvironmentBuilder(); }
+
+}  // namespace onyx

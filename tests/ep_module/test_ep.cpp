@@ -1,0 +1,111 @@
+// A small EP module for tests (libonyx_ep_testdev.so), loaded like a third-party EP through the
+// option module_path. It claims the op types listed in its "claim" option (float tensors only)
+// and runs them with plain loops. Options let tests make it fail: "fail_probe", "fail_create".
+#include <cstring>
+#include <string>
+
+#include "ep/factory.hpp"
+#include "ep/kernel.hpp"
+#include "ep/module_abi.h"
+#include "ep/provider.hpp"
+#include "onyx/version.hpp"
+
+namespace onyx {
+namespace {
+
+std::string option(const OptionList& o, const char* key) {
+  for (const auto& [k, v] : o)
+    if (k == key) return v;
+  return "";
+}
+
+void relu(const int&, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = std::max(0.0f, x.data<float>()[i]);
+}
+
+void add(const int&, KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (!(a.shape() == b.shape())) fail(ErrorCode::kRuntime, "testdev Add needs equal shapes");
+  Tensor& y = ctx.output(0);
+  for (int64_t i = 0; i < a.numel(); ++i) y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
+}
+
+std::unique_ptr<Kernel> make_relu(const KernelCreateInfo&) { return std::make_unique<FnKernel<int>>(0, relu); }
+std::unique_ptr<Kernel> make_add(const KernelCreateInfo&) { return std::make_unique<FnKernel<int>>(0, add); }
+
+constexpr TypeMask kF32 = type_mask({DType::kFloat});
+const KernelDef kDefs[] = {
+    {"", "Relu", 1, 99, {{0, kF32}}, make_relu},
+    {"", "Add", 7, 99, {{0, kF32}}, make_add},
+};
+
+class TestEp final : public ExecutionProvider {
+ public:
+  TestEp(std::string claim, std::string device) : claim_("," + claim + ","), device_(std::move(device)) {
+    registry_.add(kDefs);
+  }
+  std::string name() const override { return "testdev"; }
+  std::string device() const override { return device_; }
+  bool claim(const ClaimInfo& info, Decline* why) const override {
+    if (claim_.find("," + info.node.op_type + ",") == std::string::npos) {
+      *why = {DeclineCode::kUnsupportedOp, "testdev claims only " + claim_.substr(1, claim_.size() - 2)};
+      return false;
+    }
+    return registry_.find(info.node, info.input_types, info.output_types, why) != nullptr;
+  }
+  std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
+    Decline why;
+    const KernelDef* d = registry_.find(info.node, info.input_types, info.output_types, &why);
+    if (!d) fail(ErrorCode::kNotImplemented, why.message);
+    return d->create(info);
+  }
+
+ private:
+  std::string claim_, device_;
+  KernelRegistry registry_;
+};
+
+class TestFactory final : public EpFactory {
+ public:
+  std::string name() const override { return "testdev"; }
+  std::string version() const override { return "test-1"; }
+  std::vector<ep::OptionInfo> options() const override {
+    return {{"claim", "string", "Relu,Add", "comma-separated op types to claim"},
+            {"device", "string", "cpu:0", "device the EP reports"},
+            {"fail_create", "bool", "false", "make create() throw"},
+            {"threads", "int", "0", "unused; tests option validation"}};
+  }
+  bool probe(std::string* reason) const override {
+    if (std::getenv("ONYX_TESTDEV_NO_DEVICE")) {
+      *reason = "ONYX_TESTDEV_NO_DEVICE is set";
+      return false;
+    }
+    return true;
+  }
+  std::unique_ptr<ExecutionProvider> create(const EpCreateContext& ctx) const override {
+    if (option(ctx.options, "fail_create") == "true") fail(ErrorCode::kEpFailure, "testdev was told to fail");
+    return std::make_unique<TestEp>(option(ctx.options, "claim"), option(ctx.options, "device"));
+  }
+};
+
+void* create_factory(char* err, size_t len) noexcept {
+  try {
+    static TestFactory factory;
+    return &factory;
+  } catch (...) {
+    std::strncpy(err, "testdev: factory construction failed", len - 1);
+    return nullptr;
+  }
+}
+
+}  // namespace
+}  // namespace onyx
+
+extern "C" const OnyxEpModuleInfo* onyx_ep_module(void) {
+  static const OnyxEpModuleInfo info = {ONYX_EP_ABI_VERSION, sizeof(OnyxEpModuleInfo), "testdev", ONYX_VERSION_STRING,
+                                        ONYX_EP_BUILD_ID, &onyx::create_factory};
+  return &info;
+}

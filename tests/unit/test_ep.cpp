@@ -1,0 +1,216 @@
+// The execution-provider rules of DESIGN.md §3, each with a test that fails if the rule breaks.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "model_builder.hpp"
+
+using namespace onyx;
+using namespace onyx::test;
+
+#ifndef ONYX_TESTDEV_MODULE
+#error "ONYX_TESTDEV_MODULE must name the test EP module"
+#endif
+
+namespace {
+
+// y = Add(Relu(x), Sigmoid(x)): testdev takes Relu and Add (by default), never Sigmoid.
+std::string model() {
+  GraphSpec g;
+  g.nodes.push_back({"Relu", {"x"}, {"r"}, {}, "relu"});
+  g.nodes.push_back({"Sigmoid", {"x"}, {"s"}, {}, "sigmoid"});
+  g.nodes.push_back({"Add", {"r", "s"}, {"y"}, {}, "add"});
+  g.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 3}});
+  return encode_model(g);
+}
+
+ep::Spec testdev() {
+  ep::Spec s("testdev");
+  s.set("module_path", ONYX_TESTDEV_MODULE);
+  return s;
+}
+
+Session commit(SessionBuilder b) {
+  const std::string m = model();
+  return b.commit_from_memory(m.data(), m.size());
+}
+
+std::string ep_of(const Session& s, const std::string& node) {
+  for (const auto& n : s.placement().nodes)
+    if (n.name == node) return n.ep;
+  return "?";
+}
+
+struct EnvReset {
+  ~EnvReset() { onyx::init().commit(); }
+};
+
+}  // namespace
+
+TEST(Ep, EveryEpOfTheTableHasASpecAndAnHonestAvailability) {
+  const auto all = ep::list_providers();
+  ASSERT_GE(all.size(), 22u);
+  EXPECT_EQ(all[0].name, "cpu");
+  EXPECT_TRUE(all[0].availability.usable);
+  for (const auto& p : all) {
+    if (p.availability.usable) continue;
+    EXPECT_FALSE(p.availability.reason.empty()) << p.name;
+    if (!p.availability.built) {
+      EXPECT_NE(p.availability.reason.find("not built into this onyx (CMake option " + p.cmake_option + ")"), std::string::npos)
+          << p.availability.reason;
+    }
+  }
+  ep::TensorRT trt;
+  EXPECT_FALSE(trt.is_available());
+  EXPECT_NE(trt.availability().reason.find("ONYX_EP_TENSORRT"), std::string::npos);
+  EXPECT_THROW(ep::by_name("no_such_ep"), Error);
+}
+
+TEST(Ep, ThirdPartyModuleLoadsWithItsSchema) {
+  ep::Availability a = testdev().availability();
+  EXPECT_TRUE(a.usable) << a.reason;
+  EXPECT_EQ(a.version, "test-1");
+  EXPECT_EQ(a.module, ONYX_TESTDEV_MODULE);
+  EXPECT_EQ(testdev().option_schema().size(), 4u);
+}
+
+TEST(Ep, PerNodeFallbackWithReasons) {
+  Session s = commit(Session::builder().with_execution_providers({testdev().build()}));
+  EXPECT_EQ(ep_of(s, "relu"), "testdev");
+  EXPECT_EQ(ep_of(s, "sigmoid"), "cpu");
+  EXPECT_EQ(ep_of(s, "add"), "testdev");
+  const auto p = s.placement();
+  for (const auto& n : p.nodes) {
+    if (n.name != "sigmoid") continue;
+    ASSERT_EQ(n.declined.size(), 1u);
+    EXPECT_EQ(n.declined[0].ep, "testdev");
+    EXPECT_EQ(n.declined[0].code, "UnsupportedOp");
+  }
+  EXPECT_NE(p.summary.find("testdev: 2 nodes"), std::string::npos) << p.summary;
+  // Results are the same wherever the nodes ran.
+  Tensor x = Tensor::from_vector<float>(Shape{2, 3}, {-1, 0, 1, 2, -2, 3});
+  Session cpu_only = commit(Session::builder());
+  const Tensor a = s.run({{"x", x}})[0].tensor(), b = cpu_only.run({{"x", x}})[0].tensor();
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(a.data<float>()[i], b.data<float>()[i]);
+}
+
+TEST(Ep, OrderIsPriorityAndClaimsAreNeverStolen) {
+  // Two testdev instances can't both register (duplicate); order against the CPU EP instead:
+  // listing cpu first means cpu takes everything.
+  Session s = commit(Session::builder().with_execution_providers({ep::CPU().build(), testdev().build()}));
+  EXPECT_EQ(ep_of(s, "relu"), "cpu");
+  EXPECT_EQ(ep_of(s, "add"), "cpu");
+  EXPECT_EQ(s.registration()[0].name, "cpu");
+  EXPECT_EQ(s.registration()[0].priority, 0);
+  EXPECT_EQ(s.registration()[1].priority, 1);
+}
+
+TEST(Ep, SessionEpsComeBeforeEnvironmentDefaults) {
+  EnvReset reset;
+  onyx::init().with_execution_providers({testdev().build()}).commit();
+  // Environment default applies when the session lists nothing.
+  Session a = commit(Session::builder());
+  EXPECT_EQ(ep_of(a, "relu"), "testdev");
+  EXPECT_EQ(a.registration()[0].source, EpRegistration::Source::kEnvironment);
+  // The session's own list comes first: cpu listed by the session takes everything.
+  Session b = commit(Session::builder().with_execution_providers({ep::CPU().build()}));
+  EXPECT_EQ(ep_of(b, "relu"), "cpu");
+  EXPECT_EQ(b.registration()[1].name, "testdev");
+  EXPECT_EQ(b.registration()[1].source, EpRegistration::Source::kEnvironment);
+  // Opting out.
+  Session c = commit(Session::builder().with_no_environment_execution_providers());
+  EXPECT_EQ(ep_of(c, "relu"), "cpu");
+  // Duplicates keep their first position.
+  Session d = commit(Session::builder().with_execution_providers({testdev().set("claim", "Relu").build()}));
+  EXPECT_EQ(ep_of(d, "add"), "cpu");  // the session's testdev (Relu only) wins over the environment's
+  EXPECT_EQ(d.registration()[1].outcome, EpRegistration::Outcome::kDuplicate);
+  // Defaults are captured at creation: changing them later does not touch live sessions.
+  onyx::init().commit();
+  EXPECT_EQ(ep_of(a, "relu"), "testdev");
+  Session e = commit(Session::builder());
+  EXPECT_EQ(ep_of(e, "relu"), "cpu");
+}
+
+TEST(Ep, FailedRegistrationIsSkippedOrAnError) {
+  // Not built: skipped silently, recorded with the reason.
+  Session s = commit(Session::builder().with_execution_providers({ep::CUDA().build(), testdev().build()}));
+  ASSERT_GE(s.registration().size(), 3u);
+  EXPECT_EQ(s.registration()[0].name, "cuda");
+  EXPECT_EQ(s.registration()[0].outcome, EpRegistration::Outcome::kSkipped);
+  EXPECT_NE(s.registration()[0].reason.find("not built into this onyx"), std::string::npos);
+  EXPECT_EQ(ep_of(s, "relu"), "testdev");
+  // error_on_failure turns it into an error naming the EP.
+  try {
+    commit(Session::builder().with_execution_providers({ep::CUDA().build().error_on_failure()}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotAvailable);
+    EXPECT_NE(std::string(e.what()).find("'cuda'"), std::string::npos);
+  }
+  // A missing module (hidden by pointing module_path elsewhere): skipped, the paths tried named.
+  ep::Spec hidden("testdev");
+  hidden.set("module_path", "/nonexistent/libonyx_ep_testdev.so");
+  Session h = commit(Session::builder().with_execution_providers({hidden.build()}));
+  EXPECT_EQ(h.registration()[0].outcome, EpRegistration::Outcome::kSkipped);
+  EXPECT_NE(h.registration()[0].reason.find("/nonexistent/libonyx_ep_testdev.so"), std::string::npos);
+  EXPECT_THROW(commit(Session::builder().with_execution_providers({hidden.build().error_on_failure()})), Error);
+  // No device.
+  setenv("ONYX_TESTDEV_NO_DEVICE", "1", 1);
+  Session nd = commit(Session::builder().with_execution_providers({testdev().build()}));
+  EXPECT_NE(nd.registration()[0].reason.find("no usable device"), std::string::npos);
+  EXPECT_FALSE(testdev().is_available());
+  unsetenv("ONYX_TESTDEV_NO_DEVICE");
+  // A failing create().
+  Session fc = commit(Session::builder().with_execution_providers({testdev().set("fail_create", "true").build()}));
+  EXPECT_EQ(fc.registration()[0].outcome, EpRegistration::Outcome::kSkipped);
+}
+
+TEST(Ep, OptionsAreValidatedAndReported) {
+  try {
+    commit(Session::builder().with_execution_providers({testdev().set("no_such_key", "1").build().error_on_failure()}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no option 'no_such_key'"), std::string::npos) << e.what();
+  }
+  try {
+    commit(Session::builder().with_execution_providers({testdev().set("threads", "many").build().error_on_failure()}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("option 'threads' must be int"), std::string::npos) << e.what();
+  }
+  Session s = commit(Session::builder().with_execution_providers({testdev().set("claim", "Relu").build()}));
+  bool saw = false;
+  for (const auto& [k, v] : s.registration()[0].options)
+    if (k == "claim") saw = v == "Relu";
+  EXPECT_TRUE(saw);
+  EXPECT_EQ(ep_of(s, "add"), "cpu");
+}
+
+TEST(Ep, ManualRegistrationThrowsWithTheReason) {
+  SessionBuilder b;
+  EXPECT_THROW(ep::CUDA().register_with(b), Error);
+  testdev().register_with(b);
+  Session s = commit(b);
+  EXPECT_EQ(ep_of(s, "relu"), "testdev");
+  EXPECT_TRUE(s.registration()[0].error_on_failure);
+}
+
+TEST(Ep, StrictModeFailsWithTheCpuNodes) {
+  try {
+    commit(Session::builder().with_execution_providers({testdev().build()}).with_cpu_fallback(false));
+    FAIL();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("1 node(s) would run on the CPU EP"), std::string::npos) << m;
+    EXPECT_NE(m.find("Sigmoid 'sigmoid'"), std::string::npos) << m;
+  }
+  // Everything on testdev: strict mode is satisfied.
+  GraphSpec g;
+  g.nodes.push_back({"Relu", {"x"}, {"y"}, {}, "relu"});
+  g.inputs.push_back({"x", DType::kFloat, {2}});
+  g.outputs.push_back({"y", DType::kFloat, {2}});
+  const std::string m = encode_model(g);
+  EXPECT_NO_THROW(Session::builder().with_execution_providers({testdev().build()}).with_cpu_fallback(false).commit_from_memory(m.data(), m.size()));
+  EXPECT_THROW(Session::builder().with_execution_providers({ep::CPU().build()}).with_cpu_fallback(false).commit_from_memory(m.data(), m.size()), Error);
+}

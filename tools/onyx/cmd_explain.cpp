@@ -1,0 +1,147 @@
+// onyx explain MODEL [--ep LIST] [--json | --dot]   and   onyx providers [--json]
+#include <cstdio>
+#include <map>
+
+#include "cli.hpp"
+#include "core/common.hpp"
+#include "session/session_impl.hpp"
+
+namespace onyx::cli {
+
+namespace {
+
+const char* source_name(EpRegistration::Source s) {
+  switch (s) {
+    case EpRegistration::Source::kSession: return "session";
+    case EpRegistration::Source::kEnvironment: return "environment";
+    default: return "implicit";
+  }
+}
+
+const char* outcome_name(EpRegistration::Outcome o) {
+  switch (o) {
+    case EpRegistration::Outcome::kRegistered: return "registered";
+    case EpRegistration::Outcome::kDuplicate: return "duplicate";
+    default: return "skipped";
+  }
+}
+
+void registration_json(Json& j, const Session& s) {
+  j.key("registration").begin_array();
+  for (const auto& r : s.registration()) {
+    j.begin_object();
+    j.key("name").value(r.name).key("source").value(source_name(r.source)).key("outcome").value(outcome_name(r.outcome));
+    j.key("reason").value(r.reason).key("priority").value(r.priority).key("version").value(r.version);
+    j.key("device").value(r.device).key("module").value(r.module).key("error_on_failure").value(r.error_on_failure);
+    j.key("options").begin_object();
+    for (const auto& [k, v] : r.options) j.key(k).value(v);
+    j.end_object().end_object();
+  }
+  j.end_array();
+}
+
+// Graphviz colours per EP (stable by first appearance).
+const char* kColours[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9"};
+
+}  // namespace
+
+int cmd_explain(const Args& a) {
+  if (a.positional.size() != 1) fail(ErrorCode::kInvalidArgument, "usage: onyx explain MODEL [--ep LIST] [--json | --dot]");
+  const std::string& path = a.positional[0];
+  Session s = builder_from(a).commit_from_file(path);
+  const Placement p = s.placement();
+  if (a.has("--json")) {
+    Json j;
+    j.begin_object();
+    j.key("model").value(path);
+    registration_json(j, s);
+    j.key("nodes").begin_array();
+    for (const auto& n : p.nodes) {
+      j.begin_object().key("name").value(n.name).key("op_type").value(n.op_type).key("ep").value(n.ep);
+      j.key("device").value(n.device).key("region").value(n.region);
+      j.key("declined").begin_array();
+      for (const auto& d : n.declined) j.begin_object().key("ep").value(d.ep).key("code").value(d.code).key("message").value(d.message).end_object();
+      j.end_array().end_object();
+    }
+    j.end_array();
+    j.key("copies").begin_array();
+    for (const auto& c : p.copies)
+      j.begin_object().key("value").value(c.value).key("from").value(c.from).key("to").value(c.to).key("bytes").value(c.bytes).end_object();
+    j.end_array();
+    j.key("summary").value(p.summary);
+    j.end_object();
+    std::printf("%s\n", j.str().c_str());
+    return 0;
+  }
+  if (a.has("--dot")) {
+    std::map<std::string, const char*> colour;
+    for (const auto& n : p.nodes)
+      if (!colour.count(n.ep)) colour[n.ep] = kColours[colour.size() % 8];
+    const auto& impl = *s.impl();
+    const Graph& g = *impl.model->graph;
+    std::printf("digraph onyx {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n");
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      std::printf("  n%zu [label=\"%s\\n%s\\n[%s]\", fillcolor=\"%s\"];\n", i, p.nodes[i].name.c_str(), p.nodes[i].op_type.c_str(),
+                  p.nodes[i].ep.c_str(), colour[p.nodes[i].ep]);
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (int v : g.nodes[i].inputs)
+        if (v >= 0 && g.values[v].producer >= 0) std::printf("  n%d -> n%zu;\n", g.values[v].producer, i);
+    std::printf("  subgraph cluster_legend {\n    label=\"execution providers\";\n");
+    for (auto& [ep, c] : colour) std::printf("    \"%s\" [fillcolor=\"%s\"];\n", ep.c_str(), c);
+    std::printf("  }\n}\n");
+    return 0;
+  }
+  std::printf("model: %s\n\nexecution providers:\n", path.c_str());
+  for (const auto& r : s.registration()) {
+    std::printf("  %-10s %-10s %-11s", r.name.c_str(), outcome_name(r.outcome), source_name(r.source));
+    if (r.outcome == EpRegistration::Outcome::kRegistered)
+      std::printf(" priority %d, %s", r.priority, r.device.c_str());
+    else
+      std::printf(" %s", r.reason.c_str());
+    std::printf("\n");
+  }
+  std::printf("\n%-32s %-22s %-10s %s\n", "node", "op", "ep", "declined by");
+  for (const auto& n : p.nodes) {
+    std::string why;
+    for (const auto& d : n.declined) why += (why.empty() ? "" : "; ") + d.ep + " (" + d.code + ": " + d.message + ")";
+    std::printf("%-32s %-22s %-10s %s\n", n.name.c_str(), n.op_type.c_str(), n.ep.c_str(), why.c_str());
+  }
+  std::printf("\ncopies: %zu\n", p.copies.size());
+  for (const auto& c : p.copies)
+    std::printf("  %s: %s -> %s (%lld bytes)\n", c.value.c_str(), c.from.c_str(), c.to.c_str(), static_cast<long long>(c.bytes));
+  std::printf("\nsummary: %s\n", p.summary.c_str());
+  return 0;
+}
+
+int cmd_providers(const Args& a) {
+  const auto all = ep::list_providers();
+  if (a.has("--json")) {
+    Json j;
+    j.begin_array();
+    for (const auto& p : all) {
+      j.begin_object();
+      j.key("name").value(p.name).key("built").value(p.availability.built).key("loadable").value(p.availability.loadable);
+      j.key("usable").value(p.availability.usable).key("reason").value(p.availability.reason);
+      j.key("version").value(p.availability.version).key("module").value(p.availability.module);
+      j.key("cmake_option").value(p.cmake_option);
+      j.key("options").begin_array();
+      for (const auto& o : p.options)
+        j.begin_object().key("key").value(o.key).key("type").value(o.type).key("default").value(o.default_value).key("doc").value(o.doc).end_object();
+      j.end_array().end_object();
+    }
+    j.end_array();
+    std::printf("%s\n", j.str().c_str());
+    return 0;
+  }
+  std::printf("%-13s %-6s %-9s %-7s %s\n", "provider", "built", "loadable", "usable", "version / reason");
+  for (const auto& p : all) {
+    const auto& av = p.availability;
+    std::printf("%-13s %-6s %-9s %-7s %s\n", p.name.c_str(), av.built ? "yes" : "no", av.loadable ? "yes" : "no",
+                av.usable ? "yes" : "no", av.usable ? av.version.c_str() : av.reason.c_str());
+    for (const auto& o : p.options)
+      std::printf("    %-22s %-18s default %-8s %s\n", o.key.c_str(), o.type.c_str(), o.default_value.c_str(), o.doc.c_str());
+  }
+  return 0;
+}
+
+}  // namespace onyx::cli
