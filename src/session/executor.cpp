@@ -68,43 +68,49 @@ void GraphRunner::run_node(size_t i, std::vector<Value>& frame, ExecHooks& hooks
   }
 }
 
+bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel, const std::vector<char>* keep,
+                     std::vector<Value>& frame) {
+  std::vector<TypeInfo> in_t(n.inputs.size());
+  std::vector<const TypeInfo*> in_tp(n.inputs.size(), nullptr);
+  std::vector<const Value*> in_v(n.inputs.size(), nullptr);
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const int v = n.inputs[k];
+    if (v < 0 || frame[v].is_none()) continue;
+    in_t[k] = type_of_value(frame[v]);
+    in_tp[k] = &in_t[k];
+    in_v[k] = &frame[v];
+  }
+  std::vector<TypeInfo> outs(n.outputs.size());
+  std::vector<Value> out_vals(n.outputs.size());
+  SymbolTable scratch;
+  InferContext ictx(n, in_tp, in_v, outs, out_vals, scratch, nullptr);
+  try {
+    schema.infer(ictx);
+  } catch (const Error& e) {
+    throw Error(e.code(), str("running ", e.what()));
+  }
+  bool all_values = true;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int v = n.outputs[o];
+    if (v < 0) continue;
+    if (!out_vals[o].is_none()) {
+      frame[v] = std::move(out_vals[o]);
+      continue;
+    }
+    all_values = false;
+    const bool view = kernel.alias_input(o) >= 0 && !(keep && (*keep)[v]);
+    if (concrete_tensor(outs[o]) && outs[o].dtype != DType::kUndefined && !view)
+      frame[v] = Value(Tensor(outs[o].dtype, outs[o].shape));
+    else
+      frame[v] = Value();
+  }
+  return all_values;
+}
+
 void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const {
   const Node& n = graph.nodes[i];
   if (!has_subgraph[i]) {
-    std::vector<TypeInfo> in_t(n.inputs.size());
-    std::vector<const TypeInfo*> in_tp(n.inputs.size(), nullptr);
-    std::vector<const Value*> in_v(n.inputs.size(), nullptr);
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const int v = n.inputs[k];
-      if (v < 0 || frame[v].is_none()) continue;
-      in_t[k] = type_of_value(frame[v]);
-      in_tp[k] = &in_t[k];
-      in_v[k] = &frame[v];
-    }
-    std::vector<TypeInfo> outs(n.outputs.size());
-    std::vector<Value> out_vals(n.outputs.size());
-    SymbolTable scratch;
-    InferContext ictx(n, in_tp, in_v, outs, out_vals, scratch, nullptr);
-    try {
-      schemas[i]->infer(ictx);
-    } catch (const Error& e) {
-      throw Error(e.code(), str("running ", e.what()));
-    }
-    bool all_values = true;
-    for (size_t o = 0; o < n.outputs.size(); ++o) {
-      const int v = n.outputs[o];
-      if (v < 0) continue;
-      if (!out_vals[o].is_none()) {
-        frame[v] = std::move(out_vals[o]);
-        continue;
-      }
-      all_values = false;
-      if (concrete_tensor(outs[o]) && outs[o].dtype != DType::kUndefined && (keep[v] || kernels[i]->alias_input(o) < 0))
-        frame[v] = Value(Tensor(outs[o].dtype, outs[o].shape));
-      else
-        frame[v] = Value();
-    }
-    if (all_values) return;
+    if (prepare_outputs(n, *schemas[i], *kernels[i], &keep, frame)) return;
   } else {
     for (int v : n.outputs)
       if (v >= 0) frame[v] = Value();
@@ -112,7 +118,7 @@ void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHook
   run_node(i, frame, hooks);
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     const int v = n.outputs[o];
-    if (v >= 0 && frame[v].is_none() && !(frame[v].is_optional()))
+    if (v >= 0 && frame[v].is_none())
       fail(ErrorCode::kRuntime, "running ", n.label(), ": the kernel produced no value for output ", o, " ('",
            graph.values[v].name, "')");
   }

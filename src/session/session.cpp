@@ -313,15 +313,12 @@ bool SessionImpl::evaluate_constant_node(const Graph& g, size_t index, std::vect
   std::vector<Value> frame(g.values.size());
   for (int v : n.inputs)
     if (v >= 0) frame[v] = Value(g.values[v].initializer);
-  for (int v : n.outputs) {
-    if (v < 0) continue;
-    const TypeInfo& t = g.values[v].type;
-    if (t.has_shape && t.shape.is_concrete() && t.dtype != DType::kUndefined && kernel->alias_input(0) < 0)
-      frame[v] = Value(Tensor(t.dtype, t.shape));
+  const OpSchema* schema = OpRegistry::global().find(n.domain, n.op_type);
+  if (!schema) return false;
+  if (!prepare_outputs(n, *schema, *kernel, nullptr, frame)) {
+    KernelContext kc(n, frame.data(), *pool, nullptr);
+    kernel->compute(kc);
   }
-  ThreadPool& tp = *pool;
-  KernelContext kc(n, frame.data(), tp, nullptr);
-  kernel->compute(kc);
   outputs.clear();
   for (int v : n.outputs) {
     if (v < 0) {

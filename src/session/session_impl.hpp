@@ -142,6 +142,12 @@ class SessionImpl : public ExecHooks {
   friend class Session;
 };
 
+/// Infers node `n`'s outputs from the actual values in `frame` and allocates the tensor outputs
+/// whose shapes that gives (except views, unless `keep` marks the value a graph output). Returns
+/// true when inference computed every output's value, so the kernel need not run.
+bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel, const std::vector<char>* keep,
+                     std::vector<Value>& frame);
+
 /// Drop-in ExecHooks for const contexts.
 ExecHooks& hooks_of(const SessionImpl& s);
 
