@@ -18,6 +18,23 @@ struct ClaimInfo {
   std::vector<const TypeInfo*> output_types;
 };
 
+/// A connected, convex set of nodes one compiling EP runs as a unit (DESIGN.md §3). Values are
+/// ids in `graph`; every output and internal value is allocated by the executor with its
+/// inferred shape before the region runs, so a region kernel may also use internal buffers.
+struct RegionInfo {
+  const Graph& graph;
+  std::vector<int> nodes;     // node indices, in execution order
+  std::vector<int> inputs;    // values read from outside the region (graph inputs, other nodes, initializers)
+  std::vector<int> outputs;   // values read outside the region or graph outputs
+  std::vector<int> internal;  // values produced and consumed only inside
+  ThreadPool* pool = nullptr;
+  /// Value of an input when it is a constant initializer (weights), else null.
+  const Tensor* constant(int value) const {
+    const ValueSlot& s = graph.values[value];
+    return s.has_initializer && !s.is_graph_input ? &s.initializer : nullptr;
+  }
+};
+
 class ExecutionProvider {
  public:
   virtual ~ExecutionProvider() = default;
@@ -31,6 +48,20 @@ class ExecutionProvider {
   virtual bool claim(const ClaimInfo& info, Decline* why) const = 0;
   /// Prepares the kernel for a claimed node.
   virtual std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const = 0;
+
+  /// (optional) A compiling EP: its claimed nodes are grouped into regions (merged along edges
+  /// without creating cycles) and each region is compiled into one kernel. Default: false.
+  virtual bool compiles_regions() const { return false; }
+  /// (optional) Regions with fewer nodes are declined (NotWorthOffloading) and offered to the
+  /// next EPs. Default: 1.
+  virtual size_t min_region_nodes() const { return 1; }
+  /// (optional) Compiles a region. The kernel runs in place of all of the region's nodes; its
+  /// KernelContext is that of the region's first node, and it reads and writes values through
+  /// ctx.frame() by the ids in `region` (kept from compile time).
+  virtual std::unique_ptr<Kernel> compile_region(const RegionInfo& region) const {
+    (void)region;
+    fail(ErrorCode::kNotImplemented, name(), " does not compile regions");
+  }
 };
 
 /// An EP whose claims come from a kernel manifest.

@@ -55,6 +55,7 @@ void RunContext::ensure_arena(size_t bytes) {
 // Node execution
 
 void GraphRunner::run_node(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const {
+  if (inside_region(i)) return;  // computed by its region's kernel, at the region's first node
   const Node& n = graph.nodes[i];
   KernelContext ctx(n, frame.data(), *session.pool, &hooks);
   try {
@@ -67,6 +68,14 @@ void GraphRunner::run_node(size_t i, std::vector<Value>& frame, ExecHooks& hooks
     fail(ErrorCode::kRuntime, "running ", n.label(), ": ", e.what());
   }
 }
+
+namespace {
+/// Stands in for the kernel of a node that runs inside a region (every output gets a buffer).
+class NoAliasKernel final : public Kernel {
+ public:
+  void compute(KernelContext&) const override {}
+};
+}  // namespace
 
 bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel, const std::vector<char>* keep,
                      std::vector<Value>& frame) {
@@ -109,6 +118,14 @@ bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel
 
 void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const {
   const Node& n = graph.nodes[i];
+  if (region_of[i] >= 0) {
+    if (inside_region(i)) return;
+    // Shape every node of the region in order, then run the region's kernel once.
+    static const NoAliasKernel no_alias;
+    for (int j : region_nodes[region_of[i]]) prepare_outputs(graph.nodes[j], *schemas[j], no_alias, &keep, frame);
+    run_node(i, frame, hooks);
+    return;
+  }
   if (!has_subgraph[i]) {
     if (prepare_outputs(n, *schemas[i], *kernels[i], &keep, frame)) return;
   } else {
@@ -153,7 +170,7 @@ std::vector<Value> SessionImpl::run_subgraph(const PreparedSubgraph& pg, std::ve
 bool SessionImpl::fold_node(const Graph& g, size_t index, GraphFacts& facts) const {
   if (&g != &main->graph) return false;
   const Node& n = g.nodes[index];
-  if (nondeterministic(n) || main->has_subgraph[index]) return false;
+  if (nondeterministic(n) || main->has_subgraph[index] || main->region_of[index] >= 0) return false;
   for (int v : n.outputs) {
     if (v < 0) continue;
     const TypeInfo& t = facts.types[v];
@@ -314,7 +331,7 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
         while (n.outputs[o] != v) ++o;
         if (r.keep[v] || plan->dtype[v] == DType::kString)
           plan->slot[v] = Plan::Slot::kHeap;
-        else if (r.kernels[i]->alias_input(o) >= 0)
+        else if (r.region_of[i] < 0 && r.kernels[i]->alias_input(o) >= 0)
           plan->slot[v] = Plan::Slot::kView;  // the kernel sets a view of its input
         else
           plan->slot[v] = Plan::Slot::kArena;
@@ -325,6 +342,23 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
     if (mode == Plan::Mode::kSkip) ++plan->folded_nodes;
     else if (mode == Plan::Mode::kStatic) ++plan->static_nodes;
     else ++plan->dynamic_nodes;
+  }
+  // A region runs as a unit: all its nodes static, or all dynamic (never folded one by one).
+  for (const auto& reg : r.region_nodes) {
+    bool dynamic = false;
+    for (int i : reg) dynamic |= plan->mode[i] != Plan::Mode::kStatic;
+    if (!dynamic) continue;
+    for (int i : reg) {
+      if (plan->mode[i] == Plan::Mode::kStatic) --plan->static_nodes;
+      if (plan->mode[i] == Plan::Mode::kSkip) --plan->folded_nodes;
+      if (plan->mode[i] != Plan::Mode::kDynamic) ++plan->dynamic_nodes;
+      plan->mode[i] = Plan::Mode::kDynamic;
+      for (int v : g.nodes[i].outputs)
+        if (v >= 0) {
+          plan->slot[v] = Plan::Slot::kDynamic;
+          plan->constants[v] = Value();
+        }
+    }
   }
   plan->release_after.resize(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -341,12 +375,15 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
   std::vector<int> first(nv, -1), last(nv, -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
+    // A region reads and writes all its values while it runs: its span is [first node, last node].
+    const int use_at = r.region_of[i] >= 0 ? r.region_nodes[r.region_of[i]].back() : static_cast<int>(i);
+    const int def_at = r.region_of[i] >= 0 ? r.region_nodes[r.region_of[i]].front() : static_cast<int>(i);
     for (int v : n.inputs)
-      if (v >= 0) last[v] = static_cast<int>(i);
-    for (int v : n.implicit_inputs) last[v] = static_cast<int>(i);
+      if (v >= 0) last[v] = std::max(last[v], use_at);
+    for (int v : n.implicit_inputs) last[v] = std::max(last[v], use_at);
     for (int v : n.outputs)
-      if (v >= 0) first[v] = static_cast<int>(i);
-    if (plan->mode[i] != Plan::Mode::kStatic) continue;
+      if (v >= 0) first[v] = def_at;
+    if (plan->mode[i] != Plan::Mode::kStatic || r.region_of[i] >= 0) continue;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int v = n.outputs[o];
       const int k = r.kernels[i]->alias_input(o);

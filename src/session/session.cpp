@@ -6,6 +6,7 @@
 #include "model/loader.hpp"
 #include "optimizer/passes.hpp"
 #include "ep/factory.hpp"
+#include "session/partition.hpp"
 #include "onyx/version.hpp"
 #include "session/session_impl.hpp"
 
@@ -16,8 +17,11 @@ const char* version() { return ONYX_VERSION_STRING; }
 // ---------------------------------------------------------------------------------------------
 // GraphRunner preparation
 
-GraphRunner::GraphRunner(const SessionImpl& s, const Graph& g, const GraphRunner* par)
-    : session(s), graph(g), parent(par) {
+GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const GraphRunner* par)
+    : session(s), graph(graph_in), parent(par) {
+  // Placement may reorder nodes (regions become contiguous); the session owns the model.
+  Graph& g = const_cast<Graph&>(graph_in);
+  PartitionResult part = partition_graph(g, s.eps);
   const size_t nv = g.values.size();
   outer_src.assign(nv, -1);
   for (size_t v = 0; v < nv; ++v)
@@ -25,54 +29,88 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& g, const GraphRunner
   keep.assign(nv, 0);
   for (int o : g.outputs) keep[o] = 1;
 
-  kernels.resize(g.nodes.size());
-  node_ep.assign(g.nodes.size(), -1);
-  schemas.assign(g.nodes.size(), nullptr);
-  has_subgraph.assign(g.nodes.size(), 0);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    schemas[i] = OpRegistry::global().find(n.domain, n.op_type);
-    for (const auto& a : n.attrs)
+  const size_t n = g.nodes.size();
+  kernels.resize(n);
+  node_ep = part.node_ep;
+  declines = std::move(part.declines);
+  region_of = part.region_of;
+  schemas.assign(n, nullptr);
+  has_subgraph.assign(n, 0);
+  auto prepare_subgraph = [this](const Graph& sub) -> std::shared_ptr<PreparedSubgraph> {
+    auto r = std::make_shared<GraphRunner>(session, sub, this);
+    subgraphs.push_back(r);
+    return r;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const Node& nd = g.nodes[i];
+    schemas[i] = OpRegistry::global().find(nd.domain, nd.op_type);
+    for (const auto& a : nd.attrs)
       if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs) has_subgraph[i] = 1;
+    if (node_ep[i] < 0) {
+      std::vector<std::string> reasons;
+      for (const auto& d : declines[i]) reasons.push_back(str(d.ep, ": ", d.code, ": ", d.message));
+      fail(ErrorCode::kNotImplemented, nd.label(), " (opset ", nd.opset, ") cannot run on any execution provider: ",
+           join(reasons, "; "));
+    }
+    if (static_cast<size_t>(node_ep[i]) == s.cpu_index) {
+      const std::string why = declines[i].empty() ? std::string("no other EP registered")
+                                                  : str(declines[i].size(), " EP(s) declined: ", declines[i].front().ep, ": ",
+                                                        declines[i].front().code, ": ", declines[i].front().message);
+      const_cast<SessionImpl&>(s).cpu_nodes.push_back(str(nd.label(), g.parent ? " (in subgraph '" + g.name + "')" : "", " - ", why));
+    }
+    if (region_of[i] >= 0) continue;
     std::vector<const TypeInfo*> in_types, out_types;
     std::vector<const Tensor*> constants;
-    for (int v : n.inputs) {
+    for (int v : nd.inputs) {
       in_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
       const bool constant = v >= 0 && g.values[v].has_initializer && !g.values[v].is_graph_input;
       constants.push_back(constant ? &g.values[v].initializer : nullptr);
     }
-    for (int v : n.outputs) out_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
-    ClaimInfo claim{n, g, in_types, out_types};
-    std::vector<std::string> reasons;
-    std::vector<Placement::Decline> declined;
-    for (size_t e = 0; e < s.eps.size(); ++e) {
-      Decline why;
-      if (s.eps[e]->claim(claim, &why)) {
-        node_ep[i] = static_cast<int>(e);
-        break;
-      }
-      declined.push_back({s.eps[e]->name(), std::string(decline_code_name(why.code)), why.message});
-      reasons.push_back(str(s.eps[e]->name(), ": ", decline_code_name(why.code), ": ", why.message));
-    }
-    if (node_ep[i] < 0)
-      fail(ErrorCode::kNotImplemented, n.label(), " (opset ", n.opset, ") cannot run on any execution provider: ",
-           join(reasons, "; "));
-    declines.push_back(std::move(declined));
-    if (static_cast<size_t>(node_ep[i]) == s.cpu_index) {
-      std::string why = declines.back().empty() ? std::string("no other EP registered")
-                                                : str(declines.back().size(), " EP(s) declined: ", reasons.front());
-      const_cast<SessionImpl&>(s).cpu_nodes.push_back(str(n.label(), g.parent ? " (in subgraph '" + g.name + "')" : "", " — ", why));
-    }
-    KernelCreateInfo info{n, g, in_types, out_types, constants, {}, s.pool->num_threads()};
-    info.prepare_subgraph = [this](const Graph& sub) -> std::shared_ptr<PreparedSubgraph> {
-      auto r = std::make_shared<GraphRunner>(session, sub, this);
-      subgraphs.push_back(r);
-      return r;
-    };
+    for (int v : nd.outputs) out_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    KernelCreateInfo info{nd, g, in_types, out_types, constants, prepare_subgraph, s.pool->num_threads()};
     try {
       kernels[i] = s.eps[node_ep[i]]->create_kernel(info);
     } catch (const Error& e) {
-      throw Error(e.code(), str("preparing ", n.label(), ": ", e.what()));
+      throw Error(e.code(), str("preparing ", nd.label(), " on ", s.eps[node_ep[i]]->name(), ": ", e.what()));
+    }
+  }
+  // Regions: compile each into one kernel, stored at its first node.
+  for (const auto& reg : part.regions) {
+    region_nodes.push_back(reg.nodes);
+    region_ep.push_back(reg.ep);
+    std::vector<char> in_region(n, 0);
+    for (int i : reg.nodes) in_region[i] = 1;
+    std::vector<char> produced(nv, 0), read_outside(nv, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (in_region[i]) continue;
+      for (int v : g.nodes[i].inputs)
+        if (v >= 0) read_outside[v] = 1;
+      for (int v : g.nodes[i].implicit_inputs) read_outside[v] = 1;
+    }
+    RegionInfo info{g, reg.nodes, {}, {}, {}, s.pool.get()};
+    for (int i : reg.nodes)
+      for (int v : g.nodes[i].outputs)
+        if (v >= 0) produced[v] = 1;
+    std::vector<char> seen(nv, 0);
+    for (int i : reg.nodes) {
+      auto reads = g.nodes[i].inputs;
+      reads.insert(reads.end(), g.nodes[i].implicit_inputs.begin(), g.nodes[i].implicit_inputs.end());
+      for (int v : reads)
+        if (v >= 0 && !produced[v] && !seen[v]) {
+          seen[v] = 1;
+          info.inputs.push_back(v);
+        }
+      for (int v : g.nodes[i].outputs) {
+        if (v < 0) continue;
+        (read_outside[v] || keep[v] ? info.outputs : info.internal).push_back(v);
+      }
+    }
+    const ExecutionProvider& ep = *s.eps[reg.ep];
+    try {
+      kernels[reg.nodes.front()] = ep.compile_region(info);
+    } catch (const Error& e) {
+      throw Error(e.code(), str("compiling a region of ", reg.nodes.size(), " nodes (first: ", g.nodes[reg.nodes.front()].label(),
+                                ") on ", ep.name(), ": ", e.what()));
     }
   }
 
@@ -275,6 +313,9 @@ std::string SessionImpl::placement_summary() const {
       }
     if (!count) continue;
     std::string part = str(eps[e]->name(), ": ", count, " node", count == 1 ? "" : "s");
+    size_t regions = 0;
+    for (int re : main->region_ep) regions += static_cast<size_t>(re) == e;
+    if (regions) part += str(" in ", regions, " region", regions == 1 ? "" : "s");
     if (declined) part += str(" (", declined, " declined by higher-priority EPs)");
     parts.push_back(part);
   }
@@ -420,7 +461,7 @@ Placement Session::placement() const {
   for (size_t i = 0; i < g.graph.nodes.size(); ++i) {
     const Node& n = g.graph.nodes[i];
     const auto& ep = impl_->eps[g.node_ep[i]];
-    p.nodes.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device(), -1, g.declines[i]});
+    p.nodes.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device(), g.region_of[i], g.declines[i]});
   }
   p.summary = impl_->placement_summary();
   return p;

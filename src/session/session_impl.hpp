@@ -54,6 +54,11 @@ class GraphRunner final : public PreparedSubgraph {
   std::vector<const OpSchema*> schemas;          // per node
   std::vector<char> has_subgraph;                // per node: control flow (outputs set by the kernel)
   std::vector<std::vector<Placement::Decline>> declines;  // per node: higher-priority EPs' reasons
+  std::vector<int> region_of;                    // per node: region index or -1
+  std::vector<std::vector<int>> region_nodes;    // per region: its nodes (contiguous, in order)
+  std::vector<int> region_ep;                    // per region: EP index
+  /// Whether node i is a region node other than its region's first (it runs inside the region).
+  bool inside_region(size_t i) const { return region_of[i] >= 0 && region_nodes[region_of[i]].front() != static_cast<int>(i); }
 };
 
 /// One execution plan: everything about a run that depends only on the input shapes.

@@ -42,10 +42,49 @@ const KernelDef kDefs[] = {
     {"", "Add", 7, 99, {{0, kF32}}, make_add},
 };
 
+/// A compiled region: the region's nodes' kernels, run in order on the caller's frame.
+class RegionKernel final : public Kernel {
+ public:
+  RegionKernel(const RegionInfo& info, const KernelRegistry& registry) : graph_(info.graph), nodes_(info.nodes) {
+    for (int i : nodes_) {
+      const Node& n = graph_.nodes[i];
+      std::vector<const TypeInfo*> in, out;
+      std::vector<const Tensor*> constants;
+      for (int v : n.inputs) {
+        in.push_back(v >= 0 ? &graph_.values[v].type : nullptr);
+        constants.push_back(v >= 0 ? info.constant(v) : nullptr);
+      }
+      for (int v : n.outputs) out.push_back(v >= 0 ? &graph_.values[v].type : nullptr);
+      KernelCreateInfo ci{n, graph_, in, out, constants, {}, 1};
+      Decline why;
+      const KernelDef* d = registry.find(n, in, out, &why);
+      if (!d) fail(ErrorCode::kNotImplemented, why.message);
+      kernels_.push_back(d->create(ci));
+    }
+  }
+  void compute(KernelContext& ctx) const override {
+    for (size_t k = 0; k < nodes_.size(); ++k) {
+      KernelContext inner(graph_.nodes[nodes_[k]], ctx.frame(), ctx.pool(), nullptr);
+      kernels_[k]->compute(inner);
+    }
+  }
+
+ private:
+  const Graph& graph_;
+  std::vector<int> nodes_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+};
+
 class TestEp final : public ExecutionProvider {
  public:
-  TestEp(std::string claim, std::string device) : claim_("," + claim + ","), device_(std::move(device)) {
+  TestEp(std::string claim, std::string device, bool regions, size_t min_nodes)
+      : claim_("," + claim + ","), device_(std::move(device)), regions_(regions), min_nodes_(min_nodes) {
     registry_.add(kDefs);
+  }
+  bool compiles_regions() const override { return regions_; }
+  size_t min_region_nodes() const override { return min_nodes_; }
+  std::unique_ptr<Kernel> compile_region(const RegionInfo& info) const override {
+    return std::make_unique<RegionKernel>(info, registry_);
   }
   std::string name() const override { return "testdev"; }
   std::string device() const override { return device_; }
@@ -65,6 +104,8 @@ class TestEp final : public ExecutionProvider {
 
  private:
   std::string claim_, device_;
+  bool regions_;
+  size_t min_nodes_;
   KernelRegistry registry_;
 };
 
@@ -76,6 +117,8 @@ class TestFactory final : public EpFactory {
     return {{"claim", "string", "Relu,Add", "comma-separated op types to claim"},
             {"device", "string", "cpu:0", "device the EP reports"},
             {"fail_create", "bool", "false", "make create() throw"},
+            {"regions", "bool", "false", "compile claimed nodes into regions"},
+            {"min_region_nodes", "int", "1", "smallest region worth compiling"},
             {"threads", "int", "0", "unused; tests option validation"}};
   }
   bool probe(std::string* reason) const override {
@@ -87,7 +130,9 @@ class TestFactory final : public EpFactory {
   }
   std::unique_ptr<ExecutionProvider> create(const EpCreateContext& ctx) const override {
     if (option(ctx.options, "fail_create") == "true") fail(ErrorCode::kEpFailure, "testdev was told to fail");
-    return std::make_unique<TestEp>(option(ctx.options, "claim"), option(ctx.options, "device"));
+    return std::make_unique<TestEp>(option(ctx.options, "claim"), option(ctx.options, "device"),
+                                    option(ctx.options, "regions") == "true",
+                                    static_cast<size_t>(std::stoul(option(ctx.options, "min_region_nodes"))));
   }
 };
 

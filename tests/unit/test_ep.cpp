@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 
 #include "model_builder.hpp"
 
@@ -72,7 +73,7 @@ TEST(Ep, ThirdPartyModuleLoadsWithItsSchema) {
   EXPECT_TRUE(a.usable) << a.reason;
   EXPECT_EQ(a.version, "test-1");
   EXPECT_EQ(a.module, ONYX_TESTDEV_MODULE);
-  EXPECT_EQ(testdev().option_schema().size(), 4u);
+  EXPECT_EQ(testdev().option_schema().size(), 6u);
 }
 
 TEST(Ep, PerNodeFallbackWithReasons) {
@@ -213,4 +214,47 @@ TEST(Ep, StrictModeFailsWithTheCpuNodes) {
   const std::string m = encode_model(g);
   EXPECT_NO_THROW(Session::builder().with_execution_providers({testdev().build()}).with_cpu_fallback(false).commit_from_memory(m.data(), m.size()));
   EXPECT_THROW(Session::builder().with_execution_providers({ep::CPU().build()}).with_cpu_fallback(false).commit_from_memory(m.data(), m.size()), Error);
+}
+
+TEST(Ep, RegionsAreConvexAndCompiledAsOne) {
+  // a = Relu(x); b = Sigmoid(a) [cpu]; c = Add(a, b); d = Relu(c); y = Add(d, x)
+  // {a} and {c, d, y} cannot merge: a -> b (cpu) -> c would leave the region and come back.
+  GraphSpec g;
+  g.nodes.push_back({"Relu", {"x"}, {"a"}, {}, "a"});
+  g.nodes.push_back({"Sigmoid", {"a"}, {"b"}, {}, "b"});
+  g.nodes.push_back({"Add", {"a", "b"}, {"c"}, {}, "c"});
+  g.nodes.push_back({"Relu", {"c"}, {"d"}, {}, "d"});
+  g.nodes.push_back({"Add", {"d", "x"}, {"y"}, {}, "y"});
+  g.inputs.push_back({"x", DType::kFloat, {4}});
+  g.outputs.push_back({"y", DType::kFloat, {4}});
+  const std::string m = encode_model(g);
+  Session s = Session::builder()
+                  .with_execution_providers({testdev().set("regions", "true").build()})
+                  .commit_from_memory(m.data(), m.size());
+  const auto p = s.placement();
+  std::map<std::string, int> region;
+  for (const auto& n : p.nodes) region[n.name] = n.region;
+  EXPECT_GE(region["a"], 0);
+  EXPECT_EQ(region["b"], -1);
+  EXPECT_NE(region["a"], region["c"]);
+  EXPECT_EQ(region["c"], region["d"]);
+  EXPECT_EQ(region["d"], region["y"]);
+  EXPECT_NE(p.summary.find("testdev: 4 nodes in 2 regions"), std::string::npos) << p.summary;
+  Session cpu = Session::builder().commit_from_memory(m.data(), m.size());
+  const Tensor x = Tensor::from_vector<float>(Shape{4}, {-2, -0.5f, 0.5f, 2});
+  const Tensor ya = s.run({{"x", x}})[0].tensor(), yb = cpu.run({{"x", x}})[0].tensor();
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(ya.data<float>()[i], yb.data<float>()[i]);
+
+  // Regions smaller than the EP's minimum go back to the next EP, with the reason.
+  Session small = Session::builder()
+                      .with_execution_providers({testdev().set("regions", "true").set("min_region_nodes", "2").build()})
+                      .commit_from_memory(m.data(), m.size());
+  for (const auto& n : small.placement().nodes) {
+    if (n.name != "a") continue;
+    EXPECT_EQ(n.ep, "cpu");
+    ASSERT_EQ(n.declined.size(), 1u);
+    EXPECT_EQ(n.declined[0].code, "NotWorthOffloading");
+  }
+  const Tensor ys = small.run({{"x", x}})[0].tensor();
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(ys.data<float>()[i], yb.data<float>()[i]);
 }
