@@ -270,6 +270,17 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
   infer_all();
   PassContext pass;
   pass.evaluate = [this](const Graph& gg, size_t i, std::vector<Value>& outs) { return evaluate_constant_node(gg, i, outs); };
+  // onyx::FusedConv is a CPU-EP op: fuse only nodes no higher-priority EP would take.
+  pass.may_fuse = [this, &g](const Node& n) {
+    ClaimInfo c{n, g, {}, {}};
+    for (int v : n.inputs) c.input_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    for (int v : n.outputs) c.output_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    for (size_t e = 0; e < cpu_index; ++e) {
+      Decline why;
+      if (eps[e]->claim(c, &why)) return false;
+    }
+    return true;
+  };
   if (optimize_graph(g, options.level, pass) > 0) infer_all();
   optimizer_log = std::move(pass.log);
   if (log_enabled(LogLevel::kVerbose))
