@@ -44,6 +44,16 @@ class ExecutionProvider {
   virtual std::string device() const = 0;
   /// True if the EP's tensors live in host memory (no copies needed to and from the CPU EP).
   virtual bool host_memory() const { return true; }
+  /// The memory this EP's tensors live in: "cpu" for host memory (the default), else a device
+  /// name. Wherever a value's producer and a consumer use different memories, the session
+  /// inserts an explicit Copy node.
+  virtual std::string memory() const { return host_memory() ? "cpu" : device(); }
+  /// (device EPs) A kernel copying its one input from host memory into this EP's memory
+  /// (`to_device`) or from this EP's memory to host memory.
+  virtual std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const {
+    (void)to_device;
+    fail(ErrorCode::kNotImplemented, name(), " has no copy kernel");
+  }
   /// Accept the node (true) or decline it with a reason.
   virtual bool claim(const ClaimInfo& info, Decline* why) const = 0;
   /// Prepares the kernel for a claimed node.

@@ -215,6 +215,10 @@ void infer_identity(InferContext& ctx) {
   if (const Value* v = ctx.input_value(0)) ctx.set_output_value(0, *v);
 }
 
+// onyx::Copy moves a value between memories: same type, and never a compile-time value (the copy
+// must run, so the result lands in the target memory).
+void infer_copy(InferContext& ctx) { ctx.propagate(0, 0); }
+
 void infer_shape(InferContext& ctx) {
   const TypeInfo& t = ctx.input_type(0);
   if (!t.has_shape) return ctx.set_output(0, DType::kInt64, Shape{ctx.fresh()});
@@ -558,6 +562,7 @@ void infer_range(InferContext& ctx) {
 void register_tensor_ops(OpRegistry& r) {
   r.add("", "Constant", {1, 9, 11, 12, 13, 19, 21}, infer_constant);
   r.add("", "Identity", {1, 13, 14, 16, 19, 21}, infer_identity);
+  r.add("onyx", "Copy", {1}, infer_copy);
   r.add("", "Shape", {1, 13, 15, 19, 21}, infer_shape);
   r.add("", "Size", {1, 13, 19, 21}, infer_size);
   r.add("", "Reshape", {1, 5, 13, 14, 19, 21}, infer_reshape);

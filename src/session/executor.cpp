@@ -171,6 +171,7 @@ bool SessionImpl::fold_node(const Graph& g, size_t index, GraphFacts& facts) con
   if (&g != &main->graph) return false;
   const Node& n = g.nodes[index];
   if (nondeterministic(n) || main->has_subgraph[index] || main->region_of[index] >= 0) return false;
+  if (n.domain == "onyx" && n.op_type == "Copy") return false;
   for (int v : n.outputs) {
     if (v < 0) continue;
     const TypeInfo& t = facts.types[v];

@@ -6,6 +6,7 @@
 #include "model/loader.hpp"
 #include "optimizer/passes.hpp"
 #include "ep/factory.hpp"
+#include "session/copies.hpp"
 #include "session/partition.hpp"
 #include "onyx/version.hpp"
 #include "session/session_impl.hpp"
@@ -22,6 +23,14 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
   // Placement may reorder nodes (regions become contiguous); the session owns the model.
   Graph& g = const_cast<Graph&>(graph_in);
   PartitionResult part = partition_graph(g, s.eps);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (part.node_ep[i] >= 0) continue;
+    std::vector<std::string> reasons;
+    for (const auto& d : part.declines[i]) reasons.push_back(str(d.ep, ": ", d.code, ": ", d.message));
+    fail(ErrorCode::kNotImplemented, g.nodes[i].label(), " (opset ", g.nodes[i].opset,
+         ") cannot run on any execution provider: ", join(reasons, "; "));
+  }
+  copies = insert_copies(g, part, s.eps);
   const size_t nv = g.values.size();
   outer_src.assign(nv, -1);
   for (size_t v = 0; v < nv; ++v)
@@ -46,12 +55,6 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
     schemas[i] = OpRegistry::global().find(nd.domain, nd.op_type);
     for (const auto& a : nd.attrs)
       if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs) has_subgraph[i] = 1;
-    if (node_ep[i] < 0) {
-      std::vector<std::string> reasons;
-      for (const auto& d : declines[i]) reasons.push_back(str(d.ep, ": ", d.code, ": ", d.message));
-      fail(ErrorCode::kNotImplemented, nd.label(), " (opset ", nd.opset, ") cannot run on any execution provider: ",
-           join(reasons, "; "));
-    }
     if (static_cast<size_t>(node_ep[i]) == s.cpu_index) {
       const std::string why = declines[i].empty() ? std::string("no other EP registered")
                                                   : str(declines[i].size(), " EP(s) declined: ", declines[i].front().ep, ": ",
@@ -59,6 +62,10 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
       const_cast<SessionImpl&>(s).cpu_nodes.push_back(str(nd.label(), g.parent ? " (in subgraph '" + g.name + "')" : "", " - ", why));
     }
     if (region_of[i] >= 0) continue;
+    if (nd.domain == "onyx" && nd.op_type == "Copy") {
+      kernels[i] = s.eps[node_ep[i]]->create_copy_kernel(nd.attr_string("to") != "cpu");
+      continue;
+    }
     std::vector<const TypeInfo*> in_types, out_types;
     std::vector<const Tensor*> constants;
     for (int v : nd.inputs) {
@@ -330,7 +337,7 @@ std::string SessionImpl::placement_summary() const {
     if (declined) part += str(" (", declined, " declined by higher-priority EPs)");
     parts.push_back(part);
   }
-  return join(parts, "; ") + "; 0 copies";
+  return join(parts, "; ") + str("; ", main->copies.size(), " cop", main->copies.size() == 1 ? "y" : "ies");
 }
 
 SessionImpl::~SessionImpl() = default;
@@ -474,6 +481,7 @@ Placement Session::placement() const {
     const auto& ep = impl_->eps[g.node_ep[i]];
     p.nodes.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device(), g.region_of[i], g.declines[i]});
   }
+  p.copies = g.copies;
   p.summary = impl_->placement_summary();
   return p;
 }

@@ -57,6 +57,7 @@ class GraphRunner final : public PreparedSubgraph {
   std::vector<int> region_of;                    // per node: region index or -1
   std::vector<std::vector<int>> region_nodes;    // per region: its nodes (contiguous, in order)
   std::vector<int> region_ep;                    // per region: EP index
+  std::vector<Placement::CopyInfo> copies;       // copies inserted between memories
   /// Whether node i is a region node other than its region's first (it runs inside the region).
   bool inside_region(size_t i) const { return region_of[i] >= 0 && region_nodes[region_of[i]].front() != static_cast<int>(i); }
 };

@@ -77,9 +77,19 @@ class RegionKernel final : public Kernel {
 
 class TestEp final : public ExecutionProvider {
  public:
-  TestEp(std::string claim, std::string device, bool regions, size_t min_nodes)
-      : claim_("," + claim + ","), device_(std::move(device)), regions_(regions), min_nodes_(min_nodes) {
+  TestEp(std::string claim, std::string device, bool regions, size_t min_nodes, std::string memory)
+      : claim_("," + claim + ","), device_(std::move(device)), regions_(regions), min_nodes_(min_nodes), memory_(std::move(memory)) {
     registry_.add(kDefs);
+  }
+  // The memory is host memory under another name: copies are plain memcpy, but the session
+  // must still insert them wherever memories differ.
+  std::string memory() const override { return memory_; }
+  std::unique_ptr<Kernel> create_copy_kernel(bool) const override {
+    return std::make_unique<FnKernel<int>>(0, [](const int&, KernelContext& ctx) {
+      const Tensor& x = ctx.input(0);
+      Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+      std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+    });
   }
   bool compiles_regions() const override { return regions_; }
   size_t min_region_nodes() const override { return min_nodes_; }
@@ -106,6 +116,7 @@ class TestEp final : public ExecutionProvider {
   std::string claim_, device_;
   bool regions_;
   size_t min_nodes_;
+  std::string memory_;
   KernelRegistry registry_;
 };
 
@@ -119,6 +130,7 @@ class TestFactory final : public EpFactory {
             {"fail_create", "bool", "false", "make create() throw"},
             {"regions", "bool", "false", "compile claimed nodes into regions"},
             {"min_region_nodes", "int", "1", "smallest region worth compiling"},
+            {"memory", "string", "cpu", "memory the EP's tensors live in (copies are inserted where it differs)"},
             {"threads", "int", "0", "unused; tests option validation"}};
   }
   bool probe(std::string* reason) const override {
@@ -132,7 +144,8 @@ class TestFactory final : public EpFactory {
     if (option(ctx.options, "fail_create") == "true") fail(ErrorCode::kEpFailure, "testdev was told to fail");
     return std::make_unique<TestEp>(option(ctx.options, "claim"), option(ctx.options, "device"),
                                     option(ctx.options, "regions") == "true",
-                                    static_cast<size_t>(std::stoul(option(ctx.options, "min_region_nodes"))));
+                                    static_cast<size_t>(std::stoul(option(ctx.options, "min_region_nodes"))),
+                                    option(ctx.options, "memory"));
   }
 };
 

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "model_builder.hpp"
 
@@ -73,7 +74,7 @@ TEST(Ep, ThirdPartyModuleLoadsWithItsSchema) {
   EXPECT_TRUE(a.usable) << a.reason;
   EXPECT_EQ(a.version, "test-1");
   EXPECT_EQ(a.module, ONYX_TESTDEV_MODULE);
-  EXPECT_EQ(testdev().option_schema().size(), 6u);
+  EXPECT_EQ(testdev().option_schema().size(), 7u);
 }
 
 TEST(Ep, PerNodeFallbackWithReasons) {
@@ -257,4 +258,39 @@ TEST(Ep, RegionsAreConvexAndCompiledAsOne) {
   }
   const Tensor ys = small.run({{"x", x}})[0].tensor();
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(ys.data<float>()[i], yb.data<float>()[i]);
+}
+
+TEST(Ep, CopiesExactlyWhereMemoriesDiffer) {
+  // r = Relu(x) [dev]; s = Sigmoid(x) [cpu]; y = Add(r, s) [dev]; y is a graph output (host).
+  // Copies: x host->dev (for Relu), s host->dev (for Add), y dev->host. Sigmoid reads x on the host.
+  Session s = commit(Session::builder().with_execution_providers({testdev().set("memory", "testdev:0").build()}));
+  const auto p = s.placement();
+  std::multiset<std::string> got;
+  for (const auto& c : p.copies) got.insert(c.value + ":" + c.from + "->" + c.to);
+  const std::multiset<std::string> want = {"x:cpu->testdev:0", "s:cpu->testdev:0", "y:testdev:0->cpu"};
+  EXPECT_EQ(got, want);
+  for (const auto& c : p.copies) EXPECT_EQ(c.bytes, 24);
+  EXPECT_NE(p.summary.find("3 copies"), std::string::npos) << p.summary;
+  // A device value read on the host gets its own copy: Sigmoid(r) instead of Sigmoid(x).
+  GraphSpec g;
+  g.nodes.push_back({"Relu", {"x"}, {"r"}, {}, "relu"});
+  g.nodes.push_back({"Sigmoid", {"r"}, {"s"}, {}, "sigmoid"});
+  g.nodes.push_back({"Add", {"r", "s"}, {"y"}, {}, "add"});
+  g.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 3}});
+  const std::string m2 = encode_model(g);
+  Session chain = Session::builder()
+                      .with_execution_providers({testdev().set("memory", "testdev:0").build()})
+                      .commit_from_memory(m2.data(), m2.size());
+  std::multiset<std::string> got2;
+  for (const auto& c : chain.placement().copies) got2.insert(c.value + ":" + c.from + "->" + c.to);
+  EXPECT_EQ(got2, (std::multiset<std::string>{"x:cpu->testdev:0", "r:testdev:0->cpu", "s:cpu->testdev:0", "y:testdev:0->cpu"}));
+  Tensor x = Tensor::from_vector<float>(Shape{2, 3}, {-1, 0, 1, 2, -2, 3});
+  Session cpu = commit(Session::builder());
+  const Tensor a = s.run({{"x", x}})[0].tensor(), b = cpu.run({{"x", x}})[0].tensor();
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(a.data<float>()[i], b.data<float>()[i]);
+  EXPECT_EQ(s.outputs()[0].name, "y");
+  // Same memory: no copies.
+  Session same = commit(Session::builder().with_execution_providers({testdev().build()}));
+  EXPECT_TRUE(same.placement().copies.empty());
 }
