@@ -159,14 +159,33 @@ std::string compare_value(const Value& got, const Value& exp, double rtol, doubl
 // ---- one test, in the child ----
 
 struct Outcome {
-  char status = 'E';  // P pass, F fail (wrong values), E error (load/run), C crash, T timeout
+  char status = 'E';  // P pass, F fail (wrong values), E error (load/run), C crash, T timeout, B fallback
   std::string message;
 };
 
-Outcome run_test(const Test& t, double rtol, double atol) {
+Outcome run_test(const Test& t, double rtol, double atol, const std::string& ep) {
   Outcome o;
   try {
-    Session s = Session::builder().with_intra_threads(1).commit_from_file(t.dir + "/model.onnx");
+    SessionBuilder b;
+    b.with_intra_threads(1);
+    if (ep != "cpu") b.with_execution_providers({ep::by_name(ep).build().error_on_failure()});
+    Session s = b.commit_from_file(t.dir + "/model.onnx");
+    if (ep != "cpu") {
+      // Strict placement: every node must run on the EP under test (Constants feeding other nodes
+      // and the Copy nodes onyx inserts excepted).
+      const auto placed = s.placement().nodes;
+      bool others = false;
+      for (const auto& n : placed) others |= n.op_type != "Constant" && n.op_type != "Copy";
+      for (const auto& n : placed) {
+        if (n.ep == ep || n.op_type == "Copy" || (others && n.op_type == "Constant")) continue;
+        o.status = 'B';
+        std::string why = "no reason given";
+        for (const auto& d : n.declined)
+          if (d.ep == ep) why = d.code + ": " + d.message;
+        o.message = str(n.op_type, " '", n.name, "' runs on ", n.ep, " (", ep, ": ", why, ")");
+        return o;
+      }
+    }
     std::vector<std::string> sets;
     for (const auto& n : list_dir(t.dir))
       if (n.rfind("test_data_set_", 0) == 0 && is_dir(t.dir + "/" + n)) sets.push_back(n);
@@ -269,8 +288,11 @@ int main(int argc, char** argv) {
     } else dirs.push_back(a);
   }
   if (ep != "cpu") {
-    std::fprintf(stderr, "--ep %s: this onyx runs conformance on the cpu EP only\n", ep.c_str());
-    return 2;
+    const ep::Availability a = ep::by_name(ep).availability();
+    if (!a.usable) {
+      std::fprintf(stderr, "--ep %s: not usable here: %s\n", ep.c_str(), a.reason.c_str());
+      return 2;
+    }
   }
   std::vector<Test> tests;
   for (const auto& d : dirs) collect(d, tests);
@@ -301,7 +323,7 @@ int main(int argc, char** argv) {
       if (pid == 0) {
         close(fds[0]);
         set_log_level(LogLevel::kError);
-        Outcome o = run_test(tests[idx], rtol, atol);
+        Outcome o = run_test(tests[idx], rtol, atol, ep);
         std::string msg(1, o.status);
         msg += o.message;
         size_t off = 0;
@@ -354,16 +376,21 @@ int main(int argc, char** argv) {
     }
   }
 
-  size_t passed = 0, failed = 0, unexpected_fail = 0, unexpected_pass = 0, expected_fail = 0;
+  size_t passed = 0, failed = 0, fallback = 0, unexpected_fail = 0, unexpected_pass = 0, expected_fail = 0;
   std::map<std::string, std::pair<int, int>> per_group;
   for (size_t i = 0; i < tests.size(); ++i) {
     const Outcome& o = results[i];
     const bool pass = o.status == 'P';
     const std::string group = tests[i].name.substr(0, tests[i].name.find('/'));
     (pass ? per_group[group].first : per_group[group].second)++;
-    pass ? ++passed : ++failed;
+    pass ? ++passed : (o.status == 'B' ? ++fallback : ++failed);
     const bool listed = expected.count(tests[i].name) > 0;
-    const char* kind = o.status == 'F' ? "FAIL" : o.status == 'E' ? "ERROR" : o.status == 'C' ? "CRASH" : o.status == 'T' ? "TIMEOUT" : "PASS";
+    const char* kind = o.status == 'F'   ? "FAIL"
+                       : o.status == 'E' ? "ERROR"
+                       : o.status == 'C' ? "CRASH"
+                       : o.status == 'T' ? "TIMEOUT"
+                       : o.status == 'B' ? "FALLBACK"
+                                         : "PASS";
     if (!expect_path.empty()) {
       if (pass && listed) {
         ++unexpected_pass;
@@ -396,7 +423,10 @@ int main(int argc, char** argv) {
     }
   }
   for (auto& [g, pf] : per_group) std::printf("  %-20s %d passed, %d failed\n", g.c_str(), pf.first, pf.second);
-  std::printf("%zu passed, %zu failed\n", passed, failed);
+  if (ep != "cpu")
+    std::printf("%zu passed, %zu failed, %zu fallback (ep %s)\n", passed, failed, fallback, ep.c_str());
+  else
+    std::printf("%zu passed, %zu failed\n", passed, failed);
   if (!expect_path.empty()) {
     std::printf("%zu expected failures, %zu unexpected failures, %zu unexpected passes\n", expected_fail, unexpected_fail,
                 unexpected_pass);

@@ -6,7 +6,7 @@
 
 #include "ep/factory.hpp"
 #include "ep/kernel.hpp"
-#include "ep/module_abi.h"
+#include "ep/module_entry.hpp"
 #include "ep/provider.hpp"
 #include "onyx/version.hpp"
 
@@ -149,21 +149,7 @@ class TestFactory final : public EpFactory {
   }
 };
 
-void* create_factory(char* err, size_t len) noexcept {
-  try {
-    static TestFactory factory;
-    return &factory;
-  } catch (...) {
-    std::strncpy(err, "testdev: factory construction failed", len - 1);
-    return nullptr;
-  }
-}
-
 }  // namespace
 }  // namespace onyx
 
-extern "C" const OnyxEpModuleInfo* onyx_ep_module(void) {
-  static const OnyxEpModuleInfo info = {ONYX_EP_ABI_VERSION, sizeof(OnyxEpModuleInfo), "testdev", ONYX_VERSION_STRING,
-                                        ONYX_EP_BUILD_ID, &onyx::create_factory};
-  return &info;
-}
+ONYX_EP_MODULE("testdev", onyx::TestFactory)

@@ -1,0 +1,21 @@
+# EP module helpers: ONYX_EP_<NAME>=ON|OFF|AUTO (AUTO: build when the dependency is found), and
+# onyx_add_ep_module() to build libonyx_ep_<name>.so beside libonyx and install it with it.
+
+function(onyx_ep_option name default doc)
+  set(ONYX_EP_${name} ${default} CACHE STRING "${doc} (ON, OFF or AUTO)")
+  set_property(CACHE ONYX_EP_${name} PROPERTY STRINGS ON OFF AUTO)
+endfunction()
+
+# onyx_add_ep_module(<name> SOURCES ... [LINK ...] [INCLUDE ...])
+function(onyx_add_ep_module name)
+  cmake_parse_arguments(EP "" "" "SOURCES;LINK;INCLUDE" ${ARGN})
+  set(target onyx_ep_${name})
+  add_library(${target} MODULE ${EP_SOURCES})
+  set_target_properties(${target} PROPERTIES PREFIX "lib" OUTPUT_NAME "onyx_ep_${name}"
+                                             LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src ${EP_INCLUDE})
+  target_link_libraries(${target} PRIVATE onyx onyx_flags ${EP_LINK})
+  install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  set_property(GLOBAL APPEND PROPERTY ONYX_BUILT_EPS ${name})
+  add_dependencies(onyx_all_eps ${target})
+endfunction()

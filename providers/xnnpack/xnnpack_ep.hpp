@@ -1,0 +1,14 @@
+// XNNPACK EP internals shared by its files.
+#pragma once
+
+#include <memory>
+
+#include "core/common.hpp"
+#include "ep/factory.hpp"
+
+namespace onyx::xnnpack {
+
+/// The per-session EP.
+std::unique_ptr<ExecutionProvider> create_xnnpack_ep(const EpCreateContext& ctx);
+
+}  // namespace onyx::xnnpack
