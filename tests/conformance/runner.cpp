@@ -176,6 +176,16 @@ Outcome run_test(const Test& t, double rtol, double atol, const std::string& ep)
       const auto placed = s.placement().nodes;
       bool others = false;
       for (const auto& n : placed) others |= n.op_type != "Constant" && n.op_type != "Copy";
+      bool any_on_ep = false;
+      for (const auto& n : placed) any_on_ep |= n.ep == ep && n.op_type != "Copy";
+      if (!any_on_ep) {
+        o.status = 'B';
+        o.message = placed.empty() ? "no node is left to run (the graph folds to constants)" : str("no node runs on ", ep);
+        if (!placed.empty())
+          for (const auto& d : placed.front().declined)
+            if (d.ep == ep) o.message += str(" (", placed.front().op_type, ": ", d.code, ": ", d.message, ")");
+        return o;
+      }
       for (const auto& n : placed) {
         if (n.ep == ep || n.op_type == "Copy" || (others && n.op_type == "Constant")) continue;
         o.status = 'B';
