@@ -122,6 +122,16 @@ class SessionBuilder {
   std::unique_ptr<Options> options_;
 };
 
+/// Time spent in one node during a profiled run.
+struct NodeTiming {
+  std::string node;     ///< node name, or "#index"
+  std::string op_type;
+  std::string ep;
+  std::string device;
+  double start_us = 0;  ///< from the start of the run
+  double duration_us = 0;
+};
+
 /// Inputs and outputs for Session::run, reusable across runs: bind once, run many times with no
 /// allocation on the run path once a shape has been seen.
 class Binding {
@@ -138,6 +148,11 @@ class Binding {
   /// Results of the last run, in the order of Session::outputs().
   const std::vector<Value>& outputs() const { return outputs_; }
   const Value& output(std::string_view name) const;
+  /// With profiling on, every run records the time of each node (main graph; a control-flow node
+  /// includes its subgraphs; a region counts once, at its first node). Off by default.
+  void enable_profiling(bool on = true) { profiling_ = on; }
+  /// Node times of the last profiled run, in execution order.
+  const std::vector<NodeTiming>& profile() const { return profile_; }
 
  private:
   friend class Session;
@@ -146,6 +161,8 @@ class Binding {
   std::vector<Value> inputs_;
   std::vector<Tensor> output_buffers_;
   std::vector<Value> outputs_;
+  bool profiling_ = false;
+  std::vector<NodeTiming> profile_;
 };
 
 /// A loaded, prepared model. Copies share the same session. run() may be called from many

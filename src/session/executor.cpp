@@ -1,5 +1,6 @@
 // Running: plans per input-shape signature, the memory plan, static and dynamic node execution.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -538,11 +539,26 @@ void SessionImpl::run(Binding& binding) const {
       }
     }
     ExecHooks& hooks = hooks_of(*this);
+    const bool profiling = binding.profiling_;
+    if (profiling) binding.profile_.clear();
+    const auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < g.nodes.size(); ++i) {
-      switch (plan.mode[i]) {
-        case Plan::Mode::kSkip: continue;
-        case Plan::Mode::kStatic: r.run_node(i, frame, hooks); break;
-        case Plan::Mode::kDynamic: r.run_node_dynamic(i, frame, hooks); break;
+      if (plan.mode[i] == Plan::Mode::kSkip || r.inside_region(i)) {
+        for (int v : plan.release_after[i]) frame[v] = Value();
+        continue;
+      }
+      const auto n0 = profiling ? std::chrono::steady_clock::now() : t0;
+      if (plan.mode[i] == Plan::Mode::kStatic)
+        r.run_node(i, frame, hooks);
+      else
+        r.run_node_dynamic(i, frame, hooks);
+      if (profiling) {
+        const auto n1 = std::chrono::steady_clock::now();
+        const Node& n = g.nodes[i];
+        const auto& ep = *eps[r.node_ep[i]];
+        binding.profile_.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep.name(), ep.device(),
+                                    std::chrono::duration<double, std::micro>(n0 - t0).count(),
+                                    std::chrono::duration<double, std::micro>(n1 - n0).count()});
       }
       for (int v : plan.release_after[i]) frame[v] = Value();
     }

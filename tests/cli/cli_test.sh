@@ -56,6 +56,10 @@ check ep-skipped 0 "outputs:" "$ONYX" run "$MODEL" --ep cuda,cpu --inputs "$DATA
 check ep-required 1 "'cuda' .*could not be registered: not built into this onyx" "$ONYX" run "$MODEL" --ep cuda --require-ep
 check ep-unknown 1 "unknown execution provider 'nope'" "$ONYX" run "$MODEL" --ep nope
 check strict 1 "CPU fallback is disabled" "$ONYX" run "$MODEL" --strict
+check bench-per-node 0 "slowest nodes" "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --per-node
+check bench-profile 0 "profile: " "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --profile "$TMP/trace.json"
+grep -q '"traceEvents":\[{"name":"center","cat":"Sub","ph":"X"' "$TMP/trace.json" && grep -q '"ep":"cpu","device":"cpu:0"' "$TMP/trace.json" \
+  && echo "ok   profile-trace" || { echo "FAIL profile-trace: $(head -c 300 "$TMP/trace.json")"; failures=$((failures + 1)); }
 
 if [ "$failures" -ne 0 ]; then echo "$failures CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <map>
 
 #include "cli.hpp"
 #include "core/common.hpp"
@@ -56,6 +58,46 @@ int cmd_bench(const Args& a) {
     s.run(b);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count());
     progress("bench", i + 1, runs, show);
+  }
+  // --profile FILE / --per-node: one more run with node timing (kept out of the latency figures).
+  if (a.has("--profile") || a.has("--per-node")) {
+    b.enable_profiling();
+    s.run(b);
+    const auto& prof = b.profile();
+    if (a.has("--profile")) {
+      // Chrome trace (chrome://tracing, Perfetto): one complete event per node, tagged with EP/device.
+      Json j;
+      j.begin_object().key("traceEvents").begin_array();
+      for (const auto& t : prof) {
+        j.begin_object().key("name").value(t.node).key("cat").value(t.op_type).key("ph").value("X");
+        j.key("ts").value(t.start_us).key("dur").value(t.duration_us).key("pid").value(1).key("tid").value(t.ep);
+        j.key("args").begin_object().key("op_type").value(t.op_type).key("ep").value(t.ep).key("device").value(t.device);
+        j.end_object().end_object();
+      }
+      j.end_array().key("displayTimeUnit").value("ms").end_object();
+      std::ofstream f(a.get("--profile"));
+      if (!f) fail(ErrorCode::kIo, "cannot write profile '", a.get("--profile"), "'");
+      f << j.str() << "\n";
+      if (!a.has("--json")) std::printf("profile:  %s (%zu nodes)\n", a.get("--profile").c_str(), prof.size());
+    }
+    if (a.has("--per-node") && !a.has("--json")) {
+      std::vector<NodeTiming> sorted(prof.begin(), prof.end());
+      std::sort(sorted.begin(), sorted.end(), [](const NodeTiming& x, const NodeTiming& y) { return x.duration_us > y.duration_us; });
+      double total = 0;
+      for (const auto& t : prof) total += t.duration_us;
+      std::map<std::string, double> per_op;
+      for (const auto& t : prof) per_op[t.op_type + " on " + t.ep] += t.duration_us;
+      std::printf("slowest nodes (one profiled run, %.3f ms in nodes):\n", total / 1000);
+      for (size_t k = 0; k < std::min<size_t>(15, sorted.size()); ++k)
+        std::printf("  %9.3f ms %5.1f%%  %-20s %-8s %s\n", sorted[k].duration_us / 1000, 100 * sorted[k].duration_us / total,
+                    sorted[k].op_type.c_str(), sorted[k].ep.c_str(), sorted[k].node.c_str());
+      std::vector<std::pair<double, std::string>> ops;
+      for (auto& [k, v] : per_op) ops.emplace_back(v, k);
+      std::sort(ops.rbegin(), ops.rend());
+      std::printf("by op type:\n");
+      for (size_t k = 0; k < std::min<size_t>(10, ops.size()); ++k)
+        std::printf("  %9.3f ms %5.1f%%  %s\n", ops[k].first / 1000, 100 * ops[k].first / total, ops[k].second.c_str());
+    }
   }
   std::sort(times.begin(), times.end());
   const double median = times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
