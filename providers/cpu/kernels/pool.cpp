@@ -113,6 +113,48 @@ void pool_planes(const PoolState& st, const T* x, T* y, int64_t* idx, int64_t pl
   });
 }
 
+/// float32 2-D max / average pooling without dilation or indices: window bounds are clipped once
+/// per output row and column instead of checked per element.
+bool pool2d_float(const PoolState& st, const float* x, float* y, int64_t planes, const Geo3& g, ThreadPool& pool) {
+  if (st.kind == PoolKind::kLp || g.in[0] != 1 || g.k[0] != 1 || g.d[1] != 1 || g.d[2] != 1) return false;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
+  const int64_t sh = g.s[1], sw = g.s[2], ph = g.pb[1], pw = g.pb[2], peh = g.pe[1], pew = g.pe[2];
+  const bool is_max = st.kind == PoolKind::kMax;
+  parallel_range(pool, planes, OH * OW * KH * KW, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* xp = x + p * H * W;
+      float* yp = y + p * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t h0 = oh * sh - ph;
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + KH, H);
+        const int64_t pad_h = std::min<int64_t>(h0 + KH, H + peh) - h0;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t w0 = ow * sw - pw;
+          const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + KW, W);
+          float r;
+          if (is_max) {
+            r = -INFINITY;
+            for (int64_t h = hs; h < he; ++h)
+              for (int64_t w = ws; w < we; ++w) {
+                const float v = xp[h * W + w];
+                r = (v > r || v != v) ? v : r;
+              }
+          } else {
+            float sum = 0;
+            for (int64_t h = hs; h < he; ++h)
+              for (int64_t w = ws; w < we; ++w) sum += xp[h * W + w];
+            const int64_t count = st.count_include_pad ? pad_h * (std::min<int64_t>(w0 + KW, W + pew) - w0)
+                                                       : (he - hs) * (we - ws);
+            r = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+          }
+          yp[oh * OW + ow] = r;
+        }
+      }
+    }
+  });
+  return true;
+}
+
 void pool_compute(const PoolState& st, KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
@@ -131,6 +173,7 @@ void pool_compute(const PoolState& st, KernelContext& ctx) {
   int64_t* idx = nullptr;
   if (ctx.num_outputs() > 1 && ctx.has_output(1)) idx = ctx.output(1).data<int64_t>();
   if (y.numel() == 0) return;
+  if (x.dtype() == DType::kFloat && !idx && pool2d_float(st, x.data<float>(), y.data<float>(), planes, g3, ctx.pool())) return;
   dispatch_numeric(x.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>)
       unsupported_dtype("pooling", x.dtype());

@@ -6,6 +6,7 @@
 
 #include "kernels/common.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/vmath.hpp"
 
 namespace onyx::cpu {
 namespace {
@@ -95,11 +96,30 @@ inline A unary_apply(const UnaryState& s, A x) {
   }
 }
 
+/// float32 ops with a vectorised implementation (vmath); false if `op` has none.
+bool unary_float_fast(UOp op, const float* x, float* y, int64_t n, ThreadPool& pool) {
+  using vmath::vf;
+  auto run = [&](auto f) {
+    parallel_range(pool, n, 8, [&](int64_t b, int64_t e) { vmath::map(x + b, y + b, e - b, f); });
+    return true;
+  };
+  switch (op) {
+    case UOp::kExp: return run([](vf v) { return vmath::exp(v); });
+    case UOp::kErf: return run([](vf v) { return vmath::erf(v); });
+    case UOp::kSigmoid: return run([](vf v) { return vmath::sigmoid(v); });
+    case UOp::kGelu: return run([](vf v) { return 0.5f * v * (1.0f + vmath::erf(v * 0.70710678118654752f)); });
+    case UOp::kRelu: return run([](vf v) { return vmath::vmax(v, vf{}); });
+    default: return false;
+  }
+}
+
 template <class T>
 void unary_typed(const UnaryState& s, const Tensor& in, Tensor& out, ThreadPool& pool) {
   const T* x = static_cast<const T*>(in.raw_data());
   T* y = static_cast<T*>(out.raw_data());
   const int64_t n = in.numel();
+  if constexpr (std::is_same_v<T, float>)
+    if (unary_float_fast(s.op, x, y, n, pool)) return;
   auto body = [&](int64_t b, int64_t e) {
     switch (s.op) {
       // Hot activations get dedicated loops so the compiler can vectorise them.
