@@ -176,7 +176,7 @@ class Session {
   const std::vector<IoInfo>& outputs() const;
   /// Opset imports of the model, e.g. {"", 17} for ai.onnx.
   std::vector<std::pair<std::string, int64_t>> opsets() const;
-  /// Operator counts ("Conv" -> 53) of the main graph.
+  /// Operator counts ("Conv" -> 53) of the main graph as the file has it (before optimisation).
   std::vector<std::pair<std::string, int64_t>> op_counts() const;
   /// IR version, producer and other metadata.
   int64_t ir_version() const;

@@ -264,6 +264,11 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     }
   }
   for (int out : g.outputs) declared_output_types.push_back(g.values[out].type);
+  {
+    std::map<std::string, int64_t> counts;
+    for (const Node& n : g.nodes) counts[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type]++;
+    original_op_counts.assign(counts.begin(), counts.end());
+  }
   for (int in : g.inputs)
     if (g.values[in].type.kind == TypeInfo::Kind::kUnknown && !g.values[in].has_initializer)
       fail(ErrorCode::kInvalidModel, model->path, ": graph input '", g.values[in].name, "' has no type");
@@ -460,11 +465,7 @@ std::vector<std::pair<std::string, int64_t>> Session::opsets() const {
   return r;
 }
 
-std::vector<std::pair<std::string, int64_t>> Session::op_counts() const {
-  std::map<std::string, int64_t> counts;
-  for (const Node& n : impl_->model->graph->nodes) counts[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type]++;
-  return {counts.begin(), counts.end()};
-}
+std::vector<std::pair<std::string, int64_t>> Session::op_counts() const { return impl_->original_op_counts; }
 
 int64_t Session::ir_version() const { return impl_->model->ir_version; }
 

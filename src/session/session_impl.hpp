@@ -116,6 +116,8 @@ class SessionImpl : public ExecHooks {
   std::vector<std::string> optimizer_log;
   /// "cpu: 122 nodes; 0 copies"
   std::string placement_summary() const;
+  /// Operator counts of the main graph as loaded (before optimisation).
+  std::vector<std::pair<std::string, int64_t>> original_op_counts;
 
   std::shared_ptr<Model> model;
   SessionBuilder::Options options;

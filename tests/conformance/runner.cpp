@@ -161,6 +161,7 @@ std::string compare_value(const Value& got, const Value& exp, double rtol, doubl
 struct Outcome {
   char status = 'E';  // P pass, F fail (wrong values), E error (load/run), C crash, T timeout, B fallback
   std::string message;
+  std::string ops;  // op types of the model as written, comma-separated (for reports)
 };
 
 Outcome run_test(const Test& t, double rtol, double atol, const std::string& ep) {
@@ -170,6 +171,8 @@ Outcome run_test(const Test& t, double rtol, double atol, const std::string& ep)
     b.with_intra_threads(1);
     if (ep != "cpu") b.with_execution_providers({ep::by_name(ep).build().error_on_failure()});
     Session s = b.commit_from_file(t.dir + "/model.onnx");
+    for (const auto& [op, count] : s.op_counts())
+      if (op != "Constant") o.ops += (o.ops.empty() ? "" : ",") + op;
     if (ep != "cpu") {
       // Strict placement: every node must run on the EP under test (Constants feeding other nodes
       // and the Copy nodes onyx inserts excepted).
@@ -271,7 +274,7 @@ struct Running {
 
 int main(int argc, char** argv) {
   std::vector<std::string> dirs;
-  std::string expect_path, filter, write_expect, ep = "cpu";
+  std::string expect_path, filter, write_expect, results_path, ep = "cpu";
   int jobs = 2;
   double timeout = 60, rtol = 1e-3, atol = 1e-7;
   bool verbose = false, list_failures = false;
@@ -289,6 +292,7 @@ int main(int argc, char** argv) {
     else if (a == "--jobs") jobs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--timeout") timeout = std::atof(next().c_str());
     else if (a == "--write-expect") write_expect = next();
+    else if (a == "--results") results_path = next();
     else if (a == "--ep") ep = next();
     else if (a == "--verbose") verbose = true;
     else if (a == "--list-failures") list_failures = true;
@@ -335,7 +339,7 @@ int main(int argc, char** argv) {
         set_log_level(LogLevel::kError);
         Outcome o = run_test(tests[idx], rtol, atol, ep);
         std::string msg(1, o.status);
-        msg += o.message;
+        msg += o.ops + "\n" + o.message;
         size_t off = 0;
         while (off < msg.size()) {
           const ssize_t w = write(fds[1], msg.data() + off, msg.size() - off);
@@ -374,7 +378,10 @@ int main(int argc, char** argv) {
         int st = 0;
         waitpid(r.pid, &st, 0);
         close(r.fd);
-        if (!r.buf.empty()) results[r.index] = {r.buf[0], r.buf.substr(1)};
+        if (!r.buf.empty()) {
+          const size_t nl = r.buf.find('\n');
+          results[r.index] = {r.buf[0], nl == std::string::npos ? "" : r.buf.substr(nl + 1), r.buf.substr(1, nl == std::string::npos ? std::string::npos : nl - 1)};
+        }
         else if (WIFSIGNALED(st)) results[r.index] = {'C', str("crashed with signal ", WTERMSIG(st), " (", strsignal(WTERMSIG(st)), ")")};
         else results[r.index] = {'C', str("exited with status ", WEXITSTATUS(st), " without a result")};
         ++done;
@@ -430,6 +437,17 @@ int main(int argc, char** argv) {
       std::replace(m.begin(), m.end(), '\n', ' ');
       if (m.size() > 300) m = m.substr(0, 300) + "...";
       f << tests[i].name << " " << m << "\n";
+    }
+  }
+  if (!results_path.empty()) {
+    // One line per test: name <TAB> status <TAB> ops <TAB> message.
+    std::ofstream f(results_path);
+    for (size_t i = 0; i < tests.size(); ++i) {
+      std::string m = results[i].message;
+      std::replace(m.begin(), m.end(), '\n', ' ');
+      std::replace(m.begin(), m.end(), '\t', ' ');
+      const char* status = results[i].status == 'P' ? "pass" : results[i].status == 'B' ? "fallback" : "fail";
+      f << tests[i].name << "\t" << status << "\t" << results[i].ops << "\t" << m << "\n";
     }
   }
   for (auto& [g, pf] : per_group) std::printf("  %-20s %d passed, %d failed\n", g.c_str(), pf.first, pf.second);
