@@ -31,3 +31,23 @@ echo "ok   pkg-config build runs"
 # The installed CLI finds its library through its rpath.
 "$PREFIX/bin/onyx" info "$SRC/examples/models/tiny_normalize.onnx" >/dev/null
 echo "ok   installed onyx CLI runs"
+
+# EP modules install beside libonyx and are found there; a hidden (deleted) module is skipped with
+# the paths tried, or is an error with --require-ep.
+for m in $(ls "$LIBDIR" | grep -E '^libonyx_ep_.*\.so$' | sed -e 's/^libonyx_ep_//' -e 's/\.so$//'); do
+  "$PREFIX/bin/onyx" providers --json | grep -q "\"name\":\"$m\",\"built\":true,\"loadable\":true" \
+    || { echo "FAIL: installed module $m is not loadable"; exit 1; }
+  echo "ok   installed module $m loads"
+done
+if [ -f "$LIBDIR/libonyx_ep_onednn.so" ]; then
+  rm "$LIBDIR/libonyx_ep_onednn.so"
+  out=$("$PREFIX/bin/onyx" explain "$SRC/examples/models/tiny_normalize.onnx" --ep onednn 2>&1)
+  echo "$out" | grep -q "onednn *skipped.*libonyx_ep_onednn.so could not be loaded (tried $LIBDIR/libonyx_ep_onednn.so: no such file" \
+    || { echo "FAIL: hidden module not reported: $out"; exit 1; }
+  if "$PREFIX/bin/onyx" run "$SRC/examples/models/tiny_normalize.onnx" --ep onednn --require-ep >/dev/null 2>"$TMP/err"; then
+    echo "FAIL: --require-ep succeeded without the module"; exit 1
+  fi
+  grep -q "'onednn' (requested by the session with error_on_failure) could not be registered" "$TMP/err" \
+    || { echo "FAIL: --require-ep message: $(cat "$TMP/err")"; exit 1; }
+  echo "ok   hidden onednn module: skipped silently, an error with --require-ep"
+fi
