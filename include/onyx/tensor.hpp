@@ -65,8 +65,19 @@ class Tensor {
   /// Bytes of element storage (numel * dtype_size).
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 
+  /// Host address of the elements (for a device tensor: the EP's buffer handle; never read it).
   void* raw_data() { return data_; }
   const void* raw_data() const { return data_; }
+  /// Memory the elements live in: 0 for host memory, otherwise the id of an EP's device memory
+  /// (device_memory_name() names it). Tensors handed to and returned by the API are on the host.
+  int memory() const { return memory_; }
+  bool on_host() const { return memory_ == 0; }
+  /// A tensor whose storage is device memory `memory` (an EP's buffer, kept alive by `owner`).
+  static Tensor device_tensor(DType dtype, Shape shape, void* handle, std::shared_ptr<void> owner, int memory) {
+    Tensor t = view(dtype, std::move(shape), handle, std::move(owner));
+    t.memory_ = memory;
+    return t;
+  }
   /// Typed access; throws onyx::Error if T does not match the dtype.
   template <class T>
   T* data() {
@@ -94,6 +105,7 @@ class Tensor {
     shape_ = shape;
     data_ = data;
     owner_ = std::move(owner);
+    memory_ = 0;
   }
 
   /// Short human-readable summary: "float[1,1000] min=.. max=.. mean=..".
@@ -101,8 +113,7 @@ class Tensor {
 
  private:
   void check_type(DType want) const {
-    if (want != dtype_ && !(want == DType::kUInt8 && dtype_ == DType::kBool))
-      throw_type_mismatch(want);
+    if ((want != dtype_ && !(want == DType::kUInt8 && dtype_ == DType::kBool)) || memory_ != 0) throw_type_mismatch(want);
   }
   [[noreturn]] void throw_type_mismatch(DType want) const;
 
@@ -110,7 +121,11 @@ class Tensor {
   Shape shape_;
   void* data_ = nullptr;
   std::shared_ptr<void> owner_;
+  int memory_ = 0;
 };
+
+/// Name of a device memory id ("cpu" for 0).
+std::string device_memory_name(int memory);
 
 /// A value flowing through a graph: a tensor, a sequence of tensors, or an optional (empty, or
 /// holding a tensor or a sequence). Mirrors ONNX's TypeProto kinds; maps are not supported.

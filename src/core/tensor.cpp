@@ -108,11 +108,14 @@ Tensor Tensor::view(DType dtype, Shape shape, void* data, std::shared_ptr<void> 
 }
 
 void Tensor::throw_type_mismatch(DType want) const {
+  if (memory_ != 0)
+    fail(ErrorCode::kRuntime, "tensor lives in device memory ", device_memory_name(memory_), " and cannot be read on the host");
   fail(ErrorCode::kInvalidArgument, "tensor element type is ", dtype_name(dtype_), ", accessed as ", dtype_name(want));
 }
 
 Tensor Tensor::clone() const {
   if (!defined()) return Tensor();
+  if (memory_ != 0) fail(ErrorCode::kRuntime, "cannot clone a tensor in device memory ", device_memory_name(memory_), " on the host");
   Tensor t(dtype_, shape_);
   if (dtype_ == DType::kString) {
     const auto* s = static_cast<const std::string*>(data_);
@@ -154,6 +157,7 @@ double Tensor::element_as_double(int64_t i) const {
 
 std::string Tensor::summary() const {
   if (!defined()) return "undefined";
+  if (memory_ != 0) return str(dtype_name(dtype_), shape_.to_string(), " (in ", device_memory_name(memory_), ")");
   std::string s = str(dtype_name(dtype_), shape_.to_string());
   const int64_t n = numel();
   if (n == 0) return s + " (empty)";

@@ -12,6 +12,7 @@
 
 #include "core/common.hpp"
 #include "core/thread_pool.hpp"
+#include "ep/memory.hpp"
 #include "ir/graph.hpp"
 
 namespace onyx {
@@ -40,8 +41,9 @@ class ExecHooks {
 /// inference gave, unless the op's output shapes depend on data), the thread pool.
 class KernelContext {
  public:
-  KernelContext(const Node& node, Value* frame, ThreadPool& pool, ExecHooks* hooks)
-      : node_(node), frame_(frame), pool_(pool), hooks_(hooks) {}
+  KernelContext(const Node& node, Value* frame, ThreadPool& pool, ExecHooks* hooks, DeviceAllocator* allocator = nullptr,
+                void* ep_state = nullptr)
+      : node_(node), frame_(frame), pool_(pool), hooks_(hooks), allocator_(allocator), ep_state_(ep_state) {}
 
   const Node& node() const { return node_; }
   size_t num_inputs() const { return node_.inputs.size(); }
@@ -64,10 +66,16 @@ class KernelContext {
   /// existing tensor when one of that type and shape is already there.
   Tensor& allocate_output(size_t i, DType dt, const Shape& shape) {
     Value& v = frame_[node_.outputs[i]];
-    if (!(v.is_tensor() && v.tensor().defined() && v.tensor().dtype() == dt && v.tensor().shape() == shape))
-      v = Value(Tensor(dt, shape));
+    const int memory = allocator_ ? allocator_->memory() : 0;
+    if (!(v.is_tensor() && v.tensor().defined() && v.tensor().dtype() == dt && v.tensor().shape() == shape &&
+          v.tensor().memory() == memory))
+      v = Value(allocator_ ? allocator_->allocate(dt, shape) : Tensor(dt, shape));
     return v.tensor();
   }
+  /// The node's EP allocator for device memory (null for EPs working in host memory).
+  DeviceAllocator* allocator() const { return allocator_; }
+  /// The EP's state for the current run (what its begin_run() returned), e.g. a command stream.
+  void* ep_state() const { return ep_state_; }
   /// Sets output i to any value (sequences, optionals, views of inputs).
   void set_output(size_t i, Value v) {
     if (has_output(i)) frame_[node_.outputs[i]] = std::move(v);
@@ -87,6 +95,8 @@ class KernelContext {
   Value* frame_;
   ThreadPool& pool_;
   ExecHooks* hooks_;
+  DeviceAllocator* allocator_;
+  void* ep_state_;
 };
 
 /// A prepared kernel for one node. compute() must be safe to call from several threads at once

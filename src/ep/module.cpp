@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <filesystem>
 #include <mutex>
 
 #include "core/common.hpp"
@@ -29,9 +30,13 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/// The directory of a file, normalised ("prefix/bin/../lib" becomes "prefix/lib") so that the
+/// paths in a "could not be loaded" report read as the user would write them.
 std::string dir_of(const std::string& p) {
-  const size_t s = p.find_last_of('/');
-  return s == std::string::npos ? "." : p.substr(0, s);
+  std::string d = std::filesystem::path(p).parent_path().lexically_normal().string();
+  if (d.empty()) return ".";
+  if (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d;
 }
 
 std::string libonyx_dir() {

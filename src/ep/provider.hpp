@@ -48,6 +48,14 @@ class ExecutionProvider {
   /// name. Wherever a value's producer and a consumer use different memories, the session
   /// inserts an explicit Copy node.
   virtual std::string memory() const { return host_memory() ? "cpu" : device(); }
+  /// (device EPs) Allocator of the EP's memory: the executor allocates the outputs of the EP's
+  /// nodes with it. Null (the default) means host memory.
+  virtual DeviceAllocator* allocator() const { return nullptr; }
+  /// (optional) Per-run state (a command stream, a queue): created when a run starts, handed to
+  /// the EP's kernels as KernelContext::ep_state(), finished by end_run() when the run ends (the
+  /// EP must have completed all of the run's work on return). Default: none.
+  virtual std::shared_ptr<void> begin_run() const { return nullptr; }
+  virtual void end_run(void* state) const { (void)state; }
   /// (device EPs) A kernel copying its one input from host memory into this EP's memory
   /// (`to_device`) or from this EP's memory to host memory.
   virtual std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const {

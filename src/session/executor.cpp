@@ -38,7 +38,9 @@ Value deep_copy(const Value& v) {
 
 }  // namespace
 
-ExecHooks& hooks_of(const SessionImpl& s) { return const_cast<SessionImpl&>(s); }
+std::vector<Value> RunHooks::run_subgraph(const PreparedSubgraph& g, std::vector<Value> inputs, const KernelContext& caller) {
+  return session_.run_subgraph(g, std::move(inputs), caller, *this);
+}
 
 RunContext::~RunContext() { std::free(arena); }
 
@@ -55,10 +57,17 @@ void RunContext::ensure_arena(size_t bytes) {
 // ---------------------------------------------------------------------------------------------
 // Node execution
 
-void GraphRunner::run_node(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const {
+void GraphRunner::run_node(size_t i, std::vector<Value>& frame, RunHooks& hooks) const {
   if (inside_region(i)) return;  // computed by its region's kernel, at the region's first node
   const Node& n = graph.nodes[i];
-  KernelContext ctx(n, frame.data(), *session.pool, &hooks);
+  KernelContext ctx(n, frame.data(), *session.pool, &hooks, node_alloc[i], hooks.state(node_ep[i]));
+  if (!node_alloc[i] && !session.eps[node_ep[i]]->allocator()) {
+    // A host node must never see device memory: that would mean a missing copy.
+    for (int v : n.inputs)
+      if (v >= 0 && frame[v].is_tensor() && !frame[v].tensor().on_host())
+        fail(ErrorCode::kRuntime, "internal error: ", n.label(), " on ", session.eps[node_ep[i]]->name(), " reads '",
+             graph.values[v].name, "', which is in ", device_memory_name(frame[v].tensor().memory()));
+  }
   try {
     kernels[i]->compute(ctx);
   } catch (const Error& e) {
@@ -79,7 +88,7 @@ class NoAliasKernel final : public Kernel {
 }  // namespace
 
 bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel, const std::vector<char>* keep,
-                     std::vector<Value>& frame) {
+                     std::vector<Value>& frame, DeviceAllocator* allocator) {
   std::vector<TypeInfo> in_t(n.inputs.size());
   std::vector<const TypeInfo*> in_tp(n.inputs.size(), nullptr);
   std::vector<const Value*> in_v(n.inputs.size(), nullptr);
@@ -110,25 +119,25 @@ bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel
     all_values = false;
     const bool view = kernel.alias_input(o) >= 0 && !(keep && (*keep)[v]);
     if (concrete_tensor(outs[o]) && outs[o].dtype != DType::kUndefined && !view)
-      frame[v] = Value(Tensor(outs[o].dtype, outs[o].shape));
+      frame[v] = Value(allocator ? allocator->allocate(outs[o].dtype, outs[o].shape) : Tensor(outs[o].dtype, outs[o].shape));
     else
       frame[v] = Value();
   }
   return all_values;
 }
 
-void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const {
+void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, RunHooks& hooks) const {
   const Node& n = graph.nodes[i];
   if (region_of[i] >= 0) {
     if (inside_region(i)) return;
     // Shape every node of the region in order, then run the region's kernel once.
     static const NoAliasKernel no_alias;
-    for (int j : region_nodes[region_of[i]]) prepare_outputs(graph.nodes[j], *schemas[j], no_alias, &keep, frame);
+    for (int j : region_nodes[region_of[i]]) prepare_outputs(graph.nodes[j], *schemas[j], no_alias, &keep, frame, node_alloc[j]);
     run_node(i, frame, hooks);
     return;
   }
   if (!has_subgraph[i]) {
-    if (prepare_outputs(n, *schemas[i], *kernels[i], &keep, frame)) return;
+    if (prepare_outputs(n, *schemas[i], *kernels[i], &keep, frame, node_alloc[i])) return;
   } else {
     for (int v : n.outputs)
       if (v >= 0) frame[v] = Value();
@@ -142,14 +151,15 @@ void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHook
   }
 }
 
-void GraphRunner::execute_dynamic(std::vector<Value>& frame, ExecHooks& hooks) const {
+void GraphRunner::execute_dynamic(std::vector<Value>& frame, RunHooks& hooks) const {
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     run_node_dynamic(i, frame, hooks);
     for (int v : release_after[i]) frame[v] = Value();
   }
 }
 
-std::vector<Value> SessionImpl::run_subgraph(const PreparedSubgraph& pg, std::vector<Value> in, const KernelContext& caller) {
+std::vector<Value> SessionImpl::run_subgraph(const PreparedSubgraph& pg, std::vector<Value> in, const KernelContext& caller,
+                                             RunHooks& hooks) const {
   const auto& r = static_cast<const GraphRunner&>(pg);
   const Graph& g = r.graph;
   if (in.size() != g.inputs.size())
@@ -161,7 +171,7 @@ std::vector<Value> SessionImpl::run_subgraph(const PreparedSubgraph& pg, std::ve
     if (r.outer_src[v] >= 0) frame[v] = parent[r.outer_src[v]];
   }
   for (size_t k = 0; k < in.size(); ++k) frame[g.inputs[k]] = std::move(in[k]);
-  r.execute_dynamic(frame, *this);
+  r.execute_dynamic(frame, hooks);
   std::vector<Value> out;
   out.reserve(g.outputs.size());
   for (int o : g.outputs) out.push_back(frame[o]);
@@ -173,6 +183,7 @@ bool SessionImpl::fold_node(const Graph& g, size_t index, GraphFacts& facts) con
   const Node& n = g.nodes[index];
   if (nondeterministic(n) || main->has_subgraph[index] || main->region_of[index] >= 0) return false;
   if (n.domain == "onyx" && n.op_type == "Copy") return false;
+  if (main->node_alloc[index] || eps[main->node_ep[index]]->allocator()) return false;  // device nodes run at run time
   for (int v : n.outputs) {
     if (v < 0) continue;
     const TypeInfo& t = facts.types[v];
@@ -187,7 +198,8 @@ bool SessionImpl::fold_node(const Graph& g, size_t index, GraphFacts& facts) con
     const TypeInfo& t = facts.types[v];
     if (concrete_tensor(t)) tmp[v] = Value(Tensor(t.dtype, t.shape));
   }
-  main->run_node(index, tmp, hooks_of(*this));
+  RunHooks hooks(*this);
+  main->run_node(index, tmp, hooks);
   for (int v : n.outputs) {
     if (v < 0) continue;
     if (!tmp[v].is_tensor() || tmp[v].tensor().numel() > kFoldLimit) return false;
@@ -331,7 +343,9 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
         plan->shape[v] = facts.types[v].shape;
         size_t o = 0;
         while (n.outputs[o] != v) ++o;
-        if (r.keep[v] || plan->dtype[v] == DType::kString)
+        if (r.node_alloc[i])
+          plan->slot[v] = Plan::Slot::kDevice;  // allocated by the node's EP (cached per run context)
+        else if (r.keep[v] || plan->dtype[v] == DType::kString)
           plan->slot[v] = Plan::Slot::kHeap;
         else if (r.region_of[i] < 0 && r.kernels[i]->alias_input(o) >= 0)
           plan->slot[v] = Plan::Slot::kView;  // the kernel sets a view of its input
@@ -484,6 +498,7 @@ std::unique_ptr<RunContext> SessionImpl::acquire_context() const {
   auto c = std::make_unique<RunContext>();
   c->frame.resize(model->graph->values.size());
   c->output_cache.resize(model->graph->values.size());
+  c->device_cache.resize(model->graph->values.size());
   return c;
 }
 
@@ -535,10 +550,42 @@ void SessionImpl::run(Binding& binding) const {
           frame[v] = Value(cache);
           break;
         }
+        case Plan::Slot::kDevice: {
+          Tensor& cache = ctx->device_cache[v];
+          DeviceAllocator* alloc = r.node_alloc[g.values[v].producer];
+          if (!(cache.defined() && cache.dtype() == plan.dtype[v] && cache.shape() == plan.shape[v] &&
+                cache.memory() == alloc->memory()))
+            cache = alloc->allocate(plan.dtype[v], plan.shape[v]);
+          frame[v] = Value(cache);
+          break;
+        }
         default: frame[v] = Value();
       }
     }
-    ExecHooks& hooks = hooks_of(*this);
+    RunHooks hooks(*this);
+    ctx->ep_states.resize(eps.size());
+    for (size_t e = 0; e < eps.size(); ++e) ctx->ep_states[e] = eps[e]->begin_run();
+    hooks.states = &ctx->ep_states;
+    struct EndRun {
+      const SessionImpl& s;
+      RunHooks& h;
+      bool done = false;
+      void finish() {
+        if (done) return;
+        done = true;
+        for (size_t e = 0; e < s.eps.size(); ++e) {
+          auto& st = (*h.states)[e];
+          if (st) s.eps[e]->end_run(st.get());
+          st.reset();
+        }
+      }
+      ~EndRun() {
+        try {
+          finish();
+        } catch (...) {
+        }
+      }
+    } end_run{*this, hooks};
     const bool profiling = binding.profiling_;
     if (profiling) binding.profile_.clear();
     const auto t0 = std::chrono::steady_clock::now();
@@ -562,6 +609,7 @@ void SessionImpl::run(Binding& binding) const {
       }
       for (int v : plan.release_after[i]) frame[v] = Value();
     }
+    end_run.finish();  // every EP has completed the run's work before outputs are read
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       const int v = g.outputs[k];
       const Plan::Slot slot = plan.slot[v];

@@ -45,6 +45,7 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
   region_of = part.region_of;
   schemas.assign(n, nullptr);
   has_subgraph.assign(n, 0);
+  node_alloc.assign(n, nullptr);
   auto prepare_subgraph = [this](const Graph& sub) -> std::shared_ptr<PreparedSubgraph> {
     auto r = std::make_shared<GraphRunner>(session, sub, this);
     subgraphs.push_back(r);
@@ -61,11 +62,17 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
                                                         declines[i].front().code, ": ", declines[i].front().message);
       const_cast<SessionImpl&>(s).cpu_nodes.push_back(str(nd.label(), g.parent ? " (in subgraph '" + g.name + "')" : "", " - ", why));
     }
-    if (region_of[i] >= 0) continue;
-    if (nd.domain == "onyx" && nd.op_type == "Copy") {
-      kernels[i] = s.eps[node_ep[i]]->create_copy_kernel(nd.attr_string("to") != "cpu");
+    if (region_of[i] >= 0) {
+      node_alloc[i] = s.eps[node_ep[i]]->allocator();
       continue;
     }
+    if (nd.domain == "onyx" && nd.op_type == "Copy") {
+      const bool to_device = nd.attr_string("to") != "cpu";
+      node_alloc[i] = to_device ? s.eps[node_ep[i]]->allocator() : nullptr;
+      kernels[i] = s.eps[node_ep[i]]->create_copy_kernel(to_device);
+      continue;
+    }
+    node_alloc[i] = s.eps[node_ep[i]]->allocator();
     std::vector<const TypeInfo*> in_types, out_types;
     std::vector<const Tensor*> constants;
     for (int v : nd.inputs) {

@@ -27,6 +27,22 @@ struct SessionBuilder::Options {
 
 class SessionImpl;
 
+/// Services for kernels during one run: subgraph execution and each EP's per-run state.
+class RunHooks final : public ExecHooks {
+ public:
+  explicit RunHooks(const SessionImpl& session) : session_(session) {}
+  std::vector<Value> run_subgraph(const PreparedSubgraph& g, std::vector<Value> inputs, const KernelContext& caller) override;
+  /// State of EP `e` for this run (null when the EP keeps none, or outside a run).
+  void* state(int e) const {
+    return states && static_cast<size_t>(e) < states->size() ? (*states)[e].get() : nullptr;
+  }
+  /// Per EP: its state for this run (owned by the run context, so a run allocates nothing here).
+  std::vector<std::shared_ptr<void>>* states = nullptr;
+
+ private:
+  const SessionImpl& session_;
+};
+
 /// A graph (main graph or subgraph) with a kernel per node.
 class GraphRunner final : public PreparedSubgraph {
  public:
@@ -36,11 +52,11 @@ class GraphRunner final : public PreparedSubgraph {
 
   /// Runs every node on `frame` (which holds inputs, initializers and outer values), inferring
   /// shapes and allocating as it goes. Values are dropped after their last use.
-  void execute_dynamic(std::vector<Value>& frame, ExecHooks& hooks) const;
+  void execute_dynamic(std::vector<Value>& frame, RunHooks& hooks) const;
   /// Runs node i: infer output shapes from the actual inputs, allocate, compute.
-  void run_node_dynamic(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const;
+  void run_node_dynamic(size_t i, std::vector<Value>& frame, RunHooks& hooks) const;
   /// Runs node i whose outputs are already allocated.
-  void run_node(size_t i, std::vector<Value>& frame, ExecHooks& hooks) const;
+  void run_node(size_t i, std::vector<Value>& frame, RunHooks& hooks) const;
 
   const SessionImpl& session;
   const Graph& graph;
@@ -58,13 +74,14 @@ class GraphRunner final : public PreparedSubgraph {
   std::vector<std::vector<int>> region_nodes;    // per region: its nodes (contiguous, in order)
   std::vector<int> region_ep;                    // per region: EP index
   std::vector<Placement::CopyInfo> copies;       // copies inserted between memories
+  std::vector<DeviceAllocator*> node_alloc;      // per node: allocator of its outputs' memory (null: host)
   /// Whether node i is a region node other than its region's first (it runs inside the region).
   bool inside_region(size_t i) const { return region_of[i] >= 0 && region_nodes[region_of[i]].front() != static_cast<int>(i); }
 };
 
 /// One execution plan: everything about a run that depends only on the input shapes.
 struct Plan {
-  enum class Slot : uint8_t { kUnused, kInput, kInitializer, kConstant, kArena, kHeap, kView, kDynamic };
+  enum class Slot : uint8_t { kUnused, kInput, kInitializer, kConstant, kArena, kHeap, kView, kDevice, kDynamic };
   enum class Mode : uint8_t { kSkip, kStatic, kDynamic };
   // Signature, per graph input: the value's kind, whether an optional holds something, and the
   // dtype and shape of the tensor (of an optional's tensor).
@@ -96,18 +113,21 @@ struct RunContext {
   void* arena = nullptr;
   size_t arena_size = 0;
   std::vector<Tensor> output_cache;  // per value: output storage reusable once the user let go
+  std::vector<Tensor> device_cache;  // per value: planned device buffers, reused across runs
+  std::vector<std::shared_ptr<void>> ep_states;  // per EP: its state for the current run
   ~RunContext();
   void ensure_arena(size_t bytes);
 };
 
-class SessionImpl : public ExecHooks {
+class SessionImpl {
  public:
   SessionImpl(std::shared_ptr<Model> model, const SessionBuilder::Options& options);
-  ~SessionImpl() override;
+  ~SessionImpl();
 
   void run(Binding& binding) const;
-  std::vector<Value> run_subgraph(const PreparedSubgraph& g, std::vector<Value> inputs,
-                                  const KernelContext& caller) override;
+  /// Runs a prepared subgraph in `frame`'s context (outer values from the caller's frame).
+  std::vector<Value> run_subgraph(const PreparedSubgraph& g, std::vector<Value> inputs, const KernelContext& caller,
+                                  RunHooks& hooks) const;
   /// Evaluates a node whose inputs are all known (plan-time folding).
   bool fold_node(const Graph& g, size_t index, GraphFacts& facts) const;
   /// Evaluates a node of `g` whose inputs are all constant initializers (session-time folding).
@@ -154,9 +174,7 @@ class SessionImpl : public ExecHooks {
 /// whose shapes that gives (except views, unless `keep` marks the value a graph output). Returns
 /// true when inference computed every output's value, so the kernel need not run.
 bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel, const std::vector<char>* keep,
-                     std::vector<Value>& frame);
+                     std::vector<Value>& frame, DeviceAllocator* allocator = nullptr);
 
-/// Drop-in ExecHooks for const contexts.
-ExecHooks& hooks_of(const SessionImpl& s);
 
 }  // namespace onyx
