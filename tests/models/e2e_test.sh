@@ -25,6 +25,27 @@ for m in resnet50 mobilenet_v2 bert_like; do
     failures=$((failures + 1))
   fi
   "$ONYX" bench "$DIR/$m/model.onnx" --runs 5 --warmup 1 --json --inputs "$DIR/$m/test_data_set_0"
+  # The same model on each shipped EP that is usable here: every Conv placed on it, outputs
+  # within the same tolerance.
+  for ep in onednn xnnpack; do
+    "$ONYX" providers --json | "$PY" -c "import json,sys; sys.exit(0 if any(p['name']=='$ep' and p['usable'] for p in json.load(sys.stdin)) else 1)" \
+      || { echo "skip $m on $ep: not usable here"; continue; }
+    "$ONYX" explain "$DIR/$m/model.onnx" --ep "$ep" --json > "$DIR/$m/explain_$ep.json"
+    if ! "$PY" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+off = [n['name'] for n in d['nodes'] if n['op_type'] == 'Conv' and n['ep'] != sys.argv[2]]
+print(d['summary'])
+sys.exit('Conv nodes not on ' + sys.argv[2] + ': ' + ', '.join(off) if off else 0)" "$DIR/$m/explain_$ep.json" "$ep"; then
+      failures=$((failures + 1)); continue
+    fi
+    rm -rf "$DIR/$m/onyx_out_$ep"
+    if ! "$ONYX" run "$DIR/$m/model.onnx" --ep "$ep" --inputs "$DIR/$m/test_data_set_0" --save "$DIR/$m/onyx_out_$ep" --quiet >/dev/null; then
+      echo "FAIL $m: onyx run --ep $ep failed"; failures=$((failures + 1)); continue
+    fi
+    "$PY" "$REPO/tests/models/compare.py" "$DIR/$m/onyx_out_$ep" "$DIR/$m/test_data_set_0" --rtol 1e-4 \
+      || failures=$((failures + 1))
+  done
 done
 [ "$failures" -eq 0 ] || { echo "$failures models failed"; exit 1; }
 echo "all models match torch"
