@@ -61,5 +61,13 @@ check bench-profile 0 "profile: " "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --p
 grep -q '"traceEvents":\[{"name":"center","cat":"Sub","ph":"X"' "$TMP/trace.json" && grep -q '"ep":"cpu","device":"cpu:0"' "$TMP/trace.json" \
   && echo "ok   profile-trace" || { echo "FAIL profile-trace: $(head -c 300 "$TMP/trace.json")"; failures=$((failures + 1)); }
 
+# Operators: the table, JSON, and docs/operators.md generated from the same data.
+check ops 0 "^ai.onnx +Conv +1,11 +all" "$ONYX" ops
+check ops-json 0 '\{"domain":"ai.onnx","op":"Add","versions":\[1,6,7,13,14\],"cpu_versions":\[1,6,7,13,14\],"cpu_types":\["input 0: ' "$ONYX" ops --json
+"$ONYX" ops --markdown > "$TMP/operators.md"
+if diff -q "$TMP/operators.md" "$REPO/docs/operators.md" >/dev/null; then echo "ok   docs/operators.md is current"; else
+  echo "FAIL docs/operators.md is stale: regenerate with onyx ops --markdown > docs/operators.md"
+  diff "$TMP/operators.md" "$REPO/docs/operators.md" | head -20; failures=$((failures + 1)); fi
+
 if [ "$failures" -ne 0 ]; then echo "$failures CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -75,6 +75,7 @@ int cmd_info(const Args& a);
 int cmd_run(const Args& a);
 int cmd_bench(const Args& a);
 int cmd_providers(const Args& a);
+int cmd_ops(const Args& a);
 int cmd_explain(const Args& a);
 
 }  // namespace onyx::cli

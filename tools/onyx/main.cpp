@@ -21,10 +21,11 @@ void usage(FILE* f) {
                "  explain MODEL [--ep LIST] [--json | --dot]\n"
                "                                      where every node runs and why, copies, summary\n"
                "  providers [--json]                  every execution provider: built, loadable, usable, options\n"
+               "  ops [--json | --markdown]           every operator: its opset versions, the CPU EP's versions and types\n"
+               "  version                             print the onyx version\n"
                "\n"
                "run, bench and explain take --ep NAME[,NAME...] (priority order), --require-ep (every listed\n"
-               "EP must register), --strict (no CPU fallback) and --ep-option NAME.KEY=VALUE.\n"
-               "  version                             print the onyx version\n");
+               "EP must register), --strict (no CPU fallback) and --ep-option NAME.KEY=VALUE.\n");
 }
 
 }  // namespace
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
       return cli::cmd_explain(cli::parse_args(argc, argv, 2, with({"--json", "--dot"}, ep_flags),
                                               {"--dim", "--threads", "--ep", "--ep-option"}));
     if (cmd == "providers") return cli::cmd_providers(cli::parse_args(argc, argv, 2, {"--json"}, {}));
+    if (cmd == "ops") return cli::cmd_ops(cli::parse_args(argc, argv, 2, {"--json", "--markdown"}, {}));
     std::fprintf(stderr, "onyx: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 1;
