@@ -2,11 +2,13 @@
 """Side-by-side latency of onyx and ONNX Runtime (CPU EP) on the same model and inputs.
 
     python bench/compare_ort.py ONYX_BINARY MODEL_DIR... [--threads 1,2] [--runs 30] [--warmup 5] [--reps 3]
+                                [--eps cpu,onednn,xnnpack]
 
 Needs the PyPI `onnxruntime`, `onnx` and `numpy` packages (e.g. in a venv). MODEL_DIR holds
 model.onnx and test_data_set_0/input_K.pb. Each repetition runs ORT and then onyx, one process
 each, and reports medians; the table gives the median over repetitions and the ratio onyx/ORT
-(below 1 = onyx faster).
+(below 1 = onyx faster). With --eps, onyx runs once per EP list entry (`cpu` = the CPU EP alone;
+any other name = that EP first, the CPU EP as fallback), each beside the same ORT runs.
 """
 import argparse
 import glob
@@ -48,7 +50,9 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--eps", default="cpu")
     a = ap.parse_args()
+    eps = a.eps.split(",")
     import onnx
     from onnx import numpy_helper
     rows = []
@@ -57,19 +61,25 @@ def main():
         data = os.path.join(d, "test_data_set_0")
         inputs = [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(glob.glob(os.path.join(data, "input_*.pb")))]
         for t in [int(x) for x in a.threads.split(",")]:
-            ort_meds, onyx_meds = [], []
+            ort_meds, onyx_meds = [], {e: [] for e in eps}
             for _ in range(a.reps):
                 ort_meds.append(ort_median(model, inputs, t, a.runs, a.warmup)[0])
-                out = subprocess.run([a.onyx, "bench", model, "--inputs", data, "--threads", str(t), "--runs", str(a.runs),
-                                      "--warmup", str(a.warmup), "--json", "--no-progress"], check=True, capture_output=True, text=True)
-                onyx_meds.append(json.loads(out.stdout)["median_ms"])
-            o, r = statistics.median(onyx_meds), statistics.median(ort_meds)
-            rows.append((os.path.basename(os.path.normpath(d)), t, o, r, o / r))
-            print(f"{rows[-1][0]:<16} threads={t}  onyx {o:9.3f} ms  ort {r:9.3f} ms  ratio {o / r:5.2f}", flush=True)
-    print("\n| model | threads | onyx median ms | ORT median ms | onyx/ORT |\n|---|---|---|---|---|")
-    for m, t, o, r, q in rows:
-        print(f"| {m} | {t} | {o:.2f} | {r:.2f} | {q:.2f} |")
-
+                for e in eps:
+                    cmd = [a.onyx, "bench", model, "--inputs", data, "--threads", str(t), "--runs", str(a.runs),
+                           "--warmup", str(a.warmup), "--json", "--no-progress"]
+                    if e != "cpu":
+                        cmd += ["--ep", e, "--require-ep"]
+                    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                    onyx_meds[e].append(json.loads(out.stdout)["median_ms"])
+            r = statistics.median(ort_meds)
+            for e in eps:
+                o = statistics.median(onyx_meds[e])
+                rows.append((os.path.basename(os.path.normpath(d)), e, t, o, r, o / r))
+                print(f"{rows[-1][0]:<16} ep={e:<8} threads={t}  onyx {o:9.3f} ms  ort {r:9.3f} ms  ratio {o / r:5.2f}",
+                      flush=True)
+    print("\n| model | onyx EP | threads | onyx median ms | ORT median ms | onyx/ORT |\n|---|---|---|---|---|---|")
+    for m, e, t, o, r, q in rows:
+        print(f"| {m} | {e} | {t} | {o:.2f} | {r:.2f} | {q:.2f} |")
 
 if __name__ == "__main__":
     sys.exit(main())
