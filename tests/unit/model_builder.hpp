@@ -133,4 +133,18 @@ inline std::string encode_model(const GraphSpec& g, int64_t opset = 17, int64_t 
   return w.take();
 }
 
+/// A graph output whose type and shape are left to inference.
+inline ValueSpec any_out(const std::string& name, DType dt = DType::kFloat) {
+  ValueSpec v{name, dt};
+  v.no_shape = true;
+  return v;
+}
+
+/// Every element of `t` as a double (for comparisons whatever the element type).
+inline std::vector<double> values_of(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.element_as_double(i));
+  return v;
+}
+
 }  // namespace onyx::test

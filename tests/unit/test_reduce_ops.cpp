@@ -21,13 +21,7 @@ Session session_of(const GraphSpec& g, int64_t opset, int threads = 1) {
   return Session::builder().with_intra_threads(threads).commit_from_memory(m.data(), m.size());
 }
 
-ValueSpec any_out(const std::string& name, DType dt = DType::kFloat) {
-  ValueSpec v{name, dt};
-  v.no_shape = true;
-  return v;
-}
-
-std::vector<float> values_of(const Tensor& t) {
+std::vector<float> float_values(const Tensor& t) {
   std::vector<float> v;
   for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<float>(t.element_as_double(i)));
   return v;
@@ -62,19 +56,19 @@ TEST(ReduceOps, AxesInputAtOpset18) {
   auto out = s.run({{"x", iota(Shape{2, 3})}});
   const Tensor& y = out[0].tensor();
   EXPECT_EQ(y.shape(), (Shape{2}));
-  EXPECT_EQ(values_of(y), (std::vector<float>{2, 5}));
+  EXPECT_EQ(float_values(y), (std::vector<float>{2, 5}));
 
   const std::vector<int64_t> neg = {-2};
   Session s2 = session_of(reduce_graph("ReduceMax", {2, 3}, &neg, {}), 18);
   auto out2 = s2.run({{"x", iota(Shape{2, 3})}});
   EXPECT_EQ(out2[0].tensor().shape(), (Shape{1, 3}));
-  EXPECT_EQ(values_of(out2[0].tensor()), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(float_values(out2[0].tensor()), (std::vector<float>{4, 5, 6}));
 }
 
 TEST(ReduceOps, AttributeAxesBeforeOpset18) {
   Session s = session_of(reduce_graph("ReduceL2", {2, 2}, nullptr, {attr_ints("axes", {0}), attr_int("keepdims", 0)}), 13);
   auto out = s.run({{"x", iota(Shape{2, 2})}});
-  const auto v = values_of(out[0].tensor());
+  const auto v = float_values(out[0].tensor());
   ASSERT_EQ(v.size(), 2u);
   EXPECT_NEAR(v[0], std::sqrt(1.0f + 9.0f), 1e-5);
   EXPECT_NEAR(v[1], std::sqrt(4.0f + 16.0f), 1e-5);
@@ -86,21 +80,21 @@ TEST(ReduceOps, EmptyAxesReduceEverythingOrNothing) {
   Session all = session_of(reduce_graph("ReduceSum", {2, 3}, &none, {attr_int("keepdims", 1)}), 18);
   auto a = all.run({{"x", iota(Shape{2, 3})}});
   EXPECT_EQ(a[0].tensor().shape(), (Shape{1, 1}));
-  EXPECT_EQ(values_of(a[0].tensor()), (std::vector<float>{21}));
+  EXPECT_EQ(float_values(a[0].tensor()), (std::vector<float>{21}));
   // noop_with_empty_axes = 1: no dim is reduced (ReduceSum is the identity; ReduceSumSquare
   // still squares each element, as in the ONNX reference).
   Session id = session_of(reduce_graph("ReduceSum", {2, 3}, &none, {attr_int("noop_with_empty_axes", 1)}), 18);
   auto b = id.run({{"x", iota(Shape{2, 3})}});
   EXPECT_EQ(b[0].tensor().shape(), (Shape{2, 3}));
-  EXPECT_EQ(values_of(b[0].tensor()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(float_values(b[0].tensor()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
   Session sq = session_of(reduce_graph("ReduceSumSquare", {3}, &none, {attr_int("noop_with_empty_axes", 1)}), 18);
   auto c = sq.run({{"x", iota(Shape{3})}});
-  EXPECT_EQ(values_of(c[0].tensor()), (std::vector<float>{1, 4, 9}));
+  EXPECT_EQ(float_values(c[0].tensor()), (std::vector<float>{1, 4, 9}));
   // Omitted axes input behaves like an empty one.
   Session omitted = session_of(reduce_graph("ReduceProd", {2, 2}, nullptr, {attr_int("keepdims", 0)}), 18);
   auto d = omitted.run({{"x", iota(Shape{2, 2})}});
   EXPECT_EQ(d[0].tensor().shape(), (Shape{}));
-  EXPECT_EQ(values_of(d[0].tensor()), (std::vector<float>{24}));
+  EXPECT_EQ(float_values(d[0].tensor()), (std::vector<float>{24}));
 }
 
 TEST(ReduceOps, BoolMaxMinAtOpset20) {
@@ -109,10 +103,10 @@ TEST(ReduceOps, BoolMaxMinAtOpset20) {
   Session mx = session_of(reduce_graph("ReduceMax", {3, 2}, &axes, {attr_int("keepdims", 0)}, DType::kBool), 20);
   auto a = mx.run({{"x", x}});
   ASSERT_EQ(a[0].tensor().dtype(), DType::kBool);
-  EXPECT_EQ(values_of(a[0].tensor()), (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(float_values(a[0].tensor()), (std::vector<float>{1, 0, 1}));
   Session mn = session_of(reduce_graph("ReduceMin", {3, 2}, &axes, {attr_int("keepdims", 0)}, DType::kBool), 20);
   auto b = mn.run({{"x", x}});
-  EXPECT_EQ(values_of(b[0].tensor()), (std::vector<float>{0, 0, 1}));
+  EXPECT_EQ(float_values(b[0].tensor()), (std::vector<float>{0, 0, 1}));
   // Before opset 20, bool is not a ReduceMax type.
   EXPECT_THROW(session_of(reduce_graph("ReduceMax", {3, 2}, &axes, {}, DType::kBool), 18), Error);
 }
@@ -131,7 +125,7 @@ TEST(ReduceOps, EmptySetReductions) {
     Session s = session_of(reduce_graph(c.op, {2, 0}, &axes, {attr_int("keepdims", 1)}), 18);
     auto out = s.run({{"x", Tensor(DType::kFloat, Shape{2, 0})}});
     ASSERT_EQ(out[0].tensor().shape(), (Shape{2, 1})) << c.op;
-    EXPECT_EQ(values_of(out[0].tensor()), (std::vector<float>{c.want, c.want})) << c.op;
+    EXPECT_EQ(float_values(out[0].tensor()), (std::vector<float>{c.want, c.want})) << c.op;
   }
   Session mean = session_of(reduce_graph("ReduceMean", {2, 0}, &axes, {}), 18);
   auto m = mean.run({{"x", Tensor(DType::kFloat, Shape{2, 0})}});
@@ -155,7 +149,7 @@ TEST(ReduceOps, AxesComputedAtRunTime) {
   auto a = s.run({{"x", x}, {"axes", Tensor::from_vector<int64_t>(Shape{2}, {0, 2})}});
   EXPECT_EQ(a[0].tensor().shape(), (Shape{3}));
   // sum over i (0..1), k (0..3) of 12 i + 4 j + k
-  EXPECT_EQ(values_of(a[0].tensor()), (std::vector<float>{60, 92, 124}));
+  EXPECT_EQ(float_values(a[0].tensor()), (std::vector<float>{60, 92, 124}));
   auto b = s.run({{"x", x}, {"axes", Tensor::from_vector<int64_t>(Shape{1}, {-1})}});
   EXPECT_EQ(b[0].tensor().shape(), (Shape{2, 3}));
   EXPECT_EQ(b[0].tensor().data<float>()[0], 6.0f);
@@ -342,11 +336,11 @@ TEST(ReduceOps, Float16AndIntegerTypes) {
   Session s = session_of(reduce_graph("ReduceMean", {2, 2}, &axes, {attr_int("keepdims", 0)}, DType::kFloat16), 18);
   auto out = s.run({{"x", h}});
   ASSERT_EQ(out[0].tensor().dtype(), DType::kFloat16);
-  EXPECT_EQ(values_of(out[0].tensor()), (std::vector<float>{1.5f, 3.5f}));
+  EXPECT_EQ(float_values(out[0].tensor()), (std::vector<float>{1.5f, 3.5f}));
   Session si = session_of(reduce_graph("ReduceSum", {2, 2}, &axes, {attr_int("keepdims", 0)}, DType::kInt32), 13);
   auto oi = si.run({{"x", Tensor::from_vector<int32_t>(Shape{2, 2}, {1, 2, -3, -4})}});
   ASSERT_EQ(oi[0].tensor().dtype(), DType::kInt32);
-  EXPECT_EQ(values_of(oi[0].tensor()), (std::vector<float>{3, -7}));
+  EXPECT_EQ(float_values(oi[0].tensor()), (std::vector<float>{3, -7}));
 }
 
 TEST(ReduceOps, ArgMaxTiesAndLastIndex) {
@@ -359,9 +353,9 @@ TEST(ReduceOps, ArgMaxTiesAndLastIndex) {
   Session s = session_of(g, 13);
   auto out = s.run({{"x", Tensor::from_vector<float>(Shape{3, 2}, {5, 1, 5, 0, 2, 0})}});
   EXPECT_EQ(out[0].tensor().shape(), (Shape{2}));
-  EXPECT_EQ(values_of(out[0].tensor()), (std::vector<float>{1, 0}));
+  EXPECT_EQ(float_values(out[0].tensor()), (std::vector<float>{1, 0}));
   EXPECT_EQ(out[1].tensor().shape(), (Shape{1, 2}));
-  EXPECT_EQ(values_of(out[1].tensor()), (std::vector<float>{2, 1}));
+  EXPECT_EQ(float_values(out[1].tensor()), (std::vector<float>{2, 1}));
 }
 
 TEST(ReduceOps, SoftmaxAxisSemanticsByOpset) {
@@ -390,8 +384,8 @@ TEST(ReduceOps, TopKTiesTakeTheLowerIndex) {
   g.outputs.push_back(any_out("i", DType::kInt64));
   Session s = session_of(g, 11);
   auto out = s.run({{"x", Tensor::from_vector<float>(Shape{5}, {2, 1, 3, 1, 2})}});
-  EXPECT_EQ(values_of(out[0].tensor()), (std::vector<float>{1, 1, 2}));
-  EXPECT_EQ(values_of(out[1].tensor()), (std::vector<float>{1, 3, 0}));
+  EXPECT_EQ(float_values(out[0].tensor()), (std::vector<float>{1, 1, 2}));
+  EXPECT_EQ(float_values(out[1].tensor()), (std::vector<float>{1, 3, 0}));
 }
 
 TEST(ReduceOps, LpNormalization) {
@@ -400,7 +394,7 @@ TEST(ReduceOps, LpNormalization) {
   g.inputs.push_back({"x", DType::kFloat, {2, 2}});
   g.outputs.push_back(any_out("y"));
   auto out = session_of(g, 13).run({{"x", Tensor::from_vector<float>(Shape{2, 2}, {1, 0, -3, 0})}});
-  EXPECT_EQ(values_of(out[0].tensor()), (std::vector<float>{0.25f, 0, -0.75f, 0}));
+  EXPECT_EQ(float_values(out[0].tensor()), (std::vector<float>{0.25f, 0, -0.75f, 0}));
 }
 
 TEST(LossOps, OutOfRangeTargetIsARuntimeError) {
@@ -441,8 +435,8 @@ TEST(ReduceOps, OtherElementTypes) {
     g.outputs.push_back(any_out("i", DType::kInt64));
     auto out = session_of(g, 11).run({{"x", Tensor::from_vector<int64_t>(Shape{4, 2}, {1, 8, 5, 8, 3, 2, 5, 9})}});
     EXPECT_EQ(out[0].tensor().shape(), (Shape{2, 2}));
-    EXPECT_EQ(values_of(out[0].tensor()), (std::vector<float>{5, 9, 5, 8}));
-    EXPECT_EQ(values_of(out[1].tensor()), (std::vector<float>{1, 3, 3, 0}));
+    EXPECT_EQ(float_values(out[0].tensor()), (std::vector<float>{5, 9, 5, 8}));
+    EXPECT_EQ(float_values(out[1].tensor()), (std::vector<float>{1, 3, 3, 0}));
   }
   {  // int32 CumSum, exclusive, with an int32 axis
     GraphSpec g;
@@ -451,22 +445,22 @@ TEST(ReduceOps, OtherElementTypes) {
     g.initializers.emplace_back("axis", Tensor::scalar<int32_t>(0));
     g.outputs.push_back(any_out("y", DType::kInt32));
     auto out = session_of(g, 14).run({{"x", Tensor::from_vector<int32_t>(Shape{4}, {1, 2, 3, 4})}});
-    EXPECT_EQ(values_of(out[0].tensor()), (std::vector<float>{0, 1, 3, 6}));
+    EXPECT_EQ(float_values(out[0].tensor()), (std::vector<float>{0, 1, 3, 6}));
   }
   {  // bfloat16 ReduceSum, uint8 ReduceMax, int64 ArgMin
     Tensor b(DType::kBFloat16, Shape{3});
     for (int i = 0; i < 3; ++i) b.data<BFloat16>()[i] = BFloat16(static_cast<float>(i + 1));
     auto s = session_of(reduce_graph("ReduceSum", {3}, nullptr, {attr_int("keepdims", 0)}, DType::kBFloat16), 13).run({{"x", b}});
-    EXPECT_EQ(values_of(s[0].tensor()), (std::vector<float>{6}));
+    EXPECT_EQ(float_values(s[0].tensor()), (std::vector<float>{6}));
     auto m = session_of(reduce_graph("ReduceMax", {3}, nullptr, {}, DType::kUInt8), 13)
                  .run({{"x", Tensor::from_vector<uint8_t>(Shape{3}, {7, 250, 3})}});
-    EXPECT_EQ(values_of(m[0].tensor()), (std::vector<float>{250}));
+    EXPECT_EQ(float_values(m[0].tensor()), (std::vector<float>{250}));
     GraphSpec g;
     g.nodes.push_back({"ArgMin", {"x"}, {"y"}, {attr_int("keepdims", 0)}});
     g.inputs.push_back({"x", DType::kInt64, {3}});
     g.outputs.push_back(any_out("y", DType::kInt64));
     auto a = session_of(g, 13).run({{"x", Tensor::from_vector<int64_t>(Shape{3}, {4, -2, -2})}});
     EXPECT_EQ(a[0].tensor().shape(), (Shape{}));
-    EXPECT_EQ(values_of(a[0].tensor()), (std::vector<float>{1}));
+    EXPECT_EQ(float_values(a[0].tensor()), (std::vector<float>{1}));
   }
 }

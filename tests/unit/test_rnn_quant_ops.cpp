@@ -25,18 +25,6 @@ Session session_of(const GraphSpec& g, int64_t opset, int threads = 1) {
   return Session::builder().with_intra_threads(threads).commit_from_memory(m.data(), m.size());
 }
 
-ValueSpec any_out(const std::string& name, DType dt = DType::kFloat) {
-  ValueSpec v{name, dt};
-  v.no_shape = true;
-  return v;
-}
-
-std::vector<double> values_of(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.element_as_double(i));
-  return v;
-}
-
 std::vector<uint8_t> bytes_of(const Tensor& t) {
   const auto* p = static_cast<const uint8_t*>(t.raw_data());
   return std::vector<uint8_t>(p, p + t.numel());

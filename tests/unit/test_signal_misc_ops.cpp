@@ -46,18 +46,6 @@ Session session_of(const GraphSpec& g, int64_t opset, int threads = 1,
   return Session::builder().with_intra_threads(threads).commit_from_memory(m.data(), m.size());
 }
 
-ValueSpec any_out(const std::string& name, DType dt = DType::kFloat) {
-  ValueSpec v{name, dt};
-  v.no_shape = true;
-  return v;
-}
-
-std::vector<double> values_of(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.element_as_double(i));
-  return v;
-}
-
 Tensor random_tensor(const Shape& s, uint32_t seed, DType dt = DType::kFloat) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> dist(-1, 1);
