@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "model/mapped_file.hpp"
 #include "model/proto.hpp"
@@ -21,9 +23,12 @@ struct RawAttr {
 };
 
 struct RawNode {
-  std::string name, op_type, domain;
+  std::string name, op_type, domain, overload;
   std::vector<std::string> inputs, outputs;
   std::vector<RawAttr> attrs;
+  /// Nodes inlined from a model-local function: the opsets the function imports (they take
+  /// precedence over the model's for this node's domain).
+  std::shared_ptr<const std::map<std::string, int64_t>> function_opsets;
 };
 
 struct RawValueInfo {
@@ -37,6 +42,17 @@ struct RawGraph {
   std::vector<RawNode> nodes;
   std::vector<std::pair<std::string, Tensor>> initializers;
   std::vector<RawValueInfo> inputs, outputs, value_info;
+};
+
+/// A model-local function (ModelProto.functions): a named graph fragment that nodes call like an
+/// operator of the function's domain. onyx inlines every call at load time.
+struct RawFunction {
+  std::string name, domain, overload;
+  std::vector<std::string> inputs, outputs;
+  std::vector<std::string> attributes;  // attribute names without a default
+  std::vector<RawAttr> attribute_defaults;
+  std::vector<RawNode> nodes;
+  std::shared_ptr<std::map<std::string, int64_t>> opsets = std::make_shared<std::map<std::string, int64_t>>();
 };
 
 class Parser {
@@ -119,11 +135,44 @@ class Parser {
         case 4: r.expect(WireType::kBytes); n.op_type = r.string(); break;
         case 5: r.expect(WireType::kBytes); n.attrs.push_back(attribute(r.message("AttributeProto"), depth)); break;
         case 7: r.expect(WireType::kBytes); n.domain = r.string(); break;
+        case 8: r.expect(WireType::kBytes); n.overload = r.string(); break;
         default: r.skip();
       }
     }
     if (n.op_type.empty()) r.error(str("node '", n.name, "' has no op_type"));
     return n;
+  }
+
+  RawFunction function(ProtoReader r) {
+    RawFunction f;
+    while (r.next()) {
+      switch (r.field()) {
+        case 1: r.expect(WireType::kBytes); f.name = r.string(); break;
+        case 4: r.expect(WireType::kBytes); f.inputs.push_back(r.string()); break;
+        case 5: r.expect(WireType::kBytes); f.outputs.push_back(r.string()); break;
+        case 6: r.expect(WireType::kBytes); f.attributes.push_back(r.string()); break;
+        case 7: r.expect(WireType::kBytes); f.nodes.push_back(node(r.message("NodeProto (function body)"), 1)); break;
+        case 9: {
+          r.expect(WireType::kBytes);
+          ProtoReader o = r.message("OperatorSetIdProto (function)");
+          std::string domain;
+          int64_t version = 0;
+          while (o.next()) {
+            if (o.field() == 1) domain = o.string();
+            else if (o.field() == 2) version = o.int64();
+            else o.skip();
+          }
+          (*f.opsets)[std::string(canonical_domain(domain))] = version;
+          break;
+        }
+        case 10: r.expect(WireType::kBytes); f.domain = r.string(); break;
+        case 11: r.expect(WireType::kBytes); f.attribute_defaults.push_back(attribute(r.message("AttributeProto (function default)"), 1)); break;
+        case 13: r.expect(WireType::kBytes); f.overload = r.string(); break;
+        default: r.skip();
+      }
+    }
+    if (f.name.empty()) r.error("a FunctionProto has no name");
+    return f;
   }
 
   std::shared_ptr<RawGraph> graph(ProtoReader r, int depth) {
@@ -160,6 +209,136 @@ class Parser {
   std::shared_ptr<MappedFile> file_;
   TensorSource src_;
   SymbolTable& symbols_;
+};
+
+/// Inlines every call of a model-local function, in a graph and its subgraphs: the call node is
+/// replaced by the function's body, with the formal inputs and outputs renamed to the call's
+/// actual names, every value defined inside the body given a name unique to the call, and
+/// attributes that refer to the caller's (ref_attr_name) replaced by the caller's value or the
+/// function's default, or dropped when neither exists.
+class FunctionInliner {
+ public:
+  FunctionInliner(const std::vector<RawFunction>& functions, std::string file) : file_(std::move(file)) {
+    for (const RawFunction& f : functions) {
+      const auto key = std::make_tuple(std::string(canonical_domain(f.domain)), f.name, f.overload);
+      if (!by_key_.emplace(key, &f).second)
+        fail(ErrorCode::kInvalidModel, file_, ": model-local function ", f.domain.empty() ? "" : f.domain + "::", f.name,
+             " is defined more than once");
+    }
+  }
+  bool empty() const { return by_key_.empty(); }
+
+  void inline_graph(RawGraph& g, int depth = 0) {
+    std::vector<RawNode> out;
+    out.reserve(g.nodes.size());
+    for (RawNode& n : g.nodes) expand(std::move(n), out, depth);
+    g.nodes = std::move(out);
+  }
+
+ private:
+  static constexpr int kMaxCallDepth = 32;
+  static constexpr size_t kMaxInlinedNodes = 1000000;
+
+  const RawFunction* find(const RawNode& n) const {
+    auto it = by_key_.find(std::make_tuple(std::string(canonical_domain(n.domain)), n.op_type, n.overload));
+    return it == by_key_.end() ? nullptr : it->second;
+  }
+
+  void expand(RawNode n, std::vector<RawNode>& out, int depth) {
+    for (RawAttr& a : n.attrs)
+      for (auto& sub : a.graphs) inline_graph(*sub, depth);
+    const RawFunction* f = find(n);
+    if (!f) {
+      out.push_back(std::move(n));
+      return;
+    }
+    const std::string where = str(file_, ": call of function ", f->name, " by node '", n.name, "'");
+    if (depth >= kMaxCallDepth)
+      fail(ErrorCode::kInvalidModel, where, ": functions call each other more than ", kMaxCallDepth, " deep (recursion?)");
+    if (n.inputs.size() > f->inputs.size() || n.outputs.size() > f->outputs.size())
+      fail(ErrorCode::kInvalidGraph, where, ": ", n.inputs.size(), " inputs and ", n.outputs.size(),
+           " outputs given, the function has ", f->inputs.size(), " and ", f->outputs.size());
+    std::map<std::string, std::string> rename;
+    for (size_t i = 0; i < f->inputs.size(); ++i) rename[f->inputs[i]] = i < n.inputs.size() ? n.inputs[i] : "";
+    for (size_t i = 0; i < f->outputs.size(); ++i) rename[f->outputs[i]] = i < n.outputs.size() ? n.outputs[i] : "";
+    const std::string caller = n.name.empty() ? f->name : n.name;
+    const std::string prefix = str(caller, "/", ++calls_, "/");  // unique per call: value names
+    for (const RawNode& b : f->nodes)
+      for (const auto& o : b.outputs)
+        if (!o.empty() && !rename.count(o)) rename[o] = prefix + o;
+    std::vector<RawNode> body;
+    body.reserve(f->nodes.size());
+    for (const RawNode& b : f->nodes) {
+      RawNode c = b;
+      c.name = caller + "/" + (b.name.empty() ? b.op_type : b.name);
+      c.function_opsets = f->opsets;
+      for (auto& i : c.inputs) i = renamed(rename, i);
+      for (auto& o : c.outputs) o = renamed(rename, o);
+      std::vector<RawAttr> attrs;
+      for (const RawAttr& a : b.attrs) {
+        if (a.attr.ref_attr_name.empty()) {
+          attrs.push_back(a);
+          continue;
+        }
+        const RawAttr* src = nullptr;
+        for (const RawAttr& ca : n.attrs)
+          if (ca.attr.name == a.attr.ref_attr_name) src = &ca;
+        if (!src)
+          for (const RawAttr& d : f->attribute_defaults)
+            if (d.attr.name == a.attr.ref_attr_name) src = &d;
+        if (!src) continue;  // neither given nor defaulted: the attribute is absent
+        RawAttr r = *src;
+        r.attr.name = a.attr.name;
+        attrs.push_back(std::move(r));
+      }
+      c.attrs = std::move(attrs);
+      for (RawAttr& a : c.attrs)
+        for (auto& sub : a.graphs) {
+          auto copy = std::make_shared<RawGraph>(*sub);
+          rename_outer(*copy, rename);
+          sub = copy;
+        }
+      body.push_back(std::move(c));
+    }
+    inlined_ += body.size();
+    if (inlined_ > kMaxInlinedNodes)
+      fail(ErrorCode::kInvalidModel, where, ": inlining model-local functions gives more than ", kMaxInlinedNodes, " nodes");
+    // The body may call other functions.
+    for (RawNode& b : body) expand(std::move(b), out, depth + 1);
+  }
+
+  static std::string renamed(const std::map<std::string, std::string>& m, const std::string& name) {
+    if (name.empty()) return name;
+    auto it = m.find(name);
+    return it == m.end() ? name : it->second;
+  }
+
+  /// Renames, inside a subgraph of a body node, the names that refer to the body's values.
+  static void rename_outer(RawGraph& g, const std::map<std::string, std::string>& m) {
+    std::set<std::string> local;
+    for (const auto& in : g.inputs) local.insert(in.name);
+    for (const auto& [name, t] : g.initializers) local.insert(name);
+    for (const RawNode& n : g.nodes)
+      for (const auto& o : n.outputs) local.insert(o);
+    auto fix = [&](std::string& name) {
+      if (!local.count(name)) name = renamed(m, name);
+    };
+    for (RawNode& n : g.nodes) {
+      for (auto& i : n.inputs) fix(i);
+      for (RawAttr& a : n.attrs)
+        for (auto& sub : a.graphs) {
+          auto copy = std::make_shared<RawGraph>(*sub);
+          rename_outer(*copy, m);
+          sub = copy;
+        }
+    }
+    for (auto& o : g.outputs) fix(o.name);
+  }
+
+  std::map<std::tuple<std::string, std::string, std::string>, const RawFunction*> by_key_;
+  std::string file_;
+  size_t calls_ = 0;
+  size_t inlined_ = 0;
 };
 
 /// Builds IR graphs from raw ones, resolving names through scopes.
@@ -215,7 +394,7 @@ class Builder {
     for (size_t i = 0; i < rg.nodes.size(); ++i) {
       const RawNode& rn = rg.nodes[i];
       Node& n = g->nodes[i];
-      n.opset = static_cast<int>(opset_for(n, where));
+      n.opset = static_cast<int>(opset_for(n, rn, where));
       std::set<int> implicit;
       for (const auto& ra : rn.attrs) {
         Attribute a = ra.attr;
@@ -250,7 +429,11 @@ class Builder {
     if (into.kind == TypeInfo::Kind::kUnknown) into = decl;
   }
 
-  int64_t opset_for(const Node& n, const std::string& where) const {
+  int64_t opset_for(const Node& n, const RawNode& rn, const std::string& where) const {
+    if (rn.function_opsets) {
+      auto f = rn.function_opsets->find(n.domain);
+      if (f != rn.function_opsets->end()) return f->second;
+    }
     auto it = model_.opsets.find(n.domain);
     if (it == model_.opsets.end())
       fail(ErrorCode::kInvalidModel, where, ": node ", n.label(), " uses domain '",
@@ -338,6 +521,7 @@ std::shared_ptr<Model> load(std::shared_ptr<MappedFile> file, const std::string&
   Parser parser(file, base_dir, *model->symbols);
   ProtoReader r = parser.root();
   std::shared_ptr<RawGraph> raw;
+  std::vector<RawFunction> functions;
   bool has_ir = false;
   while (r.next()) {
     switch (r.field()) {
@@ -348,6 +532,7 @@ std::shared_ptr<Model> load(std::shared_ptr<MappedFile> file, const std::string&
       case 5: r.expect(WireType::kVarint); model->model_version = r.int64(); break;
       case 6: r.expect(WireType::kBytes); model->doc_string = r.string(); break;
       case 7: r.expect(WireType::kBytes); raw = parser.graph(r.message("GraphProto"), 0); break;
+      case 25: r.expect(WireType::kBytes); functions.push_back(parser.function(r.message("FunctionProto"))); break;
       case 8: {
         r.expect(WireType::kBytes);
         ProtoReader o = r.message("OperatorSetIdProto");
@@ -386,6 +571,10 @@ std::shared_ptr<Model> load(std::shared_ptr<MappedFile> file, const std::string&
   if (model->opsets.count("") && (onnx_opset < 1 || onnx_opset > kMaxOnnxOpset))
     fail(ErrorCode::kNotImplemented, label, ": ai.onnx opset ", onnx_opset, " is not supported (onyx supports 1 to ",
          kMaxOnnxOpset, ")");
+  if (!functions.empty()) {
+    FunctionInliner inliner(functions, label);
+    inliner.inline_graph(*raw);
+  }
   Builder builder(*model, label);
   model->graph = builder.build(*raw, nullptr);
   auto keep = std::make_shared<std::pair<std::shared_ptr<MappedFile>, decltype(parser.source().external)>>(

@@ -17,6 +17,7 @@ struct AttrSpec {
   float f = 0;
   std::vector<int64_t> ints;
   std::string s;  // string value, or encoded TensorProto / GraphProto bytes
+  std::string ref;  // inside a function body: the caller's attribute this one refers to
 };
 
 inline AttrSpec attr_int(std::string n, int64_t v) { return {std::move(n), AttrSpec::kInt, v}; }
@@ -113,6 +114,7 @@ class GraphSpec {
         case AttrSpec::kTensor: aw.bytes(5, a.s); aw.varint(20, 4); break;
         case AttrSpec::kGraph: aw.bytes(6, a.s); aw.varint(20, 5); break;
       }
+      if (!a.ref.empty()) aw.bytes(21, a.ref);
       w.bytes(5, aw.str());
     }
     if (!n.domain.empty()) w.bytes(7, n.domain);

@@ -192,3 +192,120 @@ TEST(Loader, MissingFileIsAnIoError) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/model.onnx"), std::string::npos);
   }
 }
+
+// ---- model-local functions (ModelProto.functions) ----
+
+namespace {
+
+/// FunctionProto bytes: domain::name(inputs) -> outputs, with attribute defaults and opsets.
+std::string function_proto(const std::string& domain, const std::string& name, const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs, const std::vector<NodeSpec>& body,
+                           const std::vector<AttrSpec>& defaults, const std::vector<std::pair<std::string, int64_t>>& opsets) {
+  ProtoWriter f;
+  f.bytes(1, name);
+  for (const auto& i : inputs) f.bytes(4, i);
+  for (const auto& o : outputs) f.bytes(5, o);
+  for (const auto& n : body) f.bytes(7, GraphSpec::encode_node(n));
+  for (const auto& [d, v] : opsets) {
+    ProtoWriter o;
+    o.bytes(1, d);
+    o.varint(2, static_cast<uint64_t>(v));
+    f.bytes(9, o.str());
+  }
+  f.bytes(10, domain);
+  // Attribute defaults (AttributeProto; float ones are all these tests need).
+  for (const auto& d : defaults) {
+    ProtoWriter aw;
+    aw.bytes(1, d.name);
+    uint32_t u;
+    std::memcpy(&u, &d.f, 4);
+    aw.fixed32(2, u);
+    aw.varint(20, 1);
+    f.bytes(11, aw.str());
+  }
+  return f.take();
+}
+
+/// ModelProto with ai.onnx 18, domain "custom" 1 and the given functions.
+std::string model_with_functions(const GraphSpec& g, const std::vector<std::string>& functions) {
+  ProtoWriter w;
+  w.varint(1, 9);
+  w.bytes(2, "onyx-tests");
+  w.bytes(7, g.encode());
+  for (const auto& [d, v] : std::vector<std::pair<std::string, int64_t>>{{"", 18}, {"custom", 1}}) {
+    ProtoWriter o;
+    o.bytes(1, d);
+    o.varint(2, static_cast<uint64_t>(v));
+    w.bytes(8, o.str());
+  }
+  for (const auto& f : functions) w.bytes(25, f);
+  return w.take();
+}
+
+/// custom::AddScaled(X, Y; alpha = 0.5) = X + Y * alpha.
+std::string add_scaled() {
+  AttrSpec c = attr_float("value_float", 0.0f);
+  c.ref = "alpha";
+  return function_proto("custom", "AddScaled", {"X", "Y"}, {"Z"},
+                        {{"Constant", {}, {"c"}, {c}}, {"Mul", {"Y", "c"}, {"t"}}, {"Add", {"X", "t"}, {"Z"}}},
+                        {attr_float("alpha", 0.5f)}, {{"", 18}});
+}
+
+}  // namespace
+
+TEST(Loader, LocalFunctionsAreInlined) {
+  // custom::Twice(A) = Relu(AddScaled(A, A, alpha=3)): a function calling a function.
+  const std::string twice = function_proto(
+      "custom", "Twice", {"A"}, {"B"},
+      {{"AddScaled", {"A", "A"}, {"u"}, {attr_float("alpha", 3.0f)}, "", "custom"}, {"Relu", {"u"}, {"B"}}}, {},
+      {{"", 18}, {"custom", 1}});
+  GraphSpec g;
+  g.nodes.push_back({"AddScaled", {"x", "y"}, {"p"}, {attr_float("alpha", 2.0f)}, "call1", "custom"});
+  g.nodes.push_back({"AddScaled", {"x", "y"}, {"q"}, {}, "call2", "custom"});  // default alpha 0.5
+  g.nodes.push_back({"Twice", {"p"}, {"r"}, {}, "call3", "custom"});
+  g.nodes.push_back({"Add", {"q", "r"}, {"out"}});
+  g.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  g.inputs.push_back({"y", DType::kFloat, {2, 3}});
+  g.outputs.push_back({"out", DType::kFloat, {2, 3}});
+  const std::string m = model_with_functions(g, {add_scaled(), twice});
+  Session s = Session::builder().commit_from_memory(m.data(), m.size());
+  auto out = s.run({{"x", Tensor::from_vector<float>(Shape{2, 3}, {-2, -1, 0, 1, 2, 3})},
+                    {"y", Tensor::from_vector<float>(Shape{2, 3}, {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f})}});
+  // p = x + y*2, q = x + y*0.5, r = relu(p + p*3) = relu(4p), out = q + r (checked with ONNX Runtime).
+  EXPECT_EQ(values_of(out[0].tensor()), (std::vector<double>{-1.75, -0.75, 4.25, 9.25, 14.25, 19.25}));
+  // Every body node is placed under its caller's name.
+  bool saw = false;
+  for (const auto& n : s.placement().nodes) saw |= n.name == "call3/Relu";
+  EXPECT_TRUE(saw);
+}
+
+TEST(Loader, LocalFunctionErrors) {
+  GraphSpec g;
+  g.nodes.push_back({"Loop1", {"x"}, {"y"}, {}, "n", "custom"});
+  g.inputs.push_back({"x", DType::kFloat, {2}});
+  g.outputs.push_back({"y", DType::kFloat, {2}});
+  // A function that calls itself.
+  const std::string self = function_proto("custom", "Loop1", {"A"}, {"B"}, {{"Loop1", {"A"}, {"B"}, {}, "", "custom"}}, {},
+                                          {{"custom", 1}});
+  EXPECT_NE(error_of(model_with_functions(g, {self})).find("more than 32 deep"), std::string::npos)
+      << error_of(model_with_functions(g, {self}));
+  // Too many inputs for the function.
+  GraphSpec g2 = g;
+  g2.nodes[0] = {"AddScaled", {"x", "x", "x"}, {"y"}, {}, "n", "custom"};
+  EXPECT_NE(error_of(model_with_functions(g2, {add_scaled()})).find("3 inputs and 1 outputs given, the function has 2 and 1"),
+            std::string::npos);
+  // Defined twice.
+  EXPECT_NE(error_of(model_with_functions(g2, {add_scaled(), add_scaled()})).find("defined more than once"),
+            std::string::npos);
+  // Exponential fan-out is bounded: F0 calls F1 twice, F1 calls F2 twice, ... F24.
+  std::vector<std::string> fs;
+  for (int k = 0; k < 24; ++k)
+    fs.push_back(function_proto("custom", str("F", k), {"A"}, {"B"},
+                                {{str("F", k + 1), {"A"}, {"t"}, {}, "", "custom"}, {str("F", k + 1), {"t"}, {"B"}, {}, "", "custom"}},
+                                {}, {{"custom", 1}}));
+  fs.push_back(function_proto("custom", "F24", {"A"}, {"B"}, {{"Relu", {"A"}, {"B"}}}, {}, {{"", 18}}));
+  GraphSpec g3 = g;
+  g3.nodes[0] = {"F0", {"x"}, {"y"}, {}, "n", "custom"};
+  EXPECT_NE(error_of(model_with_functions(g3, fs)).find("more than 1000000 nodes"), std::string::npos)
+      << error_of(model_with_functions(g3, fs));
+}
