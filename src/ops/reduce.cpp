@@ -94,6 +94,9 @@ namespace {
 
 void infer_reduce(InferContext& ctx) {
   const Node& n = ctx.node();
+  // An axes attribute where axes is an input would otherwise be ignored silently.
+  if (reduce_axes_from_input(n) && n.has_attr("axes"))
+    ctx.fail_node("the axes attribute was replaced by the axes input at opset ", n.op_type == "ReduceSum" ? 13 : 18);
   const TypeInfo& t = ctx.input_type(0);
   const DType dt = t.elem_dtype();
   if (!t.has_shape) return ctx.set_output_unranked(0, dt);

@@ -12,6 +12,12 @@
 namespace onyx {
 
 Tensor constant_node_value(const Node& n) {
+  int given = 0;
+  for (const char* k :
+       {"value", "sparse_value", "value_float", "value_int", "value_floats", "value_ints", "value_string", "value_strings"})
+    given += n.has_attr(k) ? 1 : 0;
+  if (given > 1)
+    fail(ErrorCode::kInvalidGraph, n.label(), ": Constant must have exactly one value attribute, not ", given);
   if (const Attribute* a = n.attr("value")) return a->t;
   if (const Attribute* a = n.attr("sparse_value")) return a->t;
   if (const Attribute* a = n.attr("value_float")) return Tensor::scalar<float>(a->f);
@@ -392,6 +398,8 @@ void infer_split(InferContext& ctx) {
   }
   if (ctx.opset() >= 18 && ctx.node().has_attr("num_outputs") && ctx.node().attr_int("num_outputs", 0) != static_cast<int64_t>(n))
     ctx.fail_node("num_outputs is ", ctx.node().attr_int("num_outputs", 0), " but the node has ", n, " outputs");
+  if (ctx.opset() >= 18 && ctx.node().has_attr("num_outputs") && ctx.has_input(1))
+    ctx.fail_node("give either the split input or the num_outputs attribute, not both");
   const int64_t dim = t.shape[axis];
   Shape sizes;
   const Shape split_list(split);

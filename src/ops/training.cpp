@@ -1,8 +1,8 @@
 // Training family (domain ai.onnx.preview.training, version 1): the optimizers Adagrad, Adam and
 // Momentum in their multi-tensor form. Inputs are R (learning rate), T (update count), then
 // `groups` lists of n tensors each (X..., G..., and the optimizer's state tensors); outputs are
-// the new X... followed by the new state tensors. Gradient is not provided: it needs automatic
-// differentiation of a subgraph, so a model using it is refused as an unknown operator.
+// the new X... followed by the new state tensors. Gradient: the gradients of `y` with respect to
+// the tensors named by `xs` (inputs: the values of xs then zs), each of its x's type.
 #include "ops/schema.hpp"
 
 namespace onyx {
@@ -68,12 +68,29 @@ void infer_optimizer(InferContext& ctx) {
   }
 }
 
+void infer_gradient(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const auto xs = n.attr_strings("xs");
+  const auto zs = n.attr_strings("zs");
+  if (xs.empty()) ctx.fail_node("attribute 'xs' is required");
+  if (n.attr_string("y").empty()) ctx.fail_node("attribute 'y' is required");
+  if (n.inputs.size() != xs.size() + zs.size())
+    ctx.fail_node("has ", n.inputs.size(), " inputs but xs and zs name ", xs.size() + zs.size(), " tensors");
+  if (n.outputs.size() > xs.size()) ctx.fail_node("has ", n.outputs.size(), " outputs but xs names ", xs.size());
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (!ctx.has_input(i)) ctx.fail_node("input ", i, " is required");
+    ctx.require_dtype(i, {DType::kFloat, DType::kDouble});
+    ctx.set_output_type(i, ctx.input_type(i));
+  }
+}
+
 }  // namespace
 
 void register_training_ops(OpRegistry& r) {
   r.add("ai.onnx.preview.training", "Adagrad", {1}, infer_optimizer);
   r.add("ai.onnx.preview.training", "Adam", {1}, infer_optimizer);
   r.add("ai.onnx.preview.training", "Momentum", {1}, infer_optimizer);
+  r.add("ai.onnx.preview.training", "Gradient", {1}, infer_gradient);
 }
 
 }  // namespace onyx

@@ -12,11 +12,12 @@ namespace onyx::test {
 
 struct AttrSpec {
   std::string name;
-  enum { kInt, kFloat, kInts, kString, kTensor, kGraph } kind;
+  enum { kInt, kFloat, kInts, kString, kTensor, kGraph, kStrings } kind;
   int64_t i = 0;
   float f = 0;
   std::vector<int64_t> ints;
   std::string s;  // string value, or encoded TensorProto / GraphProto bytes
+  std::vector<std::string> strings;
   std::string ref;  // inside a function body: the caller's attribute this one refers to
 };
 
@@ -29,6 +30,11 @@ inline AttrSpec attr_float(std::string n, float v) {
 inline AttrSpec attr_ints(std::string n, std::vector<int64_t> v) {
   AttrSpec a{std::move(n), AttrSpec::kInts};
   a.ints = std::move(v);
+  return a;
+}
+inline AttrSpec attr_strings(std::string n, std::vector<std::string> v) {
+  AttrSpec a{std::move(n), AttrSpec::kStrings};
+  a.strings = std::move(v);
   return a;
 }
 inline AttrSpec attr_string(std::string n, std::string v) {
@@ -113,6 +119,10 @@ class GraphSpec {
         case AttrSpec::kString: aw.bytes(4, a.s); aw.varint(20, 3); break;
         case AttrSpec::kTensor: aw.bytes(5, a.s); aw.varint(20, 4); break;
         case AttrSpec::kGraph: aw.bytes(6, a.s); aw.varint(20, 5); break;
+        case AttrSpec::kStrings:
+          for (const auto& x : a.strings) aw.bytes(9, x);
+          aw.varint(20, 8);
+          break;
       }
       if (!a.ref.empty()) aw.bytes(21, a.ref);
       w.bytes(5, aw.str());

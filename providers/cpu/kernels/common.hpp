@@ -33,6 +33,17 @@ inline T from_acc(A v) {
 
 [[noreturn]] void unsupported_dtype(const char* what, DType dt);
 
+/// The four float8 types and the two 4-bit integer types (stored one value per byte).
+inline constexpr TypeMask kFloat8Types =
+    type_mask({DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ});
+inline constexpr TypeMask kInt4Types = type_mask({DType::kInt4, DType::kUInt4});
+
+/// Float8 codecs (kernels/quant.cpp). The value of `code` in float8 type `t`, and the nearest
+/// code of `v` (ties to even; out-of-range values saturate to the largest finite value when
+/// `saturate`, else become infinity for E5M2 and NaN for the others).
+double float8_to_double(DType t, uint8_t code);
+uint8_t float8_from_double(DType t, double v, bool saturate);
+
 /// Calls f.template operator()<T>() for the C++ type of dt among the numeric types (and bool).
 template <class F>
 void dispatch_numeric(DType dt, F&& f, const char* what = "kernel") {

@@ -909,4 +909,14 @@ const KernelDef kDefs[] = {
 
 std::span<const KernelDef> quant_kernels() { return kDefs; }
 
+double float8_to_double(DType t, uint8_t code) {
+  if (!mask_has(kFloat8Types, t)) unsupported_dtype("float8 decoding", t);
+  return f8_table(static_cast<int>(t) - static_cast<int>(DType::kFloat8E4M3FN))[code];  // exact in float
+}
+
+uint8_t float8_from_double(DType t, double v, bool saturate) {
+  if (!mask_has(kFloat8Types, t)) unsupported_dtype("float8 encoding", t);
+  return f8_encode(kF8Fmts[static_cast<int>(t) - static_cast<int>(DType::kFloat8E4M3FN)], v, saturate);
+}
+
 }  // namespace onyx::cpu

@@ -465,6 +465,15 @@ void pad_compute(const int&, KernelContext& ctx) {
     run(std::string());
     return;
   }
+  if (mask_has(kFloat8Types | kInt4Types, in.dtype())) {
+    // One byte per value: pad with the constant's own code (code 0 is zero in each of these types).
+    const Tensor* cv = n.opset >= 11 ? ctx.optional_input(2) : nullptr;
+    if (cv && cv->numel() > 0 && cv->dtype() != in.dtype())
+      fail(ErrorCode::kInvalidArgument, n.label(), ": constant_value is ", dtype_name(cv->dtype()), " but data is ",
+           dtype_name(in.dtype()));
+    run(cv && cv->numel() > 0 ? *static_cast<const uint8_t*>(cv->raw_data()) : uint8_t{0});
+    return;
+  }
   dispatch_numeric(in.dtype(), [&]<class T>() { run(from_acc<T>(static_cast<Acc<T>>(value))); }, "Pad");
 }
 
@@ -520,24 +529,33 @@ FN_FACTORY(make_range, range_compute)
 #undef FN_FACTORY
 
 using namespace types;
+/// Float8 (opset 19 for Reshape, 21 for the other views) and 4-bit integers (opset 21).
+constexpr TypeMask kNarrow = kFloat8Types | kInt4Types;
 
 const KernelDef kDefs[] = {
     {"", "Constant", 1, 99, {}, make_constant},
     {"", "Identity", 1, 99, {}, make_identity},
     {"", "Shape", 1, 99, {}, make_shape},
     {"", "Size", 1, 99, {}, make_size},
-    {"", "Reshape", 1, 99, {{0, kAll}}, make_kernel<ReshapeKernel>},
-    {"", "Flatten", 1, 99, {{0, kAll}}, make_kernel<FlattenKernel>},
-    {"", "Squeeze", 1, 99, {{0, kAll}}, make_squeeze},
-    {"", "Unsqueeze", 1, 99, {{0, kAll}}, make_squeeze},
-    {"", "Transpose", 1, 99, {{0, kAll}}, make_transpose},
+    {"", "Reshape", 1, 18, {{0, kAll}}, make_kernel<ReshapeKernel>},
+    {"", "Reshape", 19, 20, {{0, kAll | kFloat8Types}}, make_kernel<ReshapeKernel>},
+    {"", "Reshape", 21, 99, {{0, kAll | kNarrow}}, make_kernel<ReshapeKernel>},
+    {"", "Flatten", 1, 20, {{0, kAll}}, make_kernel<FlattenKernel>},
+    {"", "Flatten", 21, 99, {{0, kAll | kNarrow}}, make_kernel<FlattenKernel>},
+    {"", "Squeeze", 1, 20, {{0, kAll}}, make_squeeze},
+    {"", "Squeeze", 21, 99, {{0, kAll | kNarrow}}, make_squeeze},
+    {"", "Unsqueeze", 1, 20, {{0, kAll}}, make_squeeze},
+    {"", "Unsqueeze", 21, 99, {{0, kAll | kNarrow}}, make_squeeze},
+    {"", "Transpose", 1, 20, {{0, kAll}}, make_transpose},
+    {"", "Transpose", 21, 99, {{0, kAll | kNarrow}}, make_transpose},
     {"", "Concat", 1, 99, {{0, kAll}}, make_concat},
     {"", "Split", 1, 99, {{0, kAll}}, make_split},
     {"", "Slice", 1, 99, {{0, kAll}}, make_slice},
     {"", "Gather", 1, 99, {{0, kAll}, {1, kIndex}}, make_gather},
     {"", "Expand", 8, 99, {{0, kAll}}, make_expand},
     {"", "Tile", 1, 99, {{0, kAll}}, make_tile},
-    {"", "Pad", 1, 99, {{0, kAll}}, make_pad},
+    {"", "Pad", 1, 20, {{0, kAll}}, make_pad},
+    {"", "Pad", 21, 99, {{0, kAll | kNarrow}}, make_pad},
     {"", "ConstantOfShape", 9, 99, {}, make_constant_of_shape},
     {"", "Range", 11, 99, {{0, kNumeric}}, make_range},
 };

@@ -246,6 +246,14 @@ struct IsState {
 void is_compute(const IsState& s, KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   bool* y = ctx.output(0).data<bool>();
+  if (mask_has(kFloat8Types, in.dtype())) {
+    const auto* x = static_cast<const uint8_t*>(in.raw_data());
+    for (int64_t i = 0; i < in.numel(); ++i) {
+      const double v = float8_to_double(in.dtype(), x[i]);
+      y[i] = s.nan ? std::isnan(v) : (std::isinf(v) && ((v > 0 && s.pos) || (v < 0 && s.neg)));
+    }
+    return;
+  }
   dispatch_float(in.dtype(), [&]<class T>() {
     const T* x = static_cast<const T*>(in.raw_data());
     for (int64_t i = 0; i < in.numel(); ++i) {
@@ -302,11 +310,84 @@ inline D cast_one(S v) {
   }
 }
 
-void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool) {
+bool is_narrow(DType t) { return mask_has(kFloat8Types | kInt4Types, t); }
+
+/// Calls put(i, value, integer) for every element of `in`: float8 codes decoded, strings parsed;
+/// `integer` points at the exact value of an integer or bool element, else is null.
+template <class Put>
+void for_each_source(const Tensor& in, Put&& put) {
+  const int64_t n = in.numel();
+  const DType from = in.dtype();
+  if (mask_has(kFloat8Types, from)) {
+    const auto* s = static_cast<const uint8_t*>(in.raw_data());
+    for (int64_t i = 0; i < n; ++i) put(i, float8_to_double(from, s[i]), static_cast<const int64_t*>(nullptr));
+  } else if (from == DType::kInt4 || from == DType::kUInt4) {
+    // One value per byte: int4 sign-extended, uint4 zero-extended.
+    const auto* s = static_cast<const uint8_t*>(in.raw_data());
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = from == DType::kInt4 ? static_cast<int8_t>(s[i]) : s[i];
+      put(i, static_cast<double>(k), &k);
+    }
+  } else if (from == DType::kString) {
+    const auto* s = static_cast<const std::string*>(in.raw_data());
+    for (int64_t i = 0; i < n; ++i) put(i, string_to_double(s[i]), static_cast<const int64_t*>(nullptr));
+  } else {
+    dispatch_numeric(from, [&]<class S>() {
+      const S* s = static_cast<const S*>(in.raw_data());
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_integral_v<S>) {
+          const int64_t k = static_cast<int64_t>(s[i]);
+          put(i, static_cast<double>(s[i]), &k);
+        } else {
+          put(i, static_cast<double>(to_acc(s[i])), static_cast<const int64_t*>(nullptr));
+        }
+      }
+    }, "Cast");
+  }
+}
+
+/// Casts from or to a float8 or 4-bit type, through double. Integer to 4-bit keeps the low four
+/// bits (the spec's rule for fixed-point targets out of range); floating point to 4-bit
+/// truncates toward zero and saturates, like onyx's other float-to-integer casts.
+void cast_narrow(const Tensor& in, Tensor& out, bool saturate) {
+  const DType to = out.dtype();
+  if (mask_has(kFloat8Types, to)) {
+    auto* d = static_cast<uint8_t*>(out.raw_data());
+    for_each_source(in, [&](int64_t i, double v, const int64_t*) { d[i] = float8_from_double(to, v, saturate); });
+  } else if (to == DType::kInt4 || to == DType::kUInt4) {
+    const bool sgn = to == DType::kInt4;
+    const double lo = sgn ? -8 : 0, hi = sgn ? 7 : 15;
+    auto* d = static_cast<uint8_t*>(out.raw_data());
+    for_each_source(in, [&](int64_t i, double v, const int64_t* k) {
+      int64_t q = 0;
+      if (k) q = *k & 0xF;
+      else if (!std::isnan(v)) q = static_cast<int64_t>(std::clamp(std::trunc(v), lo, hi)) & 0xF;
+      d[i] = static_cast<uint8_t>(sgn && (q & 8) ? (q | 0xF0) : q);
+    });
+  } else if (to == DType::kString) {
+    auto* d = static_cast<std::string*>(out.raw_data());
+    for_each_source(in, [&](int64_t i, double v, const int64_t* k) {
+      d[i] = k ? std::to_string(*k) : float_to_string(v, false);
+    });
+  } else {
+    dispatch_numeric(to, [&]<class D>() {
+      D* d = static_cast<D*>(out.raw_data());
+      for_each_source(in, [&](int64_t i, double v, const int64_t* k) {
+        d[i] = k ? cast_one<int64_t, D>(*k) : cast_one<double, D>(v);
+      });
+    }, "Cast");
+  }
+}
+
+void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, bool saturate) {
   const DType from = in.dtype(), to = out.dtype();
   const int64_t n = in.numel();
   if (from == to) {
     copy_elements(from, in.raw_data(), out.raw_data(), n);
+    return;
+  }
+  if (is_narrow(from) || is_narrow(to)) {
+    cast_narrow(in, out, saturate);
     return;
   }
   if (to == DType::kString) {
@@ -351,13 +432,19 @@ void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool) {
   }, "Cast");
 }
 
-void cast_compute(const int&, KernelContext& ctx) { cast_tensor(ctx.input(0), ctx.output(0), ctx.pool()); }
+/// State: the `saturate` attribute (opset 19; it only changes casts to float8).
+void cast_compute(const bool& saturate, KernelContext& ctx) {
+  cast_tensor(ctx.input(0), ctx.output(0), ctx.pool(), saturate);
+}
 
-std::unique_ptr<Kernel> make_cast(const KernelCreateInfo&) { return make_fn_kernel(0, cast_compute); }
+std::unique_ptr<Kernel> make_cast(const KernelCreateInfo& info) {
+  return make_fn_kernel(info.node.attr_int("saturate", 1) != 0, cast_compute);
+}
 
 using namespace types;
 constexpr TypeMask kFloatsAndSigned = kFloats | kSignedInts;
 constexpr TypeMask kBool = type_mask({DType::kBool});
+constexpr TypeMask kNarrow = kFloat8Types | kInt4Types;
 
 const KernelDef kDefs[] = {
     {"", "Abs", 1, 99, {{0, kNumeric}}, make_unary},
@@ -400,10 +487,16 @@ const KernelDef kDefs[] = {
     {"", "Not", 1, 99, {{0, kBool}}, make_unary},
     {"", "BitwiseNot", 18, 99, {{0, kInts}}, make_unary},
     {"", "Clip", 1, 99, {{0, kNumeric}}, make_clip},
-    {"", "IsNaN", 9, 99, {{0, kFloats}}, make_is},
-    {"", "IsInf", 10, 99, {{0, kFloats}}, make_is},
-    {"", "Cast", 1, 99, {{0, kAll}, {-1, kAll}}, make_cast},
-    {"", "CastLike", 15, 99, {{0, kAll}, {1, kAll}}, make_cast},
+    {"", "IsNaN", 9, 19, {{0, kFloats}}, make_is},
+    {"", "IsNaN", 20, 99, {{0, kFloats | kFloat8Types}}, make_is},
+    {"", "IsInf", 10, 19, {{0, kFloats}}, make_is},
+    {"", "IsInf", 20, 99, {{0, kFloats | kFloat8Types}}, make_is},
+    {"", "Cast", 1, 18, {{0, kAll}, {-1, kAll}}, make_cast},
+    {"", "Cast", 19, 20, {{0, kAll | kFloat8Types}, {-1, kAll | kFloat8Types}}, make_cast},
+    {"", "Cast", 21, 99, {{0, kAll | kNarrow}, {-1, kAll | kNarrow}}, make_cast},
+    {"", "CastLike", 15, 18, {{0, kAll}, {1, kAll}}, make_cast},
+    {"", "CastLike", 19, 20, {{0, kAll | kFloat8Types}, {1, kAll | kFloat8Types}}, make_cast},
+    {"", "CastLike", 21, 99, {{0, kAll | kNarrow}, {1, kAll | kNarrow}}, make_cast},
 };
 
 }  // namespace
