@@ -162,6 +162,28 @@ void infer_conv(InferContext& ctx) {
   ctx.set_output(0, x.dtype, out);
 }
 
+/// DeformConv: Conv's output shape; the offsets (and mask) must cover every tap of every offset
+/// group at every output position.
+void infer_deform_conv(InferContext& ctx) {
+  infer_conv(ctx);
+  if (!ctx.has_input(2)) ctx.fail_node("the offset input is required");
+  const TypeInfo& x = ctx.input_type(0);
+  const TypeInfo& w = ctx.input_type(1);
+  const TypeInfo& off = ctx.input_type(2);
+  const int64_t og = ctx.node().attr_int("offset_group", 1);
+  if (og <= 0) ctx.fail_node("offset_group must be positive");
+  if (x.has_shape && x.shape.size() >= 2 && x.shape[1] >= 0 && x.shape[1] % og != 0)
+    ctx.fail_node(x.shape[1], " input channels are not divisible by offset_group ", og);
+  if (w.has_shape && off.has_shape && w.shape.is_concrete() && off.shape.size() == w.shape.size() && off.shape[1] >= 0) {
+    int64_t taps = 1;
+    for (size_t k = 2; k < w.shape.size(); ++k) taps *= w.shape[k];
+    const int64_t want = og * taps * static_cast<int64_t>(w.shape.size() - 2);
+    if (off.shape[1] != want)
+      ctx.fail_node("offset has ", off.shape[1], " channels; offset_group ", og, " and kernel ", spatial(w.shape).to_string(),
+                    " need ", want);
+  }
+}
+
 void infer_conv_transpose(InferContext& ctx) {
   const TypeInfo& x = ctx.input_type(0);
   const TypeInfo& w = ctx.input_type(1);
@@ -244,6 +266,7 @@ void infer_dropout(InferContext& ctx) {
 void register_nn_ops(OpRegistry& r) {
   r.add("", "Conv", {1, 11}, infer_conv);
   r.add("", "ConvTranspose", {1, 11}, infer_conv_transpose);
+  r.add("", "DeformConv", {19}, infer_deform_conv);
   r.add("", "MaxPool", {1, 8, 10, 11, 12}, infer_pool);
   r.add("", "AveragePool", {1, 7, 10, 11, 19}, infer_pool);
   r.add("", "LpPool", {1, 2, 11, 18}, infer_pool);

@@ -1,6 +1,7 @@
 // CPU kernels: Conv and ConvTranspose. float32 goes through im2col (or directly, for 1x1) and the
 // packed SGEMM with weights packed at session creation and bias fused into the GEMM epilogue;
 // depthwise 2-D convolutions use a direct kernel; other types a direct reference loop.
+#include <cmath>
 #include <cstdlib>
 
 #include "kernels/common.hpp"
@@ -368,10 +369,134 @@ std::unique_ptr<Kernel> make_conv_transpose(const KernelCreateInfo& info) { retu
 
 using namespace types;
 
+// ---- DeformConv (opset 19) ----
+//
+// Each kernel tap samples the input at its regular position plus a learned offset, bilinearly
+// (align_corners, zeros outside the input, as GridSample), scaled by the mask. The samples of
+// one image form a column matrix [C * kH * kW, oH * oW] (offsets shared by the channels of an
+// offset group); each group's output is then W_g x columns_g + B.
+
+class DeformConvKernel final : public Kernel {
+ public:
+  explicit DeformConvKernel(const KernelCreateInfo& info)
+      : node_(info.node), group_(info.node.attr_int("group", 1)), offset_group_(info.node.attr_int("offset_group", 1)) {
+    if (group_ <= 0 || offset_group_ <= 0)
+      fail(ErrorCode::kInvalidGraph, node_.label(), ": group and offset_group must be positive");
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor& off = ctx.input(2);
+    const Tensor* b = ctx.optional_input(3);
+    const Tensor* mask = ctx.optional_input(4);
+    Tensor& y = ctx.output(0);
+    if (x.rank() != 4 || w.rank() != 4)
+      fail(ErrorCode::kNotImplemented, node_.label(), ": DeformConv is implemented for 2-D inputs (rank 4), got ",
+           x.shape().to_string());
+    const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+    const int64_t M = w.dim(0), Cg = w.dim(1), kH = w.dim(2), kW = w.dim(3);
+    if (C != Cg * group_ || M % group_ != 0)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": input ", x.shape().to_string(), " and weight ",
+           w.shape().to_string(), " do not match group ", group_);
+    if (C % offset_group_ != 0)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": ", C, " input channels are not divisible by offset_group ",
+           offset_group_);
+    const int64_t oH = y.dim(2), oW = y.dim(3), K = kH * kW, P = oH * oW;
+    const Shape want_off{N, offset_group_ * K * 2, oH, oW};
+    if (!(off.shape() == want_off))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": offset has shape ", off.shape().to_string(), ", expected ",
+           want_off.to_string());
+    const Shape want_mask{N, offset_group_ * K, oH, oW};
+    if (mask && !(mask->shape() == want_mask))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": mask has shape ", mask->shape().to_string(), ", expected ",
+           want_mask.to_string());
+    if (b && b->numel() != M)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": bias has ", b->numel(), " values for ", M, " output channels");
+    const WindowGeometry g = window_geometry(node_, Shape{H, W}, Shape{kH, kW}, false);
+    if (g.out[0] != oH || g.out[1] != oW)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": output ", y.shape().to_string(), " does not match the geometry");
+    if (y.numel() == 0) return;
+    dispatch_float(x.dtype(), [&]<class T>() {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        const T* px = x.data<T>();
+        const T* pw = w.data<T>();
+        const T* po = off.data<T>();
+        const T* pm = mask ? mask->data<T>() : nullptr;
+        const T* pb = b ? b->data<T>() : nullptr;
+        T* py = y.data<T>();
+        const int64_t Mg = M / group_, Cog = C / offset_group_;
+        std::vector<double> cols(static_cast<size_t>(C * K * P));
+        for (int64_t n = 0; n < N; ++n) {
+          // Columns: one sample per (channel, tap, output position).
+          parallel_range(ctx.pool(), C, K * P * 8, [&](int64_t c0, int64_t c1) {
+            for (int64_t c = c0; c < c1; ++c) {
+              const int64_t og = c / Cog;
+              const T* img = px + (n * C + c) * H * W;
+              for (int64_t kh = 0; kh < kH; ++kh)
+                for (int64_t kw = 0; kw < kW; ++kw) {
+                  const int64_t k = kh * kW + kw;
+                  const T* dy = po + ((n * offset_group_ + og) * K * 2 + 2 * k) * P;
+                  const T* dx = dy + P;
+                  const T* mk = pm ? pm + ((n * offset_group_ + og) * K + k) * P : nullptr;
+                  double* col = cols.data() + (c * K + k) * P;
+                  for (int64_t i = 0; i < oH; ++i)
+                    for (int64_t j = 0; j < oW; ++j) {
+                      const int64_t p = i * oW + j;
+                      const double hy = static_cast<double>(i * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0]) +
+                                        static_cast<double>(dy[p]);
+                      const double wx = static_cast<double>(j * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1]) +
+                                        static_cast<double>(dx[p]);
+                      double v = 0;
+                      if (hy > -1 && hy < static_cast<double>(H) && wx > -1 && wx < static_cast<double>(W)) {
+                        const double fy = std::floor(hy), fx = std::floor(wx);
+                        const int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx);
+                        const double ly = hy - fy, lx = wx - fx;
+                        auto at = [&](int64_t yy, int64_t xx) {
+                          return yy >= 0 && yy < H && xx >= 0 && xx < W ? static_cast<double>(img[yy * W + xx]) : 0.0;
+                        };
+                        v = (1 - ly) * ((1 - lx) * at(y0, x0) + lx * at(y0, x0 + 1)) +
+                            ly * ((1 - lx) * at(y0 + 1, x0) + lx * at(y0 + 1, x0 + 1));
+                      }
+                      col[p] = mk ? v * static_cast<double>(mk[p]) : v;
+                    }
+                }
+            }
+          });
+          // Per group: y[m, p] = b[m] + sum over (c, k) of w[m, c, k] * cols[c, k, p].
+          parallel_range(ctx.pool(), M, Cg * K * P, [&](int64_t m0, int64_t m1) {
+            std::vector<double> acc(static_cast<size_t>(P));
+            for (int64_t m = m0; m < m1; ++m) {
+              const int64_t grp = m / Mg;
+              std::fill(acc.begin(), acc.end(), pb ? static_cast<double>(pb[m]) : 0.0);
+              for (int64_t ck = 0; ck < Cg * K; ++ck) {
+                const double wv = static_cast<double>(pw[m * Cg * K + ck]);
+                const double* col = cols.data() + (grp * Cg * K + ck) * P;
+                for (int64_t p = 0; p < P; ++p) acc[p] += wv * col[p];
+              }
+              T* out = py + (n * M + m) * P;
+              for (int64_t p = 0; p < P; ++p) out[p] = static_cast<T>(acc[p]);
+            }
+          });
+        }
+      } else {
+        fail(ErrorCode::kNotImplemented, node_.label(), ": DeformConv of ", dtype_name(x.dtype()), " (float and double only)");
+      }
+    }, "DeformConv");
+  }
+
+ private:
+  const Node& node_;
+  int64_t group_, offset_group_;
+};
+
+std::unique_ptr<Kernel> make_deform_conv(const KernelCreateInfo& info) { return std::make_unique<DeformConvKernel>(info); }
+
 const KernelDef kDefs[] = {
     {"", "Conv", 1, 99, {{0, kFloats}}, make_conv},
     {"", "ConvTranspose", 1, 99, {{0, kFloats}}, make_conv_transpose},
     {"onyx", "FusedConv", 1, 1, {{0, kFloat}}, make_fused_conv},
+    {"", "DeformConv", 19, 99, {{0, type_mask({DType::kFloat, DType::kDouble})}}, make_deform_conv},
 };
 
 }  // namespace
