@@ -107,6 +107,7 @@ struct RegionDesc {
   std::vector<std::vector<int>> readers;  // per value id: region nodes reading it (once each)
   std::vector<const Tensor*> constants;   // per value id: initializer or null
   std::vector<int> keyed;  // run-time inputs read as constants (Reduce axes): their values key entries
+  bool arena = true;       // intermediates share scratch by lifetime (the EP's "arena" option)
 };
 
 class Builder {

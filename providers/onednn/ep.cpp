@@ -18,7 +18,8 @@ std::string option(const OptionList& o, const char* key, const char* dflt) {
 
 class OneDnnEp final : public ExecutionProvider {
  public:
-  OneDnnEp(int threads, size_t min_nodes) : engine_(dnnl::engine::kind::cpu, 0), threads_(threads), min_nodes_(min_nodes) {}
+  OneDnnEp(int threads, size_t min_nodes, bool arena)
+      : engine_(dnnl::engine::kind::cpu, 0), threads_(threads), min_nodes_(min_nodes), arena_(arena) {}
 
   std::string name() const override { return "onednn"; }
   std::string device() const override { return "cpu:0"; }
@@ -27,7 +28,7 @@ class OneDnnEp final : public ExecutionProvider {
   bool compiles_regions() const override { return true; }
   size_t min_region_nodes() const override { return min_nodes_; }
   std::unique_ptr<Kernel> compile_region(const RegionInfo& region) const override {
-    return compile_region_kernel(region, engine_, threads_);
+    return compile_region_kernel(region, engine_, threads_, arena_);
   }
 
   /// A single node outside any region (the partitioner puts every claimed node in a region; this
@@ -43,13 +44,14 @@ class OneDnnEp final : public ExecutionProvider {
       if (v >= 0 && std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) r.inputs.push_back(v);
     for (int v : info.node.outputs)
       if (v >= 0) r.outputs.push_back(v);
-    return compile_region_kernel(r, engine_, threads_);
+    return compile_region_kernel(r, engine_, threads_, arena_);
   }
 
  private:
   dnnl::engine engine_;
   int threads_;
   size_t min_nodes_;
+  bool arena_;
 };
 
 }  // namespace
@@ -64,9 +66,12 @@ std::unique_ptr<ExecutionProvider> create_onednn_ep(const EpCreateContext& ctx) 
   }
   if (threads < 0) fail(ErrorCode::kInvalidArgument, "onednn: option threads must be >= 0, got ", threads);
   if (min_nodes < 1) fail(ErrorCode::kInvalidArgument, "onednn: option min_region_nodes must be >= 1, got ", min_nodes);
+  const std::string arena = option(ctx.options, "arena", "1");
+  if (arena != "0" && arena != "1" && arena != "true" && arena != "false")
+    fail(ErrorCode::kInvalidArgument, "onednn: option arena must be 0, 1, true or false, got '", arena, "'");
   const int t = threads == 0 ? std::max(1, ctx.session_threads) : static_cast<int>(threads);
   try {
-    return std::make_unique<OneDnnEp>(t, static_cast<size_t>(min_nodes));
+    return std::make_unique<OneDnnEp>(t, static_cast<size_t>(min_nodes), arena == "1" || arena == "true");
   } catch (const dnnl::error& e) {
     fail(ErrorCode::kEpFailure, "onednn: cannot create a oneDNN CPU engine: ", e.what());
   }

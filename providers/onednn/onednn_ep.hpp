@@ -19,8 +19,10 @@ std::unique_ptr<ExecutionProvider> create_onednn_ep(const EpCreateContext& ctx);
 bool claim_node(const ClaimInfo& info, Decline* why);
 
 /// Compiles a region into one kernel (region.cpp). `threads` is what oneDNN's OpenMP runtime
-/// may use while the region runs.
-std::unique_ptr<Kernel> compile_region_kernel(const RegionInfo& region, const dnnl::engine& engine, int threads);
+/// may use while the region runs; with `arena`, the region's intermediates share one scratch
+/// buffer, placed by lifetime (without it each has its own bytes).
+std::unique_ptr<Kernel> compile_region_kernel(const RegionInfo& region, const dnnl::engine& engine, int threads,
+                                              bool arena);
 
 /// Value of input `i` of `n` when it is a constant initializer (not a graph input), else null.
 inline const Tensor* graph_constant(const Graph& g, const Node& n, size_t i) {

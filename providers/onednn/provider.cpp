@@ -15,7 +15,9 @@ class Factory final : public EpFactory {
   }
   std::vector<ep::OptionInfo> options() const override {
     return {{"threads", "int", "0", "threads oneDNN's OpenMP runtime may use (0 = the session's intra-op threads)"},
-            {"min_region_nodes", "int", "1", "smallest group of connected nodes worth running in oneDNN"}};
+            {"min_region_nodes", "int", "1", "smallest group of connected nodes worth running in oneDNN"},
+            {"arena", "bool", "1",
+             "1: a region's intermediates share one scratch buffer, placed by lifetime; 0: each has its own"}};
   }
   bool probe(std::string* reason) const override {
     try {

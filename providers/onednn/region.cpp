@@ -327,7 +327,8 @@ void Builder::build() {
     std::vector<std::pair<size_t, size_t>> busy;
     for (int pi : placed) {
       const Slot& p = e_.slots[pi];
-      if (p.last < s.first || s.last < p.first) continue;
+      // Without the arena every intermediate keeps its own bytes: all placed slots are busy.
+      if (r_.arena && (p.last < s.first || s.last < p.first)) continue;
       busy.emplace_back(p.offset, rounded(p.bytes));
     }
     std::sort(busy.begin(), busy.end());
@@ -425,8 +426,9 @@ std::unique_ptr<ExecCtx> make_ctx(const Entry& e, const dnnl::engine& eng) {
 
 class RegionKernel final : public Kernel {
  public:
-  RegionKernel(const RegionInfo& info, const dnnl::engine& eng, int threads)
+  RegionKernel(const RegionInfo& info, const dnnl::engine& eng, int threads, bool arena)
       : desc_{info.graph, info.nodes, {}, {}, {}, {}, {}}, eng_(eng), threads_(std::max(1, threads)) {
+    desc_.arena = arena;
     const Graph& g = info.graph;
     const size_t nv = g.values.size();
     desc_.is_output.assign(nv, 0);
@@ -597,9 +599,9 @@ class RegionKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> compile_region_kernel(const RegionInfo& region, const dnnl::engine& engine, int threads) {
+std::unique_ptr<Kernel> compile_region_kernel(const RegionInfo& region, const dnnl::engine& engine, int threads, bool arena) {
   try {
-    return std::make_unique<RegionKernel>(region, engine, threads);
+    return std::make_unique<RegionKernel>(region, engine, threads, arena);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

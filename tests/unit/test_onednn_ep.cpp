@@ -752,3 +752,30 @@ TEST(OneDnn, ResNetLikeBlockInOneRegion) {
   const Placement p = onednn_session(model_bytes(g)).placement();
   EXPECT_NE(p.summary.find("9 nodes in 1 region"), std::string::npos) << p.summary;
 }
+
+TEST(OneDnn, ArenaOptionKeepsResultsAndIsValidated) {
+  REQUIRE_ONEDNN();
+  // With and without the scratch arena, a multi-primitive region computes the same values.
+  const std::string m = model_bytes(conv_relu_conv(false, {"N", "", "", ""}));
+  const Inputs in = {{"x", random_tensor(Shape{2, 3, 9, 7}, 77)}};
+  const Value want = cpu_session(m).run(in)[0];
+  for (const char* arena : {"1", "0", "false"}) {
+    Session s = Session::builder()
+                    .with_no_environment_execution_providers()
+                    .with_intra_threads(1)
+                    .with_execution_providers({ep::OneDNN().set("arena", arena).build().error_on_failure()})
+                    .with_cpu_fallback(false)
+                    .commit_from_memory(m.data(), m.size());
+    EXPECT_TRUE(close(s.run(in)[0], want)) << "arena=" << arena;
+  }
+  // A value that is not a bool is refused when the EP registers.
+  try {
+    Session::builder()
+        .with_no_environment_execution_providers()
+        .with_execution_providers({ep::OneDNN().set("arena", "sometimes").build().error_on_failure()})
+        .commit_from_memory(m.data(), m.size());
+    ADD_FAILURE() << "arena=sometimes was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("arena"), std::string::npos) << e.what();
+  }
+}
