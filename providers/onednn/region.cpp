@@ -427,8 +427,7 @@ std::unique_ptr<ExecCtx> make_ctx(const Entry& e, const dnnl::engine& eng) {
 class RegionKernel final : public Kernel {
  public:
   RegionKernel(const RegionInfo& info, const dnnl::engine& eng, int threads, bool arena)
-      : desc_{info.graph, info.nodes, {}, {}, {}, {}, {}}, eng_(eng), threads_(std::max(1, threads)) {
-    desc_.arena = arena;
+      : desc_{info.graph, info.nodes, {}, {}, {}, {}, {}, {}, arena}, eng_(eng), threads_(std::max(1, threads)) {
     const Graph& g = info.graph;
     const size_t nv = g.values.size();
     desc_.is_output.assign(nv, 0);

@@ -46,7 +46,7 @@ int64_t checked_numel(const Shape& s, std::string_view what) {
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view what) {
-  if (axis < -rank || axis >= rank && !(rank == 0 && axis == 0))
+  if (axis < -rank || (axis >= rank && !(rank == 0 && axis == 0)))
     fail(ErrorCode::kInvalidArgument, what, ": axis ", axis, " is out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }

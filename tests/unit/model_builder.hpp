@@ -12,7 +12,7 @@ namespace onyx::test {
 
 struct AttrSpec {
   std::string name;
-  enum { kInt, kFloat, kInts, kString, kTensor, kGraph, kStrings } kind;
+  enum { kInt, kFloat, kInts, kString, kTensor, kGraph, kStrings } kind = kInt;
   int64_t i = 0;
   float f = 0;
   std::vector<int64_t> ints;
@@ -21,24 +21,38 @@ struct AttrSpec {
   std::string ref;  // inside a function body: the caller's attribute this one refers to
 };
 
-inline AttrSpec attr_int(std::string n, int64_t v) { return {std::move(n), AttrSpec::kInt, v}; }
+inline AttrSpec attr_int(std::string n, int64_t v) {
+  AttrSpec a;
+  a.name = std::move(n);
+  a.kind = AttrSpec::kInt;
+  a.i = v;
+  return a;
+}
 inline AttrSpec attr_float(std::string n, float v) {
-  AttrSpec a{std::move(n), AttrSpec::kFloat};
+  AttrSpec a;
+  a.name = std::move(n);
+  a.kind = AttrSpec::kFloat;
   a.f = v;
   return a;
 }
 inline AttrSpec attr_ints(std::string n, std::vector<int64_t> v) {
-  AttrSpec a{std::move(n), AttrSpec::kInts};
+  AttrSpec a;
+  a.name = std::move(n);
+  a.kind = AttrSpec::kInts;
   a.ints = std::move(v);
   return a;
 }
 inline AttrSpec attr_strings(std::string n, std::vector<std::string> v) {
-  AttrSpec a{std::move(n), AttrSpec::kStrings};
+  AttrSpec a;
+  a.name = std::move(n);
+  a.kind = AttrSpec::kStrings;
   a.strings = std::move(v);
   return a;
 }
 inline AttrSpec attr_string(std::string n, std::string v) {
-  AttrSpec a{std::move(n), AttrSpec::kString};
+  AttrSpec a;
+  a.name = std::move(n);
+  a.kind = AttrSpec::kString;
   a.s = std::move(v);
   return a;
 }

@@ -37,7 +37,7 @@ void im2col(const float* x, int64_t channels, const Shape& in, const WindowGeome
   const size_t r = in.size();
   const int64_t kvol = g.kernel.numel(), out_size = g.out.numel(), in_size = in.numel();
   if (r == 2) {
-    const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
+    const int64_t H = in[0], W = in[1], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
     const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
     const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
     parallel_range(pool, channels * kvol, out_size, [&](int64_t r0, int64_t r1) {

@@ -59,7 +59,6 @@ class MatMulKernel final : public Kernel {
       sta = Shape::filled(rbatch, 0);
       stb = Shape::filled(rbatch, 0);
       for (size_t d = rbatch; d-- > 0;) {
-        const int64_t dim = std::max(da[d], db[d]);
         if (da[d] != 1) sta[d] = ma;
         if (db[d] != 1) stb[d] = mb;
         ma *= da[d];

@@ -87,7 +87,9 @@ inline A unary_apply(const UnaryState& s, A x) {
         return static_cast<A>(v < -s.alpha ? v + s.beta : v > s.alpha ? v - s.beta : 0.0);
       }
       case UOp::kNot: return !x;
-      case UOp::kBitwiseNot: return static_cast<A>(~x);
+      case UOp::kBitwiseNot:
+        if constexpr (std::is_same_v<A, bool>) return !x;  // not registered for bool; keeps the template total
+        else return static_cast<A>(~x);
       case UOp::kFloor:
       case UOp::kCeil:
       case UOp::kRound: return x;
