@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev            # unit tests
   libdnnl-dev libxnnpack-dev libpthreadpool-dev   # oneDNN and XNNPACK EP modules
+  libvulkan-dev glslang-tools mesa-vulkan-drivers   # Vulkan EP module (lavapipe runs its tests on the CPU)
   libonnx-testdata        # ONNX backend conformance data
   python3 python3-numpy python3-onnx python3-torch python3-torchvision   # end-to-end test models
 )

@@ -145,7 +145,12 @@ class CUDA : public SpecOf<CUDA> {
  public:
   CUDA() : SpecOf("cuda") {}
   CUDA& with_device_id(int id) { return set("device_id", std::to_string(id)); }
-  CUDA& with_memory_limit(uint64_t bytes) { return set("memory_limit", std::to_string(bytes)); }
+  /// Most bytes the EP's caching allocator may hold on the device (option gpu_mem_limit).
+  CUDA& with_memory_limit(uint64_t bytes) { return set("gpu_mem_limit", std::to_string(bytes)); }
+  /// "EXHAUSTIVE" (default), "HEURISTIC" or "DEFAULT" (option cudnn_conv_algo_search).
+  CUDA& with_conv_algo_search(const std::string& mode) { return set("cudnn_conv_algo_search", mode); }
+  /// Allow TF32 tensor-core math for float32 (option use_tf32, off by default).
+  CUDA& with_tf32(bool on) { return set("use_tf32", on ? "true" : "false"); }
 };
 
 // EPs of ort's table that this onyx does not implement: their specs exist so portable code

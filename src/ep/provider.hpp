@@ -62,6 +62,15 @@ class ExecutionProvider {
     (void)to_device;
     fail(ErrorCode::kNotImplemented, name(), " has no copy kernel");
   }
+  /// (device EPs) Whether the EP's kernel for `node` takes input `input` in host memory when it
+  /// is produced there (weights it uploads once when the kernel is prepared, shape operands read
+  /// on the host); no Copy is inserted for such an input. Default: false.
+  virtual bool reads_host_input(const Node& node, size_t input, const Graph& graph) const {
+    (void)node;
+    (void)input;
+    (void)graph;
+    return false;
+  }
   /// Accept the node (true) or decline it with a reason.
   virtual bool claim(const ClaimInfo& info, Decline* why) const = 0;
   /// Prepares the kernel for a claimed node.

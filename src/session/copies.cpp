@@ -9,6 +9,12 @@ namespace onyx {
 namespace {
 const std::string kHost = "cpu";
 
+}  // namespace
+
+bool reads_metadata_only(const Node& n) { return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size"); }
+
+namespace {
+
 int64_t value_bytes(const TypeInfo& t) {
   if (!t.is_tensor() || !t.has_shape || !t.shape.is_concrete() || t.dtype == DType::kString) return -1;
   return t.shape.numel() * static_cast<int64_t>(dtype_size(t.dtype));
@@ -81,8 +87,14 @@ std::vector<Placement::CopyInfo> insert_copies(Graph& g, PartitionResult& part,
   // Node inputs in another memory.
   for (size_t i = 0; i < n; ++i) {
     const std::string mem = mem_of_node(i);
-    for (int& v : g.nodes[i].inputs)
-      if (v >= 0 && v < static_cast<int>(nv0) && home[v] != mem) v = copy_to(v, mem);
+    const ExecutionProvider& ep = *eps[part.node_ep[i]];
+    for (size_t k = 0; k < g.nodes[i].inputs.size(); ++k) {
+      int& v = g.nodes[i].inputs[k];
+      if (v < 0 || v >= static_cast<int>(nv0) || home[v] == mem) continue;
+      if (home[v] == kHost && ep.reads_host_input(g.nodes[i], k, g)) continue;  // the kernel reads it on the host
+      if (mem == kHost && reads_metadata_only(g.nodes[i])) continue;  // a host Shape / Size reads only the dims
+      v = copy_to(v, mem);
+    }
     for (int v : g.nodes[i].implicit_inputs)
       if (home[v] != kHost)
         fail(ErrorCode::kNotImplemented, g.nodes[i].label(), ": subgraphs reading device values ('", g.values[v].name,

@@ -10,6 +10,10 @@
 
 namespace onyx {
 
+/// Whether `n` reads only its input's dims and dtype, never the elements (Shape, Size): on a
+/// host-memory EP no copy is inserted for its input, and it may see a tensor in device memory.
+bool reads_metadata_only(const Node& n);
+
 /// Inserts the copies into `g` (updating `part` for the new nodes: the copy runs on the device
 /// side's EP) and returns them for the placement report. Graph inputs, initializers and graph
 /// outputs live in host memory ("cpu"); a device-to-device edge between two different memories

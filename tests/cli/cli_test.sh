@@ -47,13 +47,13 @@ check unknown-command 1 "unknown command" "$ONYX" frobnicate
 # Execution providers.
 check providers 0 "^cpu +yes +yes +yes" "$ONYX" providers
 check providers-json 0 '"name":"cpu","built":true,"loadable":true,"usable":true,"reason":"","version":' "$ONYX" providers --json
-check providers-not-built 0 '"name":"cuda","built":false,"loadable":false,"usable":false,"reason":"not built into this onyx \(CMake option ONYX_EP_CUDA\)"' "$ONYX" providers --json
+check providers-not-built 0 '"name":"tensorrt","built":false,"loadable":false,"usable":false,"reason":"not built into this onyx \(CMake option ONYX_EP_TENSORRT\)"' "$ONYX" providers --json
 check explain 0 "summary: cpu: 6 nodes; 0 copies" "$ONYX" explain "$MODEL"
 check explain-json 0 '"nodes":\[\{"name":"center","op_type":"Sub","ep":"cpu","device":"cpu:0","region":-1,"declined":\[\]\}' "$ONYX" explain "$MODEL" --json
 check explain-json-copies 0 '"copies":\[\],"summary":"cpu: 6 nodes; 0 copies"' "$ONYX" explain "$MODEL" --json
 check explain-dot 0 "digraph onyx" "$ONYX" explain "$MODEL" --dot
-check ep-skipped 0 "outputs:" "$ONYX" run "$MODEL" --ep cuda,cpu --inputs "$DATA"
-check ep-required 1 "'cuda' .*could not be registered: not built into this onyx" "$ONYX" run "$MODEL" --ep cuda --require-ep
+check ep-skipped 0 "outputs:" "$ONYX" run "$MODEL" --ep tensorrt,cpu --inputs "$DATA"
+check ep-required 1 "'tensorrt' .*could not be registered: not built into this onyx" "$ONYX" run "$MODEL" --ep tensorrt --require-ep
 check ep-unknown 1 "unknown execution provider 'nope'" "$ONYX" run "$MODEL" --ep nope
 check strict 1 "CPU fallback is disabled" "$ONYX" run "$MODEL" --strict
 check bench-per-node 0 "slowest nodes" "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --per-node

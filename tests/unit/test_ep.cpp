@@ -136,19 +136,19 @@ TEST(Ep, SessionEpsComeBeforeEnvironmentDefaults) {
 
 TEST(Ep, FailedRegistrationIsSkippedOrAnError) {
   // Not built: skipped silently, recorded with the reason.
-  Session s = commit(Session::builder().with_execution_providers({ep::CUDA().build(), testdev().build()}));
+  Session s = commit(Session::builder().with_execution_providers({ep::TensorRT().build(), testdev().build()}));
   ASSERT_GE(s.registration().size(), 3u);
-  EXPECT_EQ(s.registration()[0].name, "cuda");
+  EXPECT_EQ(s.registration()[0].name, "tensorrt");
   EXPECT_EQ(s.registration()[0].outcome, EpRegistration::Outcome::kSkipped);
   EXPECT_NE(s.registration()[0].reason.find("not built into this onyx"), std::string::npos);
   EXPECT_EQ(ep_of(s, "relu"), "testdev");
   // error_on_failure turns it into an error naming the EP.
   try {
-    commit(Session::builder().with_execution_providers({ep::CUDA().build().error_on_failure()}));
+    commit(Session::builder().with_execution_providers({ep::TensorRT().build().error_on_failure()}));
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kNotAvailable);
-    EXPECT_NE(std::string(e.what()).find("'cuda'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'tensorrt'"), std::string::npos);
   }
   // A missing module (hidden by pointing module_path elsewhere): skipped, the paths tried named.
   ep::Spec hidden("testdev");
@@ -191,7 +191,7 @@ TEST(Ep, OptionsAreValidatedAndReported) {
 
 TEST(Ep, ManualRegistrationThrowsWithTheReason) {
   SessionBuilder b;
-  EXPECT_THROW(ep::CUDA().register_with(b), Error);
+  EXPECT_THROW(ep::TensorRT().register_with(b), Error);
   testdev().register_with(b);
   Session s = commit(b);
   EXPECT_EQ(ep_of(s, "relu"), "testdev");

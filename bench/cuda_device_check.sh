@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# CUDA EP device check, for a machine with an NVIDIA GPU, the CUDA toolkit (nvcc, cuBLAS), cuDNN 9
+# (toolkit, system or PyTorch's nvidia-cudnn wheel), CMake, ninja and python3 with torch, torchvision
+# and onnx. Builds the CUDA EP, runs its provider tests, the ONNX conformance suite on the CUDA EP,
+# three exported models (ResNet-50, MobileNetV2, BERT-like) against the CPU EP, and benchmarks them
+# against PyTorch on the same GPU. Everything lands in $OUT (report.md first). Sized for ~5 minutes
+# on 16 cores.
+#
+#   OUT=/path/to/out bench/cuda_device_check.sh
+#
+# Environment: OUT (default out/cuda-check), BUILD (build dir, default build-cuda-device), JOBS
+# (default: all cores), PYTHON (default python3), ONYX_TEST_DATA (ONNX backend test data; default:
+# the Debian package's, else the onnx Python package's), GTEST_SRC (googletest sources, built
+# when no installed GTest is found), MODEL_SIZE (full|small, default full). For a dry run of the
+# script's steps on a machine without a GPU: CHECK_EP=cpu SKIP_CONFORMANCE=1.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$REPO/out/cuda-check}
+BUILD=${BUILD:-$REPO/build-cuda-device}
+JOBS=${JOBS:-$(nproc)}
+PY=${PYTHON:-python3}
+SIZE=${MODEL_SIZE:-full}
+EP=${CHECK_EP:-cuda}
+WORK=$BUILD/device-check
+mkdir -p "$OUT" "$WORK"
+REPORT=$OUT/report.md
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+say() { echo "$*" | tee -a "$REPORT"; }
+: >"$REPORT"
+say "# CUDA EP device check"
+say ""
+say "- date: $(date -u +%FT%TZ), host $(hostname), $(nproc) cores"
+say "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || echo 'nvidia-smi not available')"
+say "- nvcc: $(command -v nvcc >/dev/null && nvcc --version | tail -1 || echo 'not on PATH')"
+say "- torch: $("$PY" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>/dev/null || echo 'not importable')"
+
+# ------------------------------------------------------------------------------------------------
+# 1. Build
+CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DONYX_EP_CUDA=ON -DONYX_EP_ONEDNN=OFF -DONYX_EP_XNNPACK=OFF
+            -DONYX_EP_VULKAN=OFF -DONYX_BUILD_EXAMPLES=OFF)
+command -v nvcc >/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && CMAKE_ARGS+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc); }
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+CUDA_ROOT=$(dirname "$(dirname "$NVCC")")
+if ! ls "$CUDA_ROOT"/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h >/dev/null 2>&1; then
+  # cuDNN from PyTorch's wheel (nvidia-cudnn-cu13): headers and libcudnn.so.9 without the dev symlink.
+  CUDNN_DIR=$("$PY" -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__) if nvidia.cudnn.__file__ else list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
+  if [ -n "$CUDNN_DIR" ] && [ -f "$CUDNN_DIR/include/cudnn.h" ]; then
+    CMAKE_ARGS+=(-DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9")
+    say "- cuDNN: from the Python wheel at $CUDNN_DIR"
+  fi
+fi
+TESTS=ON
+if [ -n "${GTEST_SRC:-}" ] && [ -d "$GTEST_SRC" ] && [ ! -d "$BUILD/gtest-install" ]; then
+  (cmake -S "$GTEST_SRC" -B "$BUILD/gtest-build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$BUILD/gtest-install" \
+     -DBUILD_GMOCK=OFF && ninja -C "$BUILD/gtest-build" -j"$JOBS" install) >"$OUT/build.log" 2>&1 || true
+fi
+[ -d "$BUILD/gtest-install" ] && CMAKE_ARGS+=(-DCMAKE_PREFIX_PATH="$BUILD/gtest-install")
+if ! cmake -S "$REPO" -B "$BUILD" "${CMAKE_ARGS[@]}" >>"$OUT/build.log" 2>&1; then
+  say "- GTest not found: building without tests (no provider tests, no conformance runner)"
+  TESTS=OFF
+  cmake -S "$REPO" -B "$BUILD" "${CMAKE_ARGS[@]}" -DONYX_BUILD_TESTS=OFF >>"$OUT/build.log" 2>&1 || { say "FAIL: cmake configure (build.log)"; exit 1; }
+fi
+TARGETS=(onyx_cli onyx_ep_cuda)
+[ "$TESTS" = ON ] && TARGETS+=(onyx_conformance onyx_provider_tests)
+B0=$(date +%s)
+if ! ninja -C "$BUILD" -j"$JOBS" "${TARGETS[@]}" >>"$OUT/build.log" 2>&1; then
+  say "FAIL: build (tail of build.log):"; tail -30 "$OUT/build.log" | tee -a "$REPORT"; exit 1
+fi
+say "- build: ${TARGETS[*]} in $(( $(date +%s) - B0 )) s"
+ONYX=$BUILD/bin/onyx
+say ""
+say "## Provider"
+say '```'
+"$ONYX" providers 2>&1 | awk -v ep="$EP" '$1 == ep { on = 1; print; next } on && /^    / { print; next } { on = 0 }' | tee -a "$REPORT"
+say '```'
+if ! "$ONYX" providers --json | "$PY" -c "import json,sys; sys.exit(0 if any(p['name']=='$EP' and p['usable'] for p in json.load(sys.stdin)) else 1)"; then
+  say "FAIL: the $EP EP is not usable here (reason above)"; exit 1
+fi
+FAILS=0
+
+# ------------------------------------------------------------------------------------------------
+# 2. Provider tests (every CUDA op family against the CPU EP)
+if [ "$TESTS" = ON ]; then
+  say ""
+  say "## Provider tests (onyx_provider_tests --gtest_filter='Cuda*')"
+  timeout 240 "$BUILD/bin/onyx_provider_tests" --gtest_filter='Cuda*' >"$OUT/provider_tests.log" 2>&1 || FAILS=$((FAILS + 1))
+  say '```'
+  grep -E '^\[==========\] .* ran|^\[  PASSED  \]|^\[  SKIPPED \] [0-9]|^\[  FAILED  \]' "$OUT/provider_tests.log" | tee -a "$REPORT"
+  say '```'
+fi
+
+# ------------------------------------------------------------------------------------------------
+# 3. Models against the CPU EP (and PyTorch's outputs), rtol 1e-3
+say ""
+say "## Models ($SIZE size): $EP EP vs CPU EP, --rtol 1e-3"
+MODELS=$WORK/models
+: >"$OUT/models.log"
+for m in resnet50 mobilenet_v2 bert_like; do
+  if [ ! -f "$MODELS/$m/model.onnx" ]; then
+    timeout 150 "$PY" "$REPO/tests/models/export_models.py" "$MODELS" --size "$SIZE" --only "$m" >>"$OUT/models.log" 2>&1 \
+      || { say "- $m: export failed (models.log)"; FAILS=$((FAILS + 1)); continue; }
+  fi
+  D=$MODELS/$m
+  {
+    echo "== $m"
+    "$ONYX" explain "$D/model.onnx" --ep "$EP" 2>&1 | tail -3
+  } >>"$OUT/models.log" 2>&1
+  rm -rf "$D/out_ep" "$D/out_cpu"
+  if ! timeout 120 "$ONYX" run "$D/model.onnx" --ep "$EP" --require-ep --inputs "$D/test_data_set_0" --save "$D/out_ep" --quiet >>"$OUT/models.log" 2>&1; then
+    say "- $m: FAIL, onyx run --ep $EP failed (models.log)"; FAILS=$((FAILS + 1)); continue
+  fi
+  timeout 120 "$ONYX" run "$D/model.onnx" --inputs "$D/test_data_set_0" --save "$D/out_cpu" --quiet >>"$OUT/models.log" 2>&1
+  if "$PY" "$REPO/tests/models/compare.py" "$D/out_ep" "$D/out_cpu" --rtol 1e-3 >"$WORK/cmp_$m.txt" 2>&1; then r=ok; else r=FAIL; FAILS=$((FAILS + 1)); fi
+  "$PY" "$REPO/tests/models/compare.py" "$D/out_ep" "$D/test_data_set_0" --rtol 1e-3 >"$WORK/cmp_torch_$m.txt" 2>&1 && t=ok || t=FAIL
+  cat "$WORK/cmp_$m.txt" "$WORK/cmp_torch_$m.txt" >>"$OUT/models.log"
+  placement=$("$ONYX" explain "$D/model.onnx" --ep "$EP" 2>/dev/null | tail -1)
+  say "- $m: vs CPU EP $r, vs PyTorch $t; $(grep -h relative "$WORK/cmp_$m.txt" | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' ')(relative); placement: $placement"
+done
+
+# ------------------------------------------------------------------------------------------------
+# 4. Benchmarks: onyx on the CUDA EP vs PyTorch (fp32, TF32 off in both) on the same GPU, batch 1
+say ""
+say "## Benchmarks ($EP EP vs PyTorch on CUDA; median ms, batch 1, fp32, TF32 off)"
+: >"$OUT/bench.json"
+for m in resnet50 mobilenet_v2 bert_like; do
+  D=$MODELS/$m
+  [ -f "$D/model.onnx" ] || continue
+  timeout 120 "$ONYX" bench "$D/model.onnx" --ep "$EP" --runs 50 --warmup 10 --json --inputs "$D/test_data_set_0" >"$WORK/bench_$m.json" 2>>"$OUT/models.log" || true
+  sed "s/^/{\"model\":\"$m\",\"ep\":\"$EP\",\"result\":/; s/$/}/" "$WORK/bench_$m.json" >>"$OUT/bench.json"
+done
+SIZE=$SIZE timeout 180 "$PY" - "$REPO" "$WORK" >"$WORK/torch_bench.txt" 2>>"$OUT/models.log" <<'PYEOF'
+import json, os, sys, time
+import torch
+repo, work = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(repo, "tests", "models"))
+import export_models as em
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+small = os.environ.get("SIZE") == "small"
+dev = torch.device("cuda")
+def timeit(model, inputs, runs=50, warmup=10):
+    with torch.no_grad():
+        for _ in range(warmup): model(*inputs)
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter(); model(*inputs); torch.cuda.synchronize(); ts.append((time.perf_counter() - t) * 1e3)
+    ts.sort()
+    return ts[len(ts) // 2]
+import torchvision
+res = 64 if small else 224
+out = {}
+for name, ctor in (("resnet50", "resnet50"), ("mobilenet_v2", "mobilenet_v2")):
+    m = getattr(torchvision.models, ctor)(weights=None).eval().to(dev)
+    out[name] = timeit(m, [torch.rand(1, 3, res, res, device=dev)])
+layers, seq = (2, 32) if small else (12, 128)
+b = em.BertLike(layers, 768, 12, 3072).eval().to(dev)
+ids = torch.randint(0, 30522, (1, seq), device=dev)
+mask = torch.ones(1, seq, dtype=torch.int64, device=dev)
+out["bert_like"] = timeit(b, [ids, mask])
+print(json.dumps(out))
+PYEOF
+TORCH=$(tail -1 "$WORK/torch_bench.txt" 2>/dev/null)
+echo "{\"ep\":\"pytorch\",\"result\":${TORCH:-null}}" >>"$OUT/bench.json"
+say ""
+say "| model | onyx $EP | PyTorch | onyx / PyTorch |"
+say "| --- | --- | --- | --- |"
+for m in resnet50 mobilenet_v2 bert_like; do
+  o=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_$m.json" 2>/dev/null || echo "-")
+  t=$("$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$m" 2>/dev/null || echo "-")
+  r=$("$PY" -c "print('%.2f' % (float('$o') / float('$t')))" 2>/dev/null || echo "-")
+  say "| $m | $o | $t | $r |"
+done
+
+# ------------------------------------------------------------------------------------------------
+# 5. Conformance on the EP (strict placement: a test counts only where a node runs on it), last: it
+#    gets what is left of the time budget (BUDGET_S, default 330 s from the start)
+if [ "$TESTS" = ON ] && [ -z "${SKIP_CONFORMANCE:-}" ]; then
+  DATA=${ONYX_TEST_DATA:-/usr/share/libonnx-testdata/data}
+  [ -d "$DATA/node" ] || DATA=$("$PY" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend/test/data"))' 2>/dev/null)
+  say ""
+  say "## Conformance (onyx_conformance --ep $EP, data: $DATA)"
+  if [ -d "$DATA/node" ]; then
+    DIRS=()
+    for d in node pytorch-converted pytorch-operator simple; do [ -d "$DATA/$d" ] && DIRS+=("$DATA/$d"); done
+    C0=$(date +%s)
+    LEFT=$(( ${BUDGET_S:-330} - $(elapsed) ))
+    [ "$LEFT" -lt 60 ] && LEFT=60
+    timeout "$LEFT" "$BUILD/bin/onyx_conformance" --ep "$EP" --jobs "$JOBS" --timeout 60 --results "$OUT/conformance_results.txt" \
+      --write-expect "$OUT/$EP.expect" "${DIRS[@]}" >"$WORK/conformance.log" 2>&1
+    rc=$?
+    say '```'
+    [ "$rc" -eq 124 ] && say "timed out after $LEFT s (raise BUDGET_S)"
+    tail -5 "$WORK/conformance.log" | tee -a "$REPORT"
+    say "($(( $(date +%s) - C0 )) s; expectation file: $EP.expect, per-test results: conformance_results.txt)"
+    say '```'
+  else
+    say "skipped: no ONNX backend test data found"
+  fi
+fi
+
+say ""
+say "total: $(elapsed) s, failures: $FAILS"
+[ "$FAILS" -eq 0 ]

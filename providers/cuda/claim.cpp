@@ -1,0 +1,303 @@
+// Which nodes the CUDA EP takes, and why not. Decisions depend on the node, its inferred types
+// and the graph only, so they are the same with or without a device (and are tested without).
+#include <algorithm>
+#include <cstring>
+
+#include "core/common.hpp"
+#include "cuda_ep.hpp"
+
+namespace onyx::cuda {
+namespace {
+
+enum class Kind {
+  kUnary,      // float in, float out
+  kBinary,     // arithmetic: float, int32, int64 (two inputs of one type)
+  kFloatBin,   // float only (Pow, PRelu)
+  kCompare,    // float/int32/int64 in, bool out
+  kLogic,      // bool in, bool out (And, Or, Xor, Not)
+  kMove,       // data movement: any fixed-size element type
+  kCast,
+  kWhere,
+  kFloatOp,    // float tensors (Softmax, LayerNorm, Reduce*, MatMul, Gemm, Conv, pooling, BN)
+  kArg,        // ArgMax/ArgMin: float in, int64 out
+};
+
+struct Rule {
+  const char* op;
+  int since, until;
+  Kind kind;
+};
+
+constexpr int kAny = 1000;
+const Rule kRules[] = {
+    {"Relu", 6, kAny, Kind::kUnary}, {"Sigmoid", 6, kAny, Kind::kUnary}, {"Tanh", 6, kAny, Kind::kUnary},
+    {"Exp", 6, kAny, Kind::kUnary}, {"Log", 6, kAny, Kind::kUnary}, {"Sqrt", 6, kAny, Kind::kUnary},
+    {"Reciprocal", 6, kAny, Kind::kUnary}, {"Abs", 6, kAny, Kind::kUnary}, {"Neg", 6, kAny, Kind::kUnary},
+    {"Erf", 9, kAny, Kind::kUnary}, {"Floor", 6, kAny, Kind::kUnary}, {"Ceil", 6, kAny, Kind::kUnary},
+    {"Round", 11, kAny, Kind::kUnary}, {"Softplus", 1, kAny, Kind::kUnary}, {"Softsign", 1, kAny, Kind::kUnary},
+    {"LeakyRelu", 6, kAny, Kind::kUnary}, {"Elu", 6, kAny, Kind::kUnary}, {"Selu", 6, kAny, Kind::kUnary},
+    {"Celu", 12, kAny, Kind::kUnary}, {"HardSigmoid", 6, kAny, Kind::kUnary}, {"HardSwish", 14, kAny, Kind::kUnary},
+    {"Clip", 6, kAny, Kind::kUnary}, {"Gelu", 20, kAny, Kind::kUnary}, {"Sin", 7, kAny, Kind::kUnary},
+    {"Cos", 7, kAny, Kind::kUnary}, {"Sign", 9, kAny, Kind::kUnary}, {"Mish", 18, kAny, Kind::kUnary},
+    {"ThresholdedRelu", 10, kAny, Kind::kUnary},
+    {"Add", 7, kAny, Kind::kBinary}, {"Sub", 7, kAny, Kind::kBinary}, {"Mul", 7, kAny, Kind::kBinary},
+    {"Div", 7, kAny, Kind::kBinary}, {"Max", 8, kAny, Kind::kBinary}, {"Min", 8, kAny, Kind::kBinary},
+    {"Mod", 10, kAny, Kind::kBinary}, {"Pow", 7, kAny, Kind::kFloatBin}, {"PRelu", 7, kAny, Kind::kFloatBin},
+    {"Equal", 7, kAny, Kind::kCompare}, {"Less", 7, kAny, Kind::kCompare}, {"Greater", 7, kAny, Kind::kCompare},
+    {"LessOrEqual", 12, kAny, Kind::kCompare}, {"GreaterOrEqual", 12, kAny, Kind::kCompare},
+    {"And", 7, kAny, Kind::kLogic}, {"Or", 7, kAny, Kind::kLogic}, {"Xor", 7, kAny, Kind::kLogic},
+    {"Not", 1, kAny, Kind::kLogic},
+    {"Identity", 1, kAny, Kind::kMove}, {"Dropout", 7, kAny, Kind::kMove}, {"Reshape", 5, kAny, Kind::kMove},
+    {"Flatten", 1, kAny, Kind::kMove}, {"Squeeze", 1, kAny, Kind::kMove}, {"Unsqueeze", 1, kAny, Kind::kMove},
+    {"Transpose", 1, kAny, Kind::kMove}, {"Concat", 4, kAny, Kind::kMove}, {"Slice", 1, kAny, Kind::kMove},
+    {"Gather", 1, kAny, Kind::kMove}, {"Expand", 8, kAny, Kind::kMove}, {"Split", 2, kAny, Kind::kMove},
+    {"Cast", 6, kAny, Kind::kCast}, {"Where", 9, kAny, Kind::kWhere},
+    {"Softmax", 1, kAny, Kind::kFloatOp}, {"LogSoftmax", 1, kAny, Kind::kFloatOp},
+    {"LayerNormalization", 17, kAny, Kind::kFloatOp},
+    {"ReduceSum", 1, kAny, Kind::kFloatOp}, {"ReduceMean", 1, kAny, Kind::kFloatOp}, {"ReduceMax", 1, kAny, Kind::kFloatOp},
+    {"ReduceMin", 1, kAny, Kind::kFloatOp}, {"ReduceProd", 1, kAny, Kind::kFloatOp}, {"ReduceL1", 1, kAny, Kind::kFloatOp},
+    {"ReduceL2", 1, kAny, Kind::kFloatOp}, {"ReduceSumSquare", 1, kAny, Kind::kFloatOp},
+    {"ReduceLogSum", 1, kAny, Kind::kFloatOp}, {"ReduceLogSumExp", 1, kAny, Kind::kFloatOp},
+    {"ArgMax", 1, kAny, Kind::kArg}, {"ArgMin", 1, kAny, Kind::kArg},
+    {"MatMul", 1, kAny, Kind::kFloatOp}, {"Gemm", 7, kAny, Kind::kFloatOp},
+    {"Conv", 1, kAny, Kind::kFloatOp}, {"ConvTranspose", 1, kAny, Kind::kFloatOp},
+    {"MaxPool", 1, kAny, Kind::kFloatOp}, {"AveragePool", 1, kAny, Kind::kFloatOp},
+    {"GlobalAveragePool", 1, kAny, Kind::kFloatOp}, {"GlobalMaxPool", 1, kAny, Kind::kFloatOp},
+    {"BatchNormalization", 7, kAny, Kind::kFloatOp},
+};
+
+const Rule* find_rule(const std::string& op) {
+  for (const Rule& r : kRules)
+    if (op == r.op) return &r;
+  return nullptr;
+}
+
+bool is_float(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kDouble || t == DType::kBFloat16; }
+bool fixed_size(DType t) {
+  switch (t) {
+    case DType::kFloat: case DType::kFloat16: case DType::kBFloat16: case DType::kDouble: case DType::kInt8:
+    case DType::kUInt8: case DType::kInt16: case DType::kUInt16: case DType::kInt32: case DType::kUInt32:
+    case DType::kInt64: case DType::kUInt64: case DType::kBool:
+      return true;
+    default: return false;
+  }
+}
+bool cast_type(DType t) {
+  switch (t) {
+    case DType::kFloat: case DType::kFloat16: case DType::kDouble: case DType::kInt8: case DType::kUInt8:
+    case DType::kInt16: case DType::kInt32: case DType::kInt64: case DType::kBool:
+      return true;
+    default: return false;
+  }
+}
+
+bool decline(Decline* why, DeclineCode code, std::string msg) {
+  *why = {code, std::move(msg)};
+  return false;
+}
+
+bool is_constant(const Graph& g, int v) { return v >= 0 && g.values[v].has_initializer && !g.values[v].is_graph_input; }
+
+const TypeInfo* in_type(const ClaimInfo& info, size_t i) { return i < info.input_types.size() ? info.input_types[i] : nullptr; }
+const TypeInfo* out_type(const ClaimInfo& info, size_t i) { return i < info.output_types.size() ? info.output_types[i] : nullptr; }
+
+/// Spatial-op attribute checks (Conv, ConvTranspose, pooling): what cuDNN's legacy API takes.
+bool check_spatial(const ClaimInfo& info, Decline* why) {
+  const Node& n = info.node;
+  const std::string& op = n.op_type;
+  const TypeInfo* x = in_type(info, 0);
+  if (!x || !x->has_shape) return decline(why, DeclineCode::kDynamicShape, op + " needs the input's rank");
+  const size_t rank = x->shape.size();
+  const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
+  if (rank < 3 || rank > 5) return decline(why, DeclineCode::kUnsupportedType, str(op, " on rank ", rank, ": cuDNN takes 1 to 3 spatial dims"));
+  if (global) return true;
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    return decline(why, DeclineCode::kUnsupportedAttribute, str(op, " auto_pad=", auto_pad, " (pads are given explicitly only)"));
+  const std::vector<int64_t> pads = n.attr_ints("pads");
+  const size_t sp = rank - 2;
+  if (!pads.empty()) {
+    if (pads.size() != 2 * sp) return decline(why, DeclineCode::kUnsupportedAttribute, op + ": pads has the wrong length");
+    for (size_t k = 0; k < sp; ++k)
+      if (pads[k] != pads[k + sp])
+        return decline(why, DeclineCode::kUnsupportedAttribute, op + " with asymmetric pads (cuDNN pads both sides equally)");
+  }
+  if (op == "MaxPool" || op == "AveragePool") {
+    if (n.attr_int("ceil_mode", 0) != 0) return decline(why, DeclineCode::kUnsupportedAttribute, op + " ceil_mode=1");
+    for (int64_t d : n.attr_ints("dilations"))
+      if (d != 1) return decline(why, DeclineCode::kUnsupportedAttribute, op + " with dilations (cuDNN pooling has none)");
+    if (n.has_output(1)) return decline(why, DeclineCode::kUnsupportedAttribute, "MaxPool's Indices output");
+    if (n.attr_int("storage_order", 0) != 0) return decline(why, DeclineCode::kUnsupportedAttribute, "MaxPool storage_order=1");
+  }
+  if (op == "ConvTranspose") {
+    if (n.has_attr("output_shape")) return decline(why, DeclineCode::kUnsupportedAttribute, "ConvTranspose output_shape (give pads instead)");
+    if (!x->shape.is_concrete()) return decline(why, DeclineCode::kDynamicShape, "ConvTranspose needs concrete input shapes");
+    const TypeInfo* y = out_type(info, 0);
+    if (!y || !y->has_shape || !y->shape.is_concrete()) return decline(why, DeclineCode::kDynamicShape, "ConvTranspose needs a concrete output shape");
+    // cuDNN computes the adjoint of a convolution: the output size must be one that convolution maps back onto the input.
+    const TypeInfo* w = in_type(info, 1);
+    if (!w || !w->has_shape || !w->shape.is_concrete() || w->shape.size() != rank)
+      return decline(why, DeclineCode::kDynamicShape, "ConvTranspose needs the weight's shape");
+    const std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> dil = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+    for (size_t k = 0; k < sp; ++k) {
+      const int64_t p = pads.empty() ? 0 : pads[k];
+      const int64_t eff = dil[k] * (w->shape[k + 2] - 1) + 1;
+      if ((y->shape[k + 2] + 2 * p - eff) / strides[k] + 1 != x->shape[k + 2])
+        return decline(why, DeclineCode::kUnsupportedAttribute, "ConvTranspose output_padding/pads that cuDNN cannot express");
+    }
+  }
+  return true;
+}
+
+bool check_float_op(const ClaimInfo& info, Decline* why) {
+  const Node& n = info.node;
+  const std::string& op = n.op_type;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] < 0) continue;
+    const TypeInfo* t = in_type(info, i);
+    const bool host_param = (op.rfind("Reduce", 0) == 0 && i == 1);  // axes
+    if (host_param) continue;
+    if (!t || t->elem_dtype() != DType::kFloat)
+      return decline(why, DeclineCode::kUnsupportedType, str(op, " input ", i, " is ", t ? dtype_name(t->elem_dtype()) : "unknown", "; the CUDA EP runs it for float32 only"));
+  }
+  if (op == "Conv" || op == "ConvTranspose" || op.find("Pool") != std::string::npos) return check_spatial(info, why);
+  if (op == "BatchNormalization") {
+    if (n.attr_int("training_mode", 0) != 0 || n.has_output(1) || n.has_output(2))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "BatchNormalization in training mode");
+    if (n.opset < 9 && n.attr_int("spatial", 1) != 1) return decline(why, DeclineCode::kUnsupportedAttribute, "BatchNormalization spatial=0");
+    const TypeInfo* x = in_type(info, 0);
+    if (!x || !x->has_shape || x->shape.size() < 2 || x->shape.size() > 5)
+      return decline(why, DeclineCode::kDynamicShape, "BatchNormalization needs an input of rank 2 to 5");
+  }
+  if (op == "LayerNormalization" && (n.has_output(1) || n.has_output(2)) && n.attr_int("stash_type", 1) != 1)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "LayerNormalization stash_type other than float");
+  if (op == "MatMul") {
+    const TypeInfo* a = in_type(info, 0);
+    const TypeInfo* b = in_type(info, 1);
+    if (!a->has_shape || !b->has_shape) return decline(why, DeclineCode::kDynamicShape, "MatMul needs the inputs' ranks");
+  }
+  if (op == "Gemm") {
+    const TypeInfo* a = in_type(info, 0);
+    const TypeInfo* b = in_type(info, 1);
+    if (!a->has_shape || !b->has_shape || a->shape.size() != 2 || b->shape.size() != 2)
+      return decline(why, DeclineCode::kDynamicShape, "Gemm needs rank-2 A and B");
+  }
+  return true;
+}
+
+}  // namespace
+
+bool claim_node(const ClaimInfo& info, Decline* why) {
+  const Node& n = info.node;
+  const std::string& op = n.op_type;
+  if (!n.domain.empty() && n.domain != "ai.onnx")
+    return decline(why, DeclineCode::kUnsupportedOp, str("no CUDA kernel for ", n.domain, "::", op));
+  if (op == "Shape" || op == "Size")
+    return decline(why, DeclineCode::kNotWorthOffloading, op + " reads only shapes: it runs on the CPU and is folded at plan time");
+  const Rule* r = find_rule(op);
+  if (!r) return decline(why, DeclineCode::kUnsupportedOp, "no CUDA kernel for " + op);
+  if (n.opset < r->since || n.opset > r->until)
+    return decline(why, DeclineCode::kOpsetOutOfRange, str("CUDA ", op, " supports opset ", r->since, "+, the model uses ", n.opset));
+  bool any_float = false;
+  for (size_t i = 0; i < info.input_types.size() + info.output_types.size(); ++i) {
+    const TypeInfo* t = i < info.input_types.size() ? info.input_types[i] : info.output_types[i - info.input_types.size()];
+    if (!t) continue;
+    if (!t->is_tensor()) return decline(why, DeclineCode::kUnsupportedType, op + " on a non-tensor value");
+    if (t->has_shape && t->shape.size() > static_cast<size_t>(8))
+      return decline(why, DeclineCode::kUnsupportedType, str(op, " on rank ", t->shape.size(), " (the CUDA EP handles rank <= 8)"));
+    any_float |= is_float(t->dtype);
+  }
+  if (!any_float)
+    return decline(why, DeclineCode::kNotWorthOffloading,
+                   op + " computes on integers/bools only (shape or index arithmetic): it stays on the CPU, where plan-time folding evaluates it");
+  const TypeInfo* x = in_type(info, 0);
+  const DType t0 = x ? x->elem_dtype() : DType::kUndefined;
+  switch (r->kind) {
+    case Kind::kUnary:
+      if (t0 != DType::kFloat) return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " runs on float32 only, got ", dtype_name(t0)));
+      if (op == "Clip")
+        for (size_t i = 1; i < 3; ++i)
+          if (n.has_input(i) && (!in_type(info, i) || in_type(info, i)->elem_dtype() != DType::kFloat))
+            return decline(why, DeclineCode::kUnsupportedType, "Clip bounds must be float32");
+      if (op == "Gelu" && n.attr_string("approximate", "none") != "none" && n.attr_string("approximate", "none") != "tanh")
+        return decline(why, DeclineCode::kUnsupportedAttribute, "Gelu approximate=" + n.attr_string("approximate"));
+      return true;
+    case Kind::kBinary:
+    case Kind::kFloatBin:
+    case Kind::kCompare: {
+      if (n.num_inputs() != 2) return decline(why, DeclineCode::kUnsupportedAttribute, str(op, " with ", n.num_inputs(), " inputs (the CUDA EP takes 2)"));
+      const TypeInfo* b = in_type(info, 1);
+      if (!b || b->elem_dtype() != t0)
+        return decline(why, DeclineCode::kUnsupportedType, op + " with inputs of different types");
+      const bool ok = r->kind == Kind::kFloatBin ? t0 == DType::kFloat
+                                                  : (t0 == DType::kFloat || t0 == DType::kInt32 || t0 == DType::kInt64);
+      if (!ok) return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " does not take ", dtype_name(t0)));
+      if (op == "Mod" && t0 == DType::kFloat && n.attr_int("fmod", 0) == 0)
+        return decline(why, DeclineCode::kUnsupportedAttribute, "Mod on floats needs fmod=1");
+      return true;
+    }
+    case Kind::kLogic:
+      return decline(why, DeclineCode::kNotWorthOffloading, op + " on bools stays on the CPU");
+    case Kind::kMove: {
+      if (!fixed_size(t0)) return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " does not move ", dtype_name(t0), " elements"));
+      if (op == "Dropout" && n.has_output(1)) return decline(why, DeclineCode::kUnsupportedAttribute, "Dropout's mask output");
+      if (op == "Dropout" && n.has_input(2)) {
+        const int v = n.inputs[2];
+        if (!is_constant(info.graph, v)) return decline(why, DeclineCode::kUnsupportedAttribute, "Dropout with a non-constant training_mode");
+        const Tensor& t = info.graph.values[v].initializer;
+        if (t.numel() != 1 || !t.on_host() || t.element_as_double(0) != 0.0)
+          return decline(why, DeclineCode::kUnsupportedAttribute, "Dropout in training mode");
+      }
+      if (op == "Gather") {
+        const TypeInfo* ix = in_type(info, 1);
+        if (!ix || (ix->elem_dtype() != DType::kInt64 && ix->elem_dtype() != DType::kInt32))
+          return decline(why, DeclineCode::kUnsupportedType, "Gather indices must be int32 or int64");
+        if (!x->has_shape) return decline(why, DeclineCode::kDynamicShape, "Gather needs the data's rank");
+      }
+      if (op == "Slice" || op == "Squeeze" || op == "Unsqueeze" || op == "Transpose" || op == "Split" || op == "Concat" || op == "Flatten")
+        if (!x->has_shape) return decline(why, DeclineCode::kDynamicShape, op + " needs the input's rank");
+      return true;
+    }
+    case Kind::kCast: {
+      const TypeInfo* y = out_type(info, 0);
+      if (!cast_type(t0) || !y || !cast_type(y->elem_dtype()))
+        return decline(why, DeclineCode::kUnsupportedType,
+                       str("CUDA Cast from ", dtype_name(t0), " to ", y ? dtype_name(y->elem_dtype()) : "?", " is not supported"));
+      return true;
+    }
+    case Kind::kWhere: {
+      if (t0 != DType::kBool) return decline(why, DeclineCode::kUnsupportedType, "Where condition must be bool");
+      const TypeInfo* a = in_type(info, 1);
+      if (!a || !fixed_size(a->elem_dtype())) return decline(why, DeclineCode::kUnsupportedType, "Where on this element type");
+      return true;
+    }
+    case Kind::kFloatOp:
+      return check_float_op(info, why);
+    case Kind::kArg:
+      if (t0 != DType::kFloat) return decline(why, DeclineCode::kUnsupportedType, op + " runs on float32 only");
+      return true;
+  }
+  return decline(why, DeclineCode::kUnsupportedOp, "no CUDA kernel for " + op);
+}
+
+bool reads_host_input(const Node& n, size_t i, const Graph& g) {
+  if (i >= n.inputs.size() || n.inputs[i] < 0) return false;
+  const int v = n.inputs[i];
+  if (is_constant(g, v)) {
+    // Weights and other constants are uploaded once when the kernel is prepared, and shape
+    // operands are read on the host, so a constant never needs a per-run copy.
+    const DType t = g.values[v].type.elem_dtype();
+    return fixed_size(t);
+  }
+  const std::string& op = n.op_type;
+  if (op == "Reshape" || op == "Expand" || op == "Tile") return i == 1;
+  if (op == "Slice") return i >= 1;
+  if (op == "Squeeze" || op == "Unsqueeze" || op == "Split") return i == 1;
+  if (op.rfind("Reduce", 0) == 0) return i == 1;
+  if (op == "Clip") return i >= 1;
+  if (op == "Dropout") return i >= 1;
+  return false;
+}
+
+}  // namespace onyx::cuda

@@ -1,0 +1,536 @@
+// The CUDA EP's library kernels: MatMul and Gemm on cuBLASLt (Gemm's bias fused as an epilogue),
+// Conv, ConvTranspose, pooling and BatchNormalization on cuDNN 9 (its legacy descriptor API).
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "runtime.hpp"
+
+namespace onyx::cuda {
+
+bool is_dnn_op(const std::string& op) {
+  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
+         op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "BatchNormalization";
+}
+
+namespace {
+
+Tensor& out0(KernelContext& ctx, const Node& n) {
+  if (!ctx.output_ready(0)) fail(ErrorCode::kRuntime, "cuda: ", n.label(), ": output 0 was not shaped by inference");
+  return ctx.output(0);
+}
+
+constexpr size_t kLtWorkspace = size_t(32) << 20;
+
+// ---------------------------------------------------------------------------------------------
+// cuBLASLt
+
+struct LtMatmul {
+  bool trans_a = false, trans_b = false;  // of the row-major operands
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.f, beta = 0.f;
+  const float* bias = nullptr;  // [n], fused as the epilogue
+};
+
+struct LtHandles {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  ~LtHandles() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+void set_batch(cublasLtMatrixLayout_t l, int64_t batch, int64_t stride) {
+  if (batch <= 1) return;
+  const int32_t b = static_cast<int32_t>(batch);
+  ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof(b)));
+  ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+}
+
+/// Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C (+ bias[n]), computed as the
+/// column-major C^T = op(B)^T * op(A)^T.
+class LtRunner {
+ public:
+  explicit LtRunner(bool tf32) : tf32_(tf32) {}
+  void run(RunState& rs, const LtMatmul& p, const float* A, const float* B, float* C) const {
+    if (p.m == 0 || p.n == 0) return;
+    if (p.batch > 0x7fffffff || p.m > 0x7fffffff || p.n > 0x7fffffff || p.k > 0x7fffffff)
+      fail(ErrorCode::kNotImplemented, "cuda: matrix product too large for cuBLASLt");
+    LtHandles h;
+    ONYX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&h.op, tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // First operand of the column-major product: B's storage; second: A's.
+    const cublasOperation_t op1 = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op2 = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_TRANSA, &op1, sizeof(op1)));
+    ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_TRANSB, &op2, sizeof(op2)));
+    if (p.bias) {
+      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+      ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+      ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+    }
+    // B stored row-major as [k,n] (or [n,k] when transposed): column-major (n x k, ld n) or (k x n, ld k).
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.b, CUDA_R_32F, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.a, CUDA_R_32F, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.c, CUDA_R_32F, p.n, p.m, p.n));
+    set_batch(h.b, p.batch, p.stride_b);
+    set_batch(h.a, p.batch, p.stride_a);
+    set_batch(h.c, p.batch, p.stride_c);
+    void* ws = rs.workspace(kLtWorkspace);
+    // The heuristic assumes 256-byte aligned operands unless told otherwise (batch offsets and
+    // sliced operands may be less aligned).
+    uint32_t align = 256;
+    auto lower = [&](uint64_t x) {
+      while (align > 4 && x % align) align >>= 1;
+    };
+    lower(reinterpret_cast<uintptr_t>(A));
+    lower(reinterpret_cast<uintptr_t>(B));
+    lower(reinterpret_cast<uintptr_t>(C));
+    if (p.batch > 1) {
+      lower(static_cast<uint64_t>(p.stride_a) * 4);
+      lower(static_cast<uint64_t>(p.stride_b) * 4);
+      lower(static_cast<uint64_t>(p.stride_c) * 4);
+    }
+    cublasLtMatmulAlgo_t algo = heuristic(rs, p, h, align);
+    ONYX_CUBLAS_CHECK(cublasLtMatmul(rs.lt, h.op, &p.alpha, B, h.b, A, h.a, &p.beta, C, h.c, C, h.c, &algo, ws, kLtWorkspace, rs.stream));
+  }
+
+ private:
+  cublasLtMatmulAlgo_t heuristic(RunState& rs, const LtMatmul& p, const LtHandles& h, uint32_t align) const {
+    const std::vector<int64_t> key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.bias != nullptr, p.beta != 0.f,
+                                   p.stride_a, p.stride_b, align};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) return it->second;
+    }
+    cublasLtMatmulPreference_t pref = nullptr;
+    ONYX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t ws = kLtWorkspace;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(rs.lt, h.op, h.b, h.a, h.c, h.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+      fail(ErrorCode::kEpFailure, "cuda: cuBLASLt has no algorithm for a ", p.m, "x", p.k, " by ", p.k, "x", p.n, " product (batch ", p.batch, ")");
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_[key] = result.algo;
+    return result.algo;
+  }
+  bool tf32_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> cache_;
+};
+
+class MatMulKernel final : public CudaKernel {
+ public:
+  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), lt_(s->opt.use_tf32) {}
+  void compute(KernelContext& ctx) const override {
+    Shape a = in(ctx, 0).shape(), b = in(ctx, 1).shape();
+    Tensor& y = out0(ctx, node_);
+    if (a.size() == 0 || b.size() == 0) fail(ErrorCode::kInvalidArgument, node_.label(), ": MatMul of a scalar");
+    if (a.size() == 1) a = Shape{1, a[0]};
+    if (b.size() == 1) b = Shape{b[0], 1};
+    const int64_t m = a[a.size() - 2], k = a[a.size() - 1], n = b[b.size() - 1];
+    if (b[b.size() - 2] != k) fail(ErrorCode::kInvalidArgument, node_.label(), ": inner dimensions differ");
+    const int64_t batch_a = a.numel() / std::max<int64_t>(1, m * k), batch_b = b.numel() / std::max<int64_t>(1, k * n);
+    const int64_t batch_y = y.numel() / std::max<int64_t>(1, m * n);
+    RunState& rs = run(ctx);
+    const float* A = devf(ctx, 0);
+    const float* B = devf(ctx, 1);
+    float* Y = dptr<float>(y);
+    if (y.numel() == 0) return;
+    if (k == 0) {
+      ONYX_CUDA_CHECK(cudaMemsetAsync(Y, 0, y.nbytes(), rs.stream));
+      return;
+    }
+    LtMatmul p;
+    p.k = k;
+    p.n = n;
+    if (batch_b == 1) {
+      // Every batch uses the same B: one product with the batches stacked as rows.
+      p.m = m * batch_y;
+      if (batch_a != batch_y) fail(ErrorCode::kInvalidArgument, node_.label(), ": batch shapes do not broadcast");
+      lt_.run(rs, p, A, B, Y);
+      return;
+    }
+    p.m = m;
+    // Batch dims (numpy broadcast): strided batches when A and B have the output's batch shape.
+    Shape ab, bb, batch_shape;
+    for (size_t d = 0; d + 2 < a.size(); ++d) ab.push_back(a[d]);
+    for (size_t d = 0; d + 2 < b.size(); ++d) bb.push_back(b[d]);
+    const size_t nb = std::max(ab.size(), bb.size());
+    for (size_t d = 0; d < nb; ++d) {
+      const int64_t da = d + ab.size() >= nb ? ab[d + ab.size() - nb] : 1;
+      const int64_t db = d + bb.size() >= nb ? bb[d + bb.size() - nb] : 1;
+      if (da != db && da != 1 && db != 1) fail(ErrorCode::kInvalidArgument, node_.label(), ": batch shapes do not broadcast");
+      batch_shape.push_back(da == 1 ? db : da);
+    }
+    if (batch_shape.numel() != batch_y) fail(ErrorCode::kInvalidArgument, node_.label(), ": output has the wrong size");
+    if (batch_a == batch_y && batch_b == batch_y) {
+      p.batch = batch_y;
+      p.stride_a = m * k;
+      p.stride_b = k * n;
+      p.stride_c = m * n;
+      lt_.run(rs, p, A, B, Y);
+      return;
+    }
+    // General broadcast: one product per output batch.
+    const Strided va = broadcast_view(ab, batch_shape), vb = broadcast_view(bb, batch_shape);
+    for (int64_t i = 0; i < batch_y; ++i) {
+      int64_t oa = 0, ob = 0, r = i;
+      for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
+        const int64_t idx = r % batch_shape[d];
+        r /= batch_shape[d];
+        oa += idx * va.strides[d];
+        ob += idx * vb.strides[d];
+      }
+      lt_.run(rs, p, A + oa * m * k, B + ob * k * n, Y + i * m * n);
+    }
+  }
+
+ private:
+  LtRunner lt_;
+};
+
+class GemmKernel final : public CudaKernel {
+ public:
+  GemmKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, s),
+        lt_(s->opt.use_tf32),
+        alpha_(info.node.attr_float("alpha", 1.f)),
+        beta_(info.node.attr_float("beta", 1.f)),
+        ta_(info.node.attr_int("transA", 0) != 0),
+        tb_(info.node.attr_int("transB", 0) != 0) {}
+  void compute(KernelContext& ctx) const override {
+    const Shape& a = in(ctx, 0).shape();
+    const Shape& b = in(ctx, 1).shape();
+    Tensor& y = out0(ctx, node_);
+    if (y.numel() == 0) return;
+    LtMatmul p;
+    p.trans_a = ta_;
+    p.trans_b = tb_;
+    p.m = ta_ ? a[1] : a[0];
+    p.k = ta_ ? a[0] : a[1];
+    p.n = tb_ ? b[0] : b[1];
+    p.alpha = alpha_;
+    RunState& rs = run(ctx);
+    float* Y = dptr<float>(y);
+    const bool has_c = has(ctx, 2) && beta_ != 0.f;
+    if (has_c) {
+      const Tensor& c = in(ctx, 2);
+      const bool row_bias = c.numel() == p.n && (c.rank() == 1 || (c.rank() == 2 && c.shape()[0] == 1)) && beta_ == 1.f;
+      if (row_bias && p.k > 0) {
+        p.bias = devf(ctx, 2);
+      } else {
+        strided_copy(dev(ctx, 2), broadcast_view(c.shape(), y.shape()), Y, contiguous(y.shape()), 4, y.numel(), rs.stream);
+        ONYX_CUDA_LAUNCHED();
+        p.beta = beta_;
+      }
+    }
+    if (p.k == 0) {  // Y = beta * C
+      if (!has_c) ONYX_CUDA_CHECK(cudaMemsetAsync(Y, 0, y.nbytes(), rs.stream));
+      else if (beta_ != 1.f) fail(ErrorCode::kNotImplemented, "cuda: Gemm with K = 0 and beta != 1");
+      return;
+    }
+    lt_.run(rs, p, devf(ctx, 0), devf(ctx, 1), Y);
+  }
+
+ private:
+  LtRunner lt_;
+  float alpha_, beta_;
+  bool ta_, tb_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// cuDNN
+
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { ONYX_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  /// NCHW-packed descriptor of `dims`, padded with trailing 1s to at least 4 dims.
+  void set(std::vector<int> dims) {
+    while (dims.size() < 4) dims.push_back(1);
+    std::vector<int> strides(dims.size());
+    int s = 1;
+    for (int k = static_cast<int>(dims.size()) - 1; k >= 0; --k) {
+      strides[k] = s;
+      s *= dims[k];
+    }
+    ONYX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(dims.size()), dims.data(), strides.data()));
+  }
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { ONYX_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
+  void set(std::vector<int> dims) {
+    while (dims.size() < 4) dims.push_back(1);
+    ONYX_CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(dims.size()), dims.data()));
+  }
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { ONYX_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
+};
+struct PoolDesc {
+  cudnnPoolingDescriptor_t d = nullptr;
+  PoolDesc() { ONYX_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d)); }
+  ~PoolDesc() { cudnnDestroyPoolingDescriptor(d); }
+};
+
+std::vector<int> dims_of(const Shape& s) {
+  std::vector<int> d;
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (s[k] > 0x7fffffff) fail(ErrorCode::kNotImplemented, "cuda: dimension too large for cuDNN");
+    d.push_back(static_cast<int>(s[k]));
+  }
+  return d;
+}
+
+/// Spatial attributes of Conv/ConvTranspose/pooling, padded to at least 2 spatial dims (cuDNN's
+/// Nd API wants 4-d tensors; a 1-d op gets a trailing unit dim).
+struct Spatial {
+  std::vector<int> kernel, pads, strides, dilations;
+  static Spatial of(const Node& n, size_t sp, const std::vector<int64_t>& kernel_shape) {
+    Spatial s;
+    const std::vector<int64_t> pads = n.attr_string("auto_pad", "NOTSET") == "VALID" ? std::vector<int64_t>{} : n.attr_ints("pads");
+    const std::vector<int64_t> st = n.attr_ints("strides"), dil = n.attr_ints("dilations");
+    for (size_t k = 0; k < sp; ++k) {
+      s.kernel.push_back(k < kernel_shape.size() ? static_cast<int>(kernel_shape[k]) : 1);
+      s.pads.push_back(k < pads.size() ? static_cast<int>(pads[k]) : 0);
+      s.strides.push_back(k < st.size() ? static_cast<int>(st[k]) : 1);
+      s.dilations.push_back(k < dil.size() ? static_cast<int>(dil[k]) : 1);
+    }
+    while (s.kernel.size() < 2) {
+      s.kernel.push_back(1);
+      s.pads.push_back(0);
+      s.strides.push_back(1);
+      s.dilations.push_back(1);
+    }
+    return s;
+  }
+};
+
+cudnnMathType_t math_type(bool tf32) { return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; }
+
+constexpr size_t kConvSearchWorkspace = size_t(256) << 20;
+
+/// Conv (forward) and ConvTranspose (cuDNN's backward data), algorithms chosen once per input shape.
+class ConvKernel final : public CudaKernel {
+ public:
+  ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), transpose_(info.node.op_type == "ConvTranspose") {
+    group_ = static_cast<int>(info.node.attr_int("group", 1));
+    kernel_shape_ = info.node.attr_ints("kernel_shape");
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    const Tensor& w = in(ctx, 1);
+    Tensor& y = out0(ctx, node_);
+    if (y.numel() == 0) return;
+    const size_t sp = x.rank() - 2;
+    std::vector<int64_t> ks = kernel_shape_;
+    if (ks.empty())
+      for (size_t k = 0; k < sp; ++k) ks.push_back(w.shape()[k + 2]);
+    const Spatial s = Spatial::of(node_, sp, ks);
+    RunState& rs = run(ctx);
+    TensorDesc xd, yd;
+    FilterDesc wd;
+    ConvDesc cd;
+    xd.set(dims_of(x.shape()));
+    yd.set(dims_of(y.shape()));
+    wd.set(dims_of(w.shape()));
+    ONYX_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(cd.d, static_cast<int>(s.pads.size()), s.pads.data(), s.strides.data(),
+                                                     s.dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    ONYX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(cd.d, group_));
+    ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, math_type(shared_->opt.use_tf32)));
+    const float one = 1.f, zero = 0.f;
+    const void* X = dev(ctx, 0);
+    const void* W = dev(ctx, 1);
+    void* Y = y.raw_data();
+    const Choice c = choose(rs, x.shape(), xd, wd, cd, yd, X, W, Y);
+    ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, c.math));
+    void* ws = c.workspace ? rs.workspace(c.workspace) : nullptr;
+    if (!transpose_)
+      ONYX_CUDNN_CHECK(cudnnConvolutionForward(rs.cudnn, &one, xd.d, X, wd.d, W, cd.d, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws,
+                                               c.workspace, &zero, yd.d, Y));
+    else
+      ONYX_CUDNN_CHECK(cudnnConvolutionBackwardData(rs.cudnn, &one, wd.d, W, xd.d, X, cd.d,
+                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws, c.workspace, &zero, yd.d, Y));
+    if (has(ctx, 2)) {
+      const Tensor& b = in(ctx, 2);
+      const int64_t c_out = y.shape()[1];
+      if (b.numel() != c_out) fail(ErrorCode::kInvalidArgument, node_.label(), ": bias has ", b.numel(), " values for ", c_out, " channels");
+      add_channel_bias_f32(dptr<float>(y), devf(ctx, 2), y.shape()[0], c_out, y.numel() / std::max<int64_t>(1, y.shape()[0] * c_out),
+                           rs.stream);
+      ONYX_CUDA_LAUNCHED();
+    }
+  }
+
+ private:
+  struct Choice {
+    int algo = 0;
+    size_t workspace = 0;
+    cudnnMathType_t math = CUDNN_FMA_MATH;
+  };
+  Choice choose(RunState& rs, const Shape& xs, const TensorDesc& xd, const FilterDesc& wd, const ConvDesc& cd, const TensorDesc& yd,
+                const void* X, const void* W, void* Y) const {
+    std::vector<int64_t> key(xs.begin(), xs.end());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) return it->second;
+    }
+    Choice c;
+    c.math = math_type(shared_->opt.use_tf32);
+    const ConvAlgoSearch mode = shared_->opt.conv_algo_search;
+    if (!transpose_) {
+      if (mode == ConvAlgoSearch::kDefault) {
+        c.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      } else {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int found = 0;
+        if (mode == ConvAlgoSearch::kExhaustive) {
+          void* ws = rs.workspace(kConvSearchWorkspace);
+          ONYX_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(rs.cudnn, xd.d, X, wd.d, W, cd.d, yd.d, Y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                                  &found, perf, ws, kConvSearchWorkspace));
+        } else {
+          ONYX_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(rs.cudnn, xd.d, wd.d, cd.d, yd.d, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+        }
+        c.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        for (int i = 0; i < found; ++i)
+          if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kConvSearchWorkspace &&
+              (shared_->opt.use_tf32 || perf[i].mathType != CUDNN_TENSOR_OP_MATH)) {
+            c.algo = perf[i].algo;
+            c.math = perf[i].mathType;
+            break;
+          }
+      }
+      ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, c.math));  // the workspace size depends on it
+      ONYX_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(rs.cudnn, xd.d, wd.d, cd.d, yd.d,
+                                                               static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), &c.workspace));
+    } else {
+      if (mode == ConvAlgoSearch::kDefault) {
+        c.algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+      } else {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int found = 0;
+        if (mode == ConvAlgoSearch::kExhaustive) {
+          void* ws = rs.workspace(kConvSearchWorkspace);
+          ONYX_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(rs.cudnn, wd.d, W, xd.d, X, cd.d, yd.d, Y,
+                                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf, ws,
+                                                                       kConvSearchWorkspace));
+        } else {
+          ONYX_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(rs.cudnn, wd.d, xd.d, cd.d, yd.d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                                       &found, perf));
+        }
+        c.algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+        for (int i = 0; i < found; ++i)
+          if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kConvSearchWorkspace &&
+              (shared_->opt.use_tf32 || perf[i].mathType != CUDNN_TENSOR_OP_MATH)) {
+            c.algo = perf[i].algo;
+            c.math = perf[i].mathType;
+            break;
+          }
+      }
+      ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, c.math));
+      ONYX_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(rs.cudnn, wd.d, xd.d, cd.d, yd.d,
+                                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), &c.workspace));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_[key] = c;
+    return c;
+  }
+
+  bool transpose_;
+  int group_ = 1;
+  std::vector<int64_t> kernel_shape_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<int64_t>, Choice> cache_;
+};
+
+class PoolKernel final : public CudaKernel {
+ public:
+  PoolKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)) {
+    const std::string& op = info.node.op_type;
+    global_ = op.rfind("Global", 0) == 0;
+    max_ = op == "MaxPool" || op == "GlobalMaxPool";
+    include_pad_ = info.node.attr_int("count_include_pad", 0) != 0;
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out0(ctx, node_);
+    if (y.numel() == 0) return;
+    const size_t sp = x.rank() - 2;
+    std::vector<int64_t> ks;
+    if (global_)
+      for (size_t k = 0; k < sp; ++k) ks.push_back(x.shape()[k + 2]);
+    else
+      ks = node_.attr_ints("kernel_shape");
+    if (ks.size() != sp) fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape has ", ks.size(), " values for ", sp, " spatial dims");
+    Spatial s = global_ ? Spatial::of(Node{}, sp, ks) : Spatial::of(node_, sp, ks);
+    const cudnnPoolingMode_t mode = max_ ? CUDNN_POOLING_MAX
+                                         : include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                        : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    PoolDesc pd;
+    ONYX_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(pd.d, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(s.kernel.size()), s.kernel.data(),
+                                                 s.pads.data(), s.strides.data()));
+    TensorDesc xd, yd;
+    xd.set(dims_of(x.shape()));
+    yd.set(dims_of(y.shape()));
+    const float one = 1.f, zero = 0.f;
+    RunState& rs = run(ctx);
+    ONYX_CUDNN_CHECK(cudnnPoolingForward(rs.cudnn, pd.d, &one, xd.d, dev(ctx, 0), &zero, yd.d, y.raw_data()));
+  }
+
+ private:
+  bool global_ = false, max_ = false, include_pad_ = false;
+};
+
+class BatchNormKernel final : public CudaKernel {
+ public:
+  BatchNormKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), eps_(info.node.attr_float("epsilon", 1e-5f)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out0(ctx, node_);
+    if (y.numel() == 0) return;
+    const int64_t c = x.shape()[1];
+    for (size_t i = 1; i < 5; ++i)
+      if (in(ctx, i).numel() != c)
+        fail(ErrorCode::kInvalidArgument, node_.label(), ": input ", i, " has ", in(ctx, i).numel(), " values for ", c, " channels");
+    TensorDesc xd, bnd;
+    xd.set(dims_of(x.shape()));
+    ONYX_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bnd.d, xd.d, CUDNN_BATCHNORM_SPATIAL));
+    const float one = 1.f, zero = 0.f;
+    RunState& rs = run(ctx);
+    ONYX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(rs.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd.d, dev(ctx, 0), xd.d,
+                                                             y.raw_data(), bnd.d, dev(ctx, 1), dev(ctx, 2), dev(ctx, 3), dev(ctx, 4),
+                                                             static_cast<double>(eps_)));
+  }
+
+ private:
+  float eps_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> create_dnn_kernel(const KernelCreateInfo& info, const std::shared_ptr<Shared>& s) {
+  const std::string& op = info.node.op_type;
+  if (op == "MatMul") return std::make_unique<MatMulKernel>(info, s);
+  if (op == "Gemm") return std::make_unique<GemmKernel>(info, s);
+  if (op == "Conv" || op == "ConvTranspose") return std::make_unique<ConvKernel>(info, s);
+  if (op == "BatchNormalization") return std::make_unique<BatchNormKernel>(info, s);
+  return std::make_unique<PoolKernel>(info, s);
+}
+
+}  // namespace onyx::cuda

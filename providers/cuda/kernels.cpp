@@ -1,0 +1,457 @@
+// The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
+// arithmetic, activations, Where, Cast, data movement, Gather, Softmax, LayerNormalization,
+// Reduce*, ArgMax/ArgMin. Shapes come from the executor (already inferred); kernels only queue
+// work on the run's stream.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "runtime.hpp"
+
+namespace onyx::cuda {
+namespace {
+
+Tensor& out(KernelContext& ctx, size_t i, const Node& n) {
+  if (!ctx.output_ready(i)) fail(ErrorCode::kRuntime, "cuda: ", n.label(), ": output ", i, " was not shaped by inference");
+  Tensor& t = ctx.output(i);
+  if (t.on_host() && t.nbytes()) fail(ErrorCode::kRuntime, "cuda: internal error: ", n.label(), " output ", i, " is in host memory");
+  return t;
+}
+
+int64_t prod(const Shape& s, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t k = b; k < e; ++k) p *= s[k];
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise
+
+struct UnarySpec {
+  UnaryOp op;
+  float a, b;
+};
+
+class UnaryKernel final : public CudaKernel {
+ public:
+  UnaryKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s, UnarySpec spec) : CudaKernel(info, std::move(s)), spec_(spec) {
+    const Node& n = info.node;
+    clip_ = n.op_type == "Clip";
+    if (clip_ && n.opset < 11) {
+      spec_.a = n.attr_float("min", -INFINITY);
+      spec_.b = n.attr_float("max", INFINITY);
+      clip_ = false;
+    }
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    UnarySpec s = spec_;
+    if (clip_) {
+      s.a = -INFINITY;
+      s.b = INFINITY;
+      if (ctx.has_input(1) || host_constant(1)) {
+        const auto v = host_floats(ctx, 1);
+        if (v.size() != 1) fail(ErrorCode::kInvalidArgument, node_.label(), ": min must be a scalar");
+        s.a = static_cast<float>(v[0]);
+      }
+      if (ctx.has_input(2) || host_constant(2)) {
+        const auto v = host_floats(ctx, 2);
+        if (v.size() != 1) fail(ErrorCode::kInvalidArgument, node_.label(), ": max must be a scalar");
+        s.b = static_cast<float>(v[0]);
+      }
+    }
+    unary_f32(s.op, static_cast<const float*>(dev(ctx, 0)), dptr<float>(y), x.numel(), s.a, s.b, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  UnarySpec spec_;
+  bool clip_ = false;
+};
+
+class BinaryKernel final : public CudaKernel {
+ public:
+  BinaryKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s, BinaryOp op) : CudaKernel(info, std::move(s)), op_(op) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = in(ctx, 0);
+    const Tensor& b = in(ctx, 1);
+    Tensor& y = out(ctx, 0, node_);
+    binary(op_, to_ty(a.dtype()), dev(ctx, 0), broadcast_view(a.shape(), y.shape()), dev(ctx, 1),
+           broadcast_view(b.shape(), y.shape()), y.raw_data(), y.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  BinaryOp op_;
+};
+
+class WhereKernel final : public CudaKernel {
+ public:
+  using CudaKernel::CudaKernel;
+  void compute(KernelContext& ctx) const override {
+    Tensor& y = out(ctx, 0, node_);
+    where(static_cast<const uint8_t*>(dev(ctx, 0)), broadcast_view(in(ctx, 0).shape(), y.shape()), dev(ctx, 1),
+          broadcast_view(in(ctx, 1).shape(), y.shape()), dev(ctx, 2), broadcast_view(in(ctx, 2).shape(), y.shape()), y.raw_data(),
+          dtype_size(y.dtype()), y.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+};
+
+class CastKernel final : public CudaKernel {
+ public:
+  using CudaKernel::CudaKernel;
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    cast(to_ty(x.dtype()), dev(ctx, 0), to_ty(y.dtype()), y.raw_data(), x.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Data movement
+
+/// Identity, Dropout (inference), Reshape, Flatten, Squeeze, Unsqueeze: the bytes are unchanged.
+class SameBytesKernel final : public CudaKernel {
+ public:
+  using CudaKernel::CudaKernel;
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    if (y.nbytes() != x.nbytes()) fail(ErrorCode::kRuntime, "cuda: ", node_.label(), ": output size differs from the input's");
+    if (x.nbytes() && y.raw_data() != x.raw_data())
+      ONYX_CUDA_CHECK(cudaMemcpyAsync(y.raw_data(), dev(ctx, 0), x.nbytes(), cudaMemcpyDeviceToDevice, stream(ctx)));
+  }
+};
+
+class TransposeKernel final : public CudaKernel {
+ public:
+  TransposeKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), perm_(info.node.attr_ints("perm")) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const Strided src = transpose_view(x.shape(), perm_, y.shape());
+    strided_copy(dev(ctx, 0), src, y.raw_data(), contiguous(y.shape()), dtype_size(x.dtype()), y.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
+
+class ConcatKernel final : public CudaKernel {
+ public:
+  ConcatKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), axis_(info.node.attr_int("axis", 0)) {}
+  void compute(KernelContext& ctx) const override {
+    Tensor& y = out(ctx, 0, node_);
+    const int64_t r = static_cast<int64_t>(y.rank());
+    const int64_t axis = normalize_axis(axis_, r, "Concat axis");
+    int64_t at = 0;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!has(ctx, i)) continue;
+      const Tensor& x = in(ctx, i);
+      const Strided d = part_view(y.shape(), x.shape(), axis, at);
+      if (x.numel()) strided_copy(dev(ctx, i), contiguous(x.shape()), y.raw_data(), d, dtype_size(y.dtype()), x.numel(), stream(ctx));
+      at += x.shape()[axis];
+    }
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class SplitKernel final : public CudaKernel {
+ public:
+  SplitKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), axis_(info.node.attr_int("axis", 0)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    const int64_t axis = normalize_axis(axis_, r, "Split axis");
+    int64_t at = 0;
+    for (size_t o = 0; o < ctx.num_outputs(); ++o) {
+      if (!ctx.has_output(o)) continue;
+      Tensor& y = out(ctx, o, node_);
+      const Strided s = part_view(x.shape(), y.shape(), axis, at);
+      if (y.numel()) strided_copy(dev(ctx, 0), s, y.raw_data(), contiguous(y.shape()), dtype_size(y.dtype()), y.numel(), stream(ctx));
+      at += y.shape()[axis];
+    }
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class SliceKernel final : public CudaKernel {
+ public:
+  SliceKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (node_.opset < 10) {
+      starts = node_.attr_ints("starts");
+      ends = node_.attr_ints("ends");
+      axes = node_.attr_ints("axes");
+    } else {
+      starts = host_ints(ctx, 1);
+      ends = host_ints(ctx, 2);
+      if (has(ctx, 3)) axes = host_ints(ctx, 3);
+      if (has(ctx, 4)) steps = host_ints(ctx, 4);
+    }
+    if (ends.size() != starts.size())
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": starts and ends differ in length");
+    if (y.numel() == 0) return;
+    const Strided src = slice_view(x.shape(), starts, axes, steps, y.shape());
+    if (y.numel()) strided_copy(dev(ctx, 0), src, y.raw_data(), contiguous(y.shape()), dtype_size(y.dtype()), y.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+};
+
+class ExpandKernel final : public CudaKernel {
+ public:
+  using CudaKernel::CudaKernel;
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    strided_copy(dev(ctx, 0), broadcast_view(x.shape(), y.shape()), y.raw_data(), contiguous(y.shape()), dtype_size(y.dtype()),
+                 y.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+};
+
+class GatherKernel final : public CudaKernel {
+ public:
+  GatherKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), axis_(info.node.attr_int("axis", 0)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    const Tensor& idx = in(ctx, 1);
+    Tensor& y = out(ctx, 0, node_);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    const int64_t axis = normalize_axis(axis_, r, "Gather axis");
+    RunState& rs = run(ctx);
+    gather(dev(ctx, 0), dev(ctx, 1), idx.dtype() == DType::kInt64, y.raw_data(), dtype_size(x.dtype()), prod(x.shape(), 0, axis),
+           x.shape()[axis], idx.numel(), prod(x.shape(), axis + 1, x.rank()), rs.error_flag, rs.stream);
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Normalisations and reductions
+
+class SoftmaxKernel final : public CudaKernel {
+ public:
+  SoftmaxKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)),
+        axis_(info.node.attr_int("axis", info.node.opset < 13 ? 1 : -1)),
+        log_(info.node.op_type == "LogSoftmax"),
+        coerce_(info.node.opset < 13) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    const int64_t axis = normalize_axis(axis_, std::max<int64_t>(r, 1), "Softmax axis");
+    const int64_t outer = prod(x.shape(), 0, axis);
+    const int64_t len = coerce_ ? prod(x.shape(), axis, x.rank()) : (r ? x.shape()[axis] : 1);
+    const int64_t inner = coerce_ ? 1 : prod(x.shape(), axis + 1, x.rank());
+    softmax_f32(devf(ctx, 0), dptr<float>(y), outer, len, inner, log_, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  int64_t axis_;
+  bool log_, coerce_;
+};
+
+class LayerNormKernel final : public CudaKernel {
+ public:
+  LayerNormKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), axis_(info.node.attr_int("axis", -1)), eps_(info.node.attr_float("epsilon", 1e-5f)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.rank()), "LayerNormalization axis");
+    const int64_t rows = prod(x.shape(), 0, axis), cols = prod(x.shape(), axis, x.rank());
+    const Tensor& scale = in(ctx, 1);
+    if (scale.numel() != cols)
+      fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": Scale of shape ", scale.shape().to_string(),
+           " must have one value per normalised element");
+    const float* bias = nullptr;
+    if (has(ctx, 2)) {
+      if (in(ctx, 2).numel() != cols) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": B must have one value per normalised element");
+      bias = devf(ctx, 2);
+    }
+    float* mean = ctx.output_ready(1) ? dptr<float>(out(ctx, 1, node_)) : nullptr;
+    float* inv = ctx.output_ready(2) ? dptr<float>(out(ctx, 2, node_)) : nullptr;
+    layernorm_f32(devf(ctx, 0), devf(ctx, 1), bias, dptr<float>(y), mean, inv, rows, cols, eps_, false, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  int64_t axis_;
+  float eps_;
+};
+
+class ReduceKernel final : public CudaKernel {
+ public:
+  ReduceKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s, ReduceOp op) : CudaKernel(info, std::move(s)), op_(op) {
+    const Node& n = info.node;
+    axes_input_ = n.op_type == "ReduceSum" ? n.opset >= 13 : n.opset >= 18;
+    axes_ = n.attr_ints("axes");
+    noop_ = n.attr_int("noop_with_empty_axes", 0) != 0;
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    std::vector<int64_t> axes = axes_;
+    if (axes_input_) axes = has(ctx, 1) ? host_ints(ctx, 1) : std::vector<int64_t>{};
+    std::vector<char> red(static_cast<size_t>(r), 0);
+    if (axes.empty()) {
+      if (noop_) {
+        if (x.nbytes()) ONYX_CUDA_CHECK(cudaMemcpyAsync(y.raw_data(), dev(ctx, 0), x.nbytes(), cudaMemcpyDeviceToDevice, stream(ctx)));
+        return;
+      }
+      std::fill(red.begin(), red.end(), 1);
+    }
+    for (int64_t a : axes) red[normalize_axis(a, r, "reduce axis")] = 1;
+    const Strided xs = contiguous(x.shape());
+    Strided kept, rd;
+    int64_t n_red = 1;
+    for (int64_t k = 0; k < r; ++k) {
+      Strided& s = red[k] ? rd : kept;
+      s.dims[s.rank] = x.shape()[k];
+      s.strides[s.rank] = xs.strides[k];
+      ++s.rank;
+      if (red[k]) n_red *= x.shape()[k];
+    }
+    if (y.numel() == 0) return;
+    if (n_red == 0) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": reducing an empty axis");
+    reduce_f32(op_, devf(ctx, 0), kept, rd, dptr<float>(y), y.numel(), n_red, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  ReduceOp op_;
+  bool axes_input_ = false, noop_ = false;
+  std::vector<int64_t> axes_;
+};
+
+class ArgKernel final : public CudaKernel {
+ public:
+  ArgKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)),
+        max_(info.node.op_type == "ArgMax"),
+        last_(info.node.attr_int("select_last_index", 0) != 0),
+        axis_(info.node.attr_int("axis", 0)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.rank()), "ArgMax axis");
+    arg_reduce_f32(max_, last_, devf(ctx, 0), dptr<int64_t>(y), prod(x.shape(), 0, axis), x.shape()[axis],
+                   prod(x.shape(), axis + 1, x.rank()), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  bool max_, last_;
+  int64_t axis_;
+};
+
+bool unary_spec(const Node& n, UnarySpec* s) {
+  const std::string& op = n.op_type;
+  struct Entry {
+    const char* name;
+    UnaryOp op;
+    float a, b;
+  };
+  static const Entry kTable[] = {
+      {"Relu", UnaryOp::kRelu, 0, 0}, {"Sigmoid", UnaryOp::kSigmoid, 0, 0}, {"Tanh", UnaryOp::kTanh, 0, 0},
+      {"Exp", UnaryOp::kExp, 0, 0}, {"Log", UnaryOp::kLog, 0, 0}, {"Sqrt", UnaryOp::kSqrt, 0, 0},
+      {"Reciprocal", UnaryOp::kReciprocal, 0, 0}, {"Abs", UnaryOp::kAbs, 0, 0}, {"Neg", UnaryOp::kNeg, 0, 0},
+      {"Erf", UnaryOp::kErf, 0, 0}, {"Floor", UnaryOp::kFloor, 0, 0}, {"Ceil", UnaryOp::kCeil, 0, 0},
+      {"Round", UnaryOp::kRound, 0, 0}, {"Softplus", UnaryOp::kSoftplus, 0, 0}, {"Softsign", UnaryOp::kSoftsign, 0, 0},
+      {"LeakyRelu", UnaryOp::kLeakyRelu, 0.01f, 0}, {"Elu", UnaryOp::kElu, 1.f, 0},
+      {"Selu", UnaryOp::kSelu, 1.67326319217681884765625f, 1.05070102214813232421875f}, {"Celu", UnaryOp::kCelu, 1.f, 0},
+      {"HardSigmoid", UnaryOp::kHardSigmoid, 0.2f, 0.5f}, {"HardSwish", UnaryOp::kHardSwish, 0, 0},
+      {"Clip", UnaryOp::kClip, -INFINITY, INFINITY}, {"Gelu", UnaryOp::kGelu, 0, 0}, {"Sin", UnaryOp::kSin, 0, 0},
+      {"Cos", UnaryOp::kCos, 0, 0}, {"Sign", UnaryOp::kSign, 0, 0}, {"Mish", UnaryOp::kMish, 0, 0},
+      {"ThresholdedRelu", UnaryOp::kThresholdedRelu, 1.f, 0},
+  };
+  for (const Entry& e : kTable) {
+    if (op != e.name) continue;
+    *s = {e.op, e.a, e.b};
+    if (op == "LeakyRelu" || op == "Elu" || op == "Celu" || op == "ThresholdedRelu") s->a = n.attr_float("alpha", e.a);
+    if (op == "Selu") s->a = n.attr_float("alpha", e.a), s->b = n.attr_float("gamma", e.b);
+    if (op == "HardSigmoid") s->a = n.attr_float("alpha", e.a), s->b = n.attr_float("beta", e.b);
+    if (op == "Gelu" && n.attr_string("approximate", "none") == "tanh") s->op = UnaryOp::kGeluTanh;
+    return true;
+  }
+  return false;
+}
+
+bool binary_op(const std::string& op, BinaryOp* b, const Node& n) {
+  static const std::pair<const char*, BinaryOp> kTable[] = {
+      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
+      {"Pow", BinaryOp::kPow}, {"Max", BinaryOp::kMax}, {"Min", BinaryOp::kMin}, {"Mod", BinaryOp::kMod},
+      {"PRelu", BinaryOp::kPRelu}, {"Equal", BinaryOp::kEqual}, {"Less", BinaryOp::kLess}, {"Greater", BinaryOp::kGreater},
+      {"LessOrEqual", BinaryOp::kLessEqual}, {"GreaterOrEqual", BinaryOp::kGreaterEqual}, {"And", BinaryOp::kAnd},
+      {"Or", BinaryOp::kOr}, {"Xor", BinaryOp::kXor},
+  };
+  for (const auto& [name, v] : kTable)
+    if (op == name) {
+      *b = v;
+      if (v == BinaryOp::kMod && n.attr_int("fmod", 0) != 0) *b = BinaryOp::kFmod;
+      return true;
+    }
+  return false;
+}
+
+bool reduce_op(const std::string& op, ReduceOp* r) {
+  static const std::pair<const char*, ReduceOp> kTable[] = {
+      {"ReduceSum", ReduceOp::kSum}, {"ReduceMean", ReduceOp::kMean}, {"ReduceMax", ReduceOp::kMax},
+      {"ReduceMin", ReduceOp::kMin}, {"ReduceProd", ReduceOp::kProd}, {"ReduceL1", ReduceOp::kL1},
+      {"ReduceL2", ReduceOp::kL2}, {"ReduceSumSquare", ReduceOp::kSumSquare}, {"ReduceLogSum", ReduceOp::kLogSum},
+      {"ReduceLogSumExp", ReduceOp::kLogSumExp},
+  };
+  for (const auto& [name, v] : kTable)
+    if (op == name) {
+      *r = v;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const std::shared_ptr<Shared>& s) {
+  const Node& n = info.node;
+  const std::string& op = n.op_type;
+  UnarySpec us{};
+  BinaryOp bo{};
+  ReduceOp ro{};
+  if (unary_spec(n, &us)) return std::make_unique<UnaryKernel>(info, s, us);
+  if (binary_op(op, &bo, n)) return std::make_unique<BinaryKernel>(info, s, bo);
+  if (reduce_op(op, &ro)) return std::make_unique<ReduceKernel>(info, s, ro);
+  if (op == "Where") return std::make_unique<WhereKernel>(info, s);
+  if (op == "Cast") return std::make_unique<CastKernel>(info, s);
+  if (op == "Identity" || op == "Dropout" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze")
+    return std::make_unique<SameBytesKernel>(info, s);
+  if (op == "Transpose") return std::make_unique<TransposeKernel>(info, s);
+  if (op == "Concat") return std::make_unique<ConcatKernel>(info, s);
+  if (op == "Split") return std::make_unique<SplitKernel>(info, s);
+  if (op == "Slice") return std::make_unique<SliceKernel>(info, s);
+  if (op == "Expand") return std::make_unique<ExpandKernel>(info, s);
+  if (op == "Gather") return std::make_unique<GatherKernel>(info, s);
+  if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);
+  if (op == "LayerNormalization") return std::make_unique<LayerNormKernel>(info, s);
+  if (op == "ArgMax" || op == "ArgMin") return std::make_unique<ArgKernel>(info, s);
+  fail(ErrorCode::kNotImplemented, "cuda: no kernel for ", n.label());
+}
+
+}  // namespace onyx::cuda

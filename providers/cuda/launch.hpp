@@ -1,0 +1,72 @@
+// Launchers of onyx's own CUDA kernels (elementwise.cu, reduce.cu). Plain types only, so the
+// .cu files include nothing of onyx and the host code includes only the runtime API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "strided.hpp"
+
+namespace onyx::cuda {
+
+/// Element types the kernels know (a subset of onyx::DType, by meaning).
+enum class Ty : int { kF32, kF16, kF64, kI8, kU8, kI16, kI32, kI64, kBool };
+
+enum class UnaryOp : int {
+  kRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kReciprocal, kAbs, kNeg, kErf, kFloor, kCeil, kRound,
+  kSoftplus, kSoftsign, kLeakyRelu, kElu, kSelu, kCelu, kHardSigmoid, kHardSwish, kClip, kGelu, kGeluTanh,
+  kSin, kCos, kSign, kMish, kThresholdedRelu,
+};
+enum class BinaryOp : int {
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFmod, kPRelu,
+  kEqual, kLess, kGreater, kLessEqual, kGreaterEqual,  // bool output
+  kAnd, kOr, kXor,                                      // bool inputs and output
+};
+
+/// y[i] = op(x[i]) over n contiguous float elements; a, b: the op's parameters (alpha/beta,
+/// Clip's min/max, Selu's gamma in b).
+void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, cudaStream_t s);
+/// Logical not over bools.
+void not_bool(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t s);
+/// y = op(a, b) over `out` dims (contiguous output); a and b are strided views with broadcast.
+/// `ty` is the input type (kF32, kI32, kI64; kBool for And/Or/Xor).
+void binary(BinaryOp op, Ty ty, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y, int64_t n,
+            cudaStream_t s);
+/// y = cond ? x : z, each a strided view over the output dims; elements of `elem` bytes.
+void where(const uint8_t* cond, const Strided& sc, const void* x, const Strided& sx, const void* z, const Strided& sz,
+           void* y, size_t elem, int64_t n, cudaStream_t s);
+/// dst[dst view] = src[src view] over the same dims (Transpose, Expand, Slice, Concat, Split, Tile
+/// rows...); elements of `elem` bytes (1, 2, 4 or 8).
+void strided_copy(const void* src, const Strided& s, void* dst, const Strided& d, size_t elem, int64_t n,
+                  cudaStream_t stream);
+/// Gather along an axis: data viewed as [outer, axis_dim, inner], indices (int32 or int64,
+/// negative ones count from the end) of count nidx; out is [outer, nidx, inner]. An index out of
+/// range sets *error to 1 (checked when the run ends) and writes zeros.
+void gather(const void* data, const void* indices, bool idx64, void* out, size_t elem, int64_t outer, int64_t axis_dim,
+            int64_t nidx, int64_t inner, int* error, cudaStream_t s);
+/// Element type conversion of n elements.
+void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s);
+/// Fills n elements of `elem` bytes with the pattern at `value` (host memory, elem bytes).
+void fill(void* y, const void* value, size_t elem, int64_t n, cudaStream_t s);
+
+/// Softmax / LogSoftmax over the middle axis of x viewed as [outer, axis, inner].
+void softmax_f32(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s);
+/// LayerNormalization over the last `cols` elements of each of `rows` rows; scale and bias (may
+/// be null) have `cols` elements. mean/inv_std (may be null) get one value per row.
+void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std, int64_t rows,
+                   int64_t cols, float eps, bool rms, cudaStream_t s);
+
+enum class ReduceOp : int { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+/// Reduction: the output has `kept.rank` dims (the kept ones, each with its input stride), the
+/// reduced dims are iterated through `red` (dims and input strides). Float only.
+void reduce_f32(ReduceOp op, const float* x, const Strided& kept, const Strided& red, float* y, int64_t n_out,
+                int64_t n_red, cudaStream_t s);
+/// ArgMax/ArgMin along an axis of x viewed as [outer, axis, inner], int64 output.
+void arg_reduce_f32(bool max, bool select_last, const float* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner,
+                    cudaStream_t s);
+/// y[c-major layout: n, c, spatial] += bias[c] (Conv/ConvTranspose bias when not fused).
+void add_channel_bias_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s);
+
+}  // namespace onyx::cuda

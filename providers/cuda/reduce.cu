@@ -1,0 +1,223 @@
+// onyx's own CUDA kernels that reduce: Softmax/LogSoftmax, LayerNormalization (and RMS), Reduce*,
+// ArgMax/ArgMin, plus the per-channel bias add convolutions use.
+#include <cfloat>
+
+#include "launch.hpp"
+
+namespace onyx::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+enum class Combine { kSum, kMax, kMin, kProd };
+
+__device__ __forceinline__ float combine(Combine c, float a, float b) {
+  switch (c) {
+    case Combine::kSum: return a + b;
+    case Combine::kMax: return fmaxf(a, b);
+    case Combine::kMin: return fminf(a, b);
+    case Combine::kProd: return a * b;
+  }
+  return a;
+}
+
+__device__ __forceinline__ float identity(Combine c) {
+  switch (c) {
+    case Combine::kSum: return 0.f;
+    case Combine::kMax: return -INFINITY;
+    case Combine::kMin: return INFINITY;
+    case Combine::kProd: return 1.f;
+  }
+  return 0.f;
+}
+
+/// Reduces v over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the result.
+__device__ float block_reduce(Combine c, float v) {
+  __shared__ float part[32];
+  __shared__ float result;
+  for (int o = 16; o > 0; o >>= 1) v = combine(c, v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const int nw = blockDim.x >> 5;
+    float w = lane < nw ? part[lane] : identity(c);
+    for (int o = 16; o > 0; o >>= 1) w = combine(c, w, __shfl_xor_sync(0xffffffffu, w, o));
+    if (lane == 0) result = w;
+  }
+  __syncthreads();
+  const float r = result;
+  __syncthreads();  // part/result may be reused by the next call
+  return r;
+}
+
+__global__ void softmax_rows(const float* x, float* y, int64_t cols, bool log) {
+  const float* xr = x + blockIdx.x * cols;
+  float* yr = y + blockIdx.x * cols;
+  float m = -FLT_MAX;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, xr[j]);
+  m = block_reduce(Combine::kMax, m);
+  float s = 0.f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += expf(xr[j] - m);
+  s = block_reduce(Combine::kSum, s);
+  if (log) {
+    const float ls = logf(s);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = xr[j] - m - ls;
+  } else {
+    const float inv = 1.f / s;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = expf(xr[j] - m) * inv;
+  }
+}
+
+__global__ void softmax_strided(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log) {
+  const int64_t n = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < n; t += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t o = t / inner, k = t % inner;
+    const float* xr = x + o * axis * inner + k;
+    float* yr = y + o * axis * inner + k;
+    float m = -FLT_MAX;
+    for (int64_t j = 0; j < axis; ++j) m = fmaxf(m, xr[j * inner]);
+    float s = 0.f;
+    for (int64_t j = 0; j < axis; ++j) s += expf(xr[j * inner] - m);
+    if (log) {
+      const float ls = logf(s);
+      for (int64_t j = 0; j < axis; ++j) yr[j * inner] = xr[j * inner] - m - ls;
+    } else {
+      for (int64_t j = 0; j < axis; ++j) yr[j * inner] = expf(xr[j * inner] - m) / s;
+    }
+  }
+}
+
+__global__ void layernorm_rows(const float* x, const float* scale, const float* bias, float* y, float* mean_out,
+                               float* inv_out, int64_t cols, float eps, bool rms) {
+  const float* xr = x + blockIdx.x * cols;
+  float* yr = y + blockIdx.x * cols;
+  float mean = 0.f;
+  if (!rms) {
+    float s = 0.f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += xr[j];
+    mean = block_reduce(Combine::kSum, s) / static_cast<float>(cols);
+  }
+  float v = 0.f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const float d = xr[j] - mean;
+    v += d * d;
+  }
+  const float var = block_reduce(Combine::kSum, v) / static_cast<float>(cols);
+  const float inv = rsqrtf(var + eps);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    float r = (xr[j] - mean) * inv;
+    if (scale) r *= scale[j];
+    if (bias) r += bias[j];
+    yr[j] = r;
+  }
+  if (threadIdx.x == 0) {
+    if (mean_out) mean_out[blockIdx.x] = mean;
+    if (inv_out) inv_out[blockIdx.x] = inv;
+  }
+}
+
+__global__ void reduce_kernel(ReduceOp op, const float* x, Strided kept, Strided red, float* y, int64_t n_red) {
+  const int64_t base = offset_of(kept, blockIdx.x);
+  Combine c = Combine::kSum;
+  float init = 0.f;
+  if (op == ReduceOp::kMax) c = Combine::kMax, init = -INFINITY;
+  if (op == ReduceOp::kMin) c = Combine::kMin, init = INFINITY;
+  if (op == ReduceOp::kProd) c = Combine::kProd, init = 1.f;
+  float m = 0.f;
+  if (op == ReduceOp::kLogSumExp) {
+    m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < n_red; j += blockDim.x) m = fmaxf(m, x[base + offset_of(red, j)]);
+    m = block_reduce(Combine::kMax, m);
+    if (m == -INFINITY) m = 0.f;
+  }
+  float acc = init;
+  for (int64_t j = threadIdx.x; j < n_red; j += blockDim.x) {
+    float v = x[base + offset_of(red, j)];
+    switch (op) {
+      case ReduceOp::kL1: v = fabsf(v); break;
+      case ReduceOp::kL2:
+      case ReduceOp::kSumSquare: v = v * v; break;
+      case ReduceOp::kLogSumExp: v = expf(v - m); break;
+      default: break;
+    }
+    acc = combine(c, acc, v);
+  }
+  acc = block_reduce(c, acc);
+  if (threadIdx.x == 0) {
+    switch (op) {
+      case ReduceOp::kMean: acc /= static_cast<float>(n_red); break;
+      case ReduceOp::kL2: acc = sqrtf(acc); break;
+      case ReduceOp::kLogSum: acc = logf(acc); break;
+      case ReduceOp::kLogSumExp: acc = logf(acc) + m; break;
+      default: break;
+    }
+    y[blockIdx.x] = acc;
+  }
+}
+
+__global__ void arg_kernel(bool max, bool last, const float* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner) {
+  const int64_t n = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < n; t += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t o = t / inner, k = t % inner;
+    const float* xr = x + o * axis * inner + k;
+    float best = xr[0];
+    int64_t bi = 0;
+    for (int64_t j = 1; j < axis; ++j) {
+      const float v = xr[j * inner];
+      const bool better = max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
+      if (better) best = v, bi = j;
+    }
+    y[t] = bi;
+  }
+}
+
+__global__ void channel_bias(float* y, const float* bias, int64_t c, int64_t spatial, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x)
+    y[i] += bias[(i / spatial) % c];
+}
+
+unsigned grid_for(int64_t n) {
+  const int64_t g = (n + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
+}
+
+int threads_for(int64_t cols) {
+  int t = 32;
+  while (t < 1024 && t < cols) t <<= 1;
+  return t;
+}
+
+}  // namespace
+
+void softmax_f32(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s) {
+  if (outer * axis * inner <= 0) return;
+  if (inner == 1 && outer <= 0x7fffffff) softmax_rows<<<static_cast<unsigned>(outer), threads_for(axis), 0, s>>>(x, y, axis, log);
+  else softmax_strided<<<grid_for(outer * inner), kBlock, 0, s>>>(x, y, outer, axis, inner, log);
+}
+
+void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std, int64_t rows,
+                   int64_t cols, float eps, bool rms, cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return;
+  layernorm_rows<<<static_cast<unsigned>(rows), threads_for(cols), 0, s>>>(x, scale, bias, y, mean, inv_std, cols, eps, rms);
+}
+
+void reduce_f32(ReduceOp op, const float* x, const Strided& kept, const Strided& red, float* y, int64_t n_out, int64_t n_red,
+                cudaStream_t s) {
+  if (n_out <= 0) return;
+  reduce_kernel<<<static_cast<unsigned>(n_out), threads_for(n_red), 0, s>>>(op, x, kept, red, y, n_red);
+}
+
+void arg_reduce_f32(bool max, bool select_last, const float* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner,
+                    cudaStream_t s) {
+  if (outer * inner <= 0 || axis <= 0) return;
+  arg_kernel<<<grid_for(outer * inner), kBlock, 0, s>>>(max, select_last, x, y, outer, axis, inner);
+}
+
+void add_channel_bias_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s) {
+  const int64_t total = n * c * spatial;
+  if (total <= 0) return;
+  channel_bias<<<grid_for(total), kBlock, 0, s>>>(y, bias, c, spatial, total);
+}
+
+}  // namespace onyx::cuda

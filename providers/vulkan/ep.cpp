@@ -1,0 +1,276 @@
+// The Vulkan EP: a kernel EP whose tensors live in device memory. Claims come from the manifest
+// (kernels/*.cpp); every node's work is recorded into the run's command stream, which is
+// submitted only when the host needs data (a copy to host memory, the end of the run).
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "vulkan_ep.hpp"
+#include "vulkan_provider.hpp"
+
+namespace onyx::vulkan {
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  const std::vector<int64_t> own = strides_of(in);
+  const size_t off = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) st[off + d] = in[d] == 1 && out[off + d] != 1 ? 0 : own[d];
+  return st;
+}
+
+void check_size(const std::string& where, int64_t numel) {
+  if (numel > (int64_t(1) << 31) - 1)
+    fail(ErrorCode::kRuntime, "vulkan: ", where, ": ", numel, " elements exceed the kernels' 32-bit indexing");
+}
+
+const std::vector<OpDef>& manifest() {
+  static const std::vector<OpDef> defs = [] {
+    std::vector<OpDef> d;
+    add_elementwise_ops(d);
+    add_linalg_ops(d);
+    add_nn_ops(d);
+    add_tensor_ops(d);
+    return d;
+  }();
+  return defs;
+}
+
+namespace {
+
+const OpDef* find_def(const Node& n, Decline* why) {
+  const OpDef* any = nullptr;
+  for (const OpDef& d : manifest()) {
+    if (n.op_type != d.op || n.domain != d.domain) continue;
+    any = &d;
+    if (n.opset >= d.since && n.opset <= d.until) return &d;
+  }
+  if (why) {
+    if (any)
+      *why = {DeclineCode::kOpsetOutOfRange, str("vulkan runs ", n.op_type, " from opset ", any->since, " to ",
+                                                 any->until, ", the model uses opset ", n.opset)};
+    else
+      *why = {DeclineCode::kUnsupportedOp,
+              str("vulkan has no kernel for ", n.domain.empty() ? "" : n.domain + "::", n.op_type)};
+  }
+  return nullptr;
+}
+
+bool claim_node(const ClaimInfo& c, Decline* why) {
+  const Node& n = c.node;
+  const OpDef* d = find_def(n, why);
+  if (!d) return false;
+  for (const auto& a : n.attrs)
+    if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs)
+      return decline(why, DeclineCode::kUnsupportedOp, "vulkan does not run subgraphs");
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.has_input(i)) continue;
+    const TypeInfo* t = in_type(c, i);
+    const std::string name = c.graph.values[n.inputs[i]].name;
+    if (!t || !t->is_tensor())
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str("tensors only; input ", i, " ('", name, "') is not a tensor"));
+    if (t->has_shape && static_cast<int>(t->shape.size()) > kMaxRank)
+      return decline(
+          why, DeclineCode::kUnsupportedAttribute,
+          str("rank ", t->shape.size(), " of input ", i, " ('", name, "') is above the kernels' limit of ", kMaxRank));
+    if (d->any_type_inputs & (1u << i)) continue;
+    if (t->dtype != DType::kFloat)
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str("float32 only; input ", i, " ('", name, "') is ", dtype_name(t->dtype),
+                         t->dtype == DType::kFloat16 ? " (fp16 is not supported yet)" : ""));
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (!n.has_output(o)) continue;
+    const TypeInfo* t = out_type(c, o);
+    if (!t || !t->is_tensor())
+      return decline(why, DeclineCode::kUnsupportedType, str("output ", o, " is not a tensor"));
+    if (t->has_shape && static_cast<int>(t->shape.size()) > kMaxRank)
+      return decline(why, DeclineCode::kUnsupportedAttribute,
+                     str("output ", o, " has rank ", t->shape.size(), ", above the kernels' limit of ", kMaxRank));
+    if (o == 0 && d->any_type_output) continue;
+    if (t->dtype != DType::kFloat)
+      return decline(why, DeclineCode::kUnsupportedType, str("float32 only; output ", o, " is ", dtype_name(t->dtype)));
+  }
+  return d->check ? d->check(c, why) : true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// VkKernel
+
+VkKernel::VkKernel(const KernelCreateInfo& info, std::shared_ptr<Device> dev, uint32_t host_inputs)
+    : dev_(std::move(dev)), label_(info.node.label()) {
+  consts_.resize(info.node.inputs.size());
+  for (size_t i = 0; i < info.node.inputs.size(); ++i) {
+    const Tensor* t = info.constant(i);
+    if (!t || (host_inputs & (1u << i))) continue;
+    if (t->dtype() == DType::kString)
+      fail(ErrorCode::kNotImplemented, "vulkan: string constants cannot go to the device");
+    auto b = dev_->buffer(std::max<size_t>(t->nbytes(), 4), false);
+    dev_->upload_now(*b, t->raw_data(), t->nbytes());
+    consts_[i] = std::move(b);
+  }
+}
+
+BufRef VkKernel::upload(const void* data, size_t bytes) const {
+  auto b = dev_->buffer(std::max<size_t>(bytes, 4), false);
+  dev_->upload_now(*b, data, bytes);
+  Buffer* raw = b.get();
+  return {raw, std::move(b), 0};
+}
+
+BufRef VkKernel::in(const KernelContext& ctx, size_t i) const {
+  if (i < consts_.size() && consts_[i]) return {consts_[i].get(), consts_[i], 0};
+  const Tensor& t = ctx.input(i);
+  if (t.on_host())
+    fail(ErrorCode::kRuntime, "vulkan: internal error: ", label_, " input ", i,
+         " is in host memory (a Copy is missing)");
+  return device_ref(t, "input");
+}
+
+Tensor& VkKernel::out(KernelContext& ctx, size_t i, const Shape& shape, DType dt) const {
+  Tensor& t = ctx.allocate_output(i, dt, shape);
+  if (t.on_host()) fail(ErrorCode::kRuntime, "vulkan: internal error: ", label_, " output ", i, " is in host memory");
+  return t;
+}
+
+namespace {
+// ONYX_VULKAN_SYNC=1 submits and waits after every node, so per-node profiles show device time.
+const bool kSyncEachNode = [] {
+  const char* e = std::getenv("ONYX_VULKAN_SYNC");
+  return e && *e && std::string(e) != "0";
+}();
+}  // namespace
+
+void VkKernel::compute(KernelContext& ctx) const {
+  if (auto* s = static_cast<Stream*>(ctx.ep_state())) {
+    run(ctx, *s);
+    if (kSyncEachNode) s->flush();
+    return;
+  }
+  // Outside a run (not expected: the executor always begins one): a stream of its own.
+  Stream s(dev_);
+  run(ctx, s);
+  s.flush();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The EP
+
+namespace {
+
+class Allocator final : public DeviceAllocator {
+ public:
+  explicit Allocator(std::shared_ptr<Device> d) : dev_(std::move(d)) {}
+  int memory() const override { return dev_->memory_id(); }
+  Tensor allocate(DType dtype, const Shape& shape) override {
+    if (dtype == DType::kString) fail(ErrorCode::kNotImplemented, "vulkan: string tensors cannot live on the device");
+    return dev_->tensor(dtype, shape);
+  }
+
+ private:
+  std::shared_ptr<Device> dev_;
+};
+
+/// Host -> device (`to_device`) or device -> host copy of the node's one input.
+class CopyKernel final : public Kernel {
+ public:
+  CopyKernel(std::shared_ptr<Device> d, bool to_device) : dev_(std::move(d)), to_device_(to_device) {}
+  void compute(KernelContext& ctx) const override {
+    auto* s = static_cast<Stream*>(ctx.ep_state());
+    std::unique_ptr<Stream> own;
+    if (!s) {
+      own = std::make_unique<Stream>(dev_);
+      s = own.get();
+    }
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() == DType::kString)
+      fail(ErrorCode::kNotImplemented, "vulkan: string tensors cannot be copied to or from the device");
+    Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (to_device_) {
+      if (!x.on_host() || y.on_host())
+        fail(ErrorCode::kRuntime, "vulkan: internal error: host-to-device copy between wrong memories");
+      s->upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
+    } else {
+      if (x.on_host() || !y.on_host())
+        fail(ErrorCode::kRuntime, "vulkan: internal error: device-to-host copy between wrong memories");
+      s->download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
+    }
+    if (own) own->flush();
+  }
+
+ private:
+  std::shared_ptr<Device> dev_;
+  bool to_device_;
+};
+
+class VulkanEp final : public ExecutionProvider {
+ public:
+  explicit VulkanEp(std::shared_ptr<Device> d) : dev_(std::move(d)), alloc_(dev_) {}
+  std::string name() const override { return "vulkan"; }
+  std::string device() const override { return dev_->memory_name(); }
+  bool host_memory() const override { return false; }
+  std::string memory() const override { return dev_->memory_name(); }
+  DeviceAllocator* allocator() const override { return &alloc_; }
+
+  std::shared_ptr<void> begin_run() const override {
+    std::unique_ptr<Stream> s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        s = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (!s) s = std::make_unique<Stream>(dev_);
+    const VulkanEp* self = this;
+    return std::shared_ptr<void>(s.release(), [self](void* p) {
+      auto* st = static_cast<Stream*>(p);
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->idle_.emplace_back(st);
+    });
+  }
+  void end_run(void* state) const override { static_cast<Stream*>(state)->flush(); }
+
+  std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const override {
+    return std::make_unique<CopyKernel>(dev_, to_device);
+  }
+  bool reads_host_input(const Node& node, size_t input, const Graph& graph) const override {
+    const OpDef* d = find_def(node, nullptr);
+    if (!d) return false;
+    return (d->host_inputs & (1u << input)) || is_constant(graph, node, input);
+  }
+  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, why); }
+  std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
+    Decline why;
+    const OpDef* d = find_def(info.node, &why);
+    if (!d) fail(ErrorCode::kNotImplemented, "vulkan: ", why.message);
+    return d->create(info, dev_);
+  }
+
+ private:
+  std::shared_ptr<Device> dev_;
+  mutable Allocator alloc_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<Stream>> idle_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutionProvider> create_vulkan_ep(const EpCreateContext& ctx) {
+  const Settings s = parse_settings(ctx.options);
+  const int index = pick_device(list_devices(), s.device_id);
+  return std::make_unique<VulkanEp>(Device::open(index, s.memory_limit, s.matmul));
+}
+
+}  // namespace onyx::vulkan

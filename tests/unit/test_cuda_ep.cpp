@@ -1,0 +1,720 @@
+// The CUDA EP (module libonyx_ep_cuda.so). Without a GPU: availability and its reason, the module
+// loading, registration being skipped with that reason, the option schema and its validation,
+// the caching allocator's bookkeeping, and the claim decisions with their decline reasons (the
+// EP's options.cpp, arena.cpp and claim.cpp are compiled into this test; they need no CUDA).
+// With a GPU ("no CUDA device" skips otherwise): every op family against the CPU EP on random
+// inputs, strict placement, copies, concurrent runs, memory limit and bad-index errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "cuda_ep.hpp"
+#include "views.hpp"
+#include "ep/factory.hpp"
+#include "model_builder.hpp"
+
+using namespace onyx;
+using namespace onyx::test;
+
+namespace {
+
+const ep::Availability& cuda_availability() {
+  static const ep::Availability a = ep::CUDA().availability();
+  return a;
+}
+bool cuda_usable() { return cuda_availability().usable; }
+
+#define REQUIRE_CUDA()                                                                           \
+  do {                                                                                           \
+    if (!cuda_usable()) GTEST_SKIP() << "no CUDA device: " << cuda_availability().reason;        \
+  } while (0)
+
+#define REQUIRE_CUDA_MODULE()                                                                            \
+  do {                                                                                                   \
+    if (!cuda_availability().loadable) GTEST_SKIP() << "CUDA EP not loadable: " << cuda_availability().reason; \
+  } while (0)
+
+std::string model_bytes(const GraphSpec& g, int64_t opset = 17) { return encode_model(g, opset); }
+
+Session cpu_session(const std::string& m) {
+  return Session::builder().with_no_environment_execution_providers().with_intra_threads(1).commit_from_memory(m.data(), m.size());
+}
+
+Session cuda_session(const std::string& m, bool strict = true, ep::CUDA spec = ep::CUDA()) {
+  return Session::builder()
+      .with_no_environment_execution_providers()
+      .with_intra_threads(1)
+      .with_execution_providers({spec.build().error_on_failure()})
+      .with_cpu_fallback(!strict)
+      .commit_from_memory(m.data(), m.size());
+}
+
+Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<size_t>(s.numel()));
+  for (float& f : v) f = d(rng);
+  return Tensor::from_vector<float>(s, v);
+}
+
+::testing::AssertionResult close(const Value& got, const Value& want, double rtol = 1e-4, double atol = 1e-5) {
+  if (!got.is_tensor() || !want.is_tensor()) return ::testing::AssertionFailure() << "not tensors";
+  const Tensor& a = got.tensor();
+  const Tensor& b = want.tensor();
+  if (!(a.shape() == b.shape())) return ::testing::AssertionFailure() << "shape " << a.shape().to_string() << " vs " << b.shape().to_string();
+  if (a.dtype() != b.dtype()) return ::testing::AssertionFailure() << "dtype " << dtype_name(a.dtype()) << " vs " << dtype_name(b.dtype());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.element_as_double(i), y = b.element_as_double(i);
+    const double d = std::fabs(x - y);
+    if (!(d <= atol + rtol * std::fabs(y)) && !(std::isnan(x) && std::isnan(y)))
+      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y << " (diff " << d << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+using Inputs = std::vector<std::pair<std::string, Value>>;
+
+Inputs random_inputs(const GraphSpec& g, uint32_t seed = 1) {
+  Inputs in;
+  for (const auto& v : g.inputs) in.emplace_back(v.name, random_tensor(Shape(v.dims), seed++));
+  return in;
+}
+
+/// Runs `g` on CUDA (strict: every node there unless `strict` is false) and on the CPU EP.
+void check(const GraphSpec& g, int64_t opset = 17, const Inputs* given = nullptr, double rtol = 1e-4, bool strict = true) {
+  const std::string m = model_bytes(g, opset);
+  Session gpu = cuda_session(m, strict);
+  Session cpu = cpu_session(m);
+  const Inputs in = given ? *given : random_inputs(g);
+  const auto a = gpu.run(in);
+  const auto b = cpu.run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(close(a[k], b[k], rtol)) << "output " << k;
+  const auto c = gpu.run(in);  // planned device buffers and the run state are reused
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(close(c[k], b[k], rtol)) << "second run, output " << k;
+}
+
+NodeSpec node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::vector<AttrSpec> attrs = {}) {
+  return NodeSpec{std::move(op), std::move(in), std::move(out), std::move(attrs), "", ""};
+}
+
+GraphSpec single(const std::string& op, std::vector<std::pair<std::string, Shape>> inputs, Shape y, std::vector<AttrSpec> attrs = {},
+                 DType out = DType::kFloat) {
+  GraphSpec g;
+  std::vector<std::string> names;
+  for (auto& [n, s] : inputs) {
+    g.inputs.push_back({n, DType::kFloat, s.to_vector()});
+    names.push_back(n);
+  }
+  g.nodes.push_back(node(op, names, {"y"}, std::move(attrs)));
+  g.outputs.push_back({"y", out, y.to_vector()});
+  return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Claim decisions, without a device: a node and its types, as the partitioner hands them over.
+
+struct ClaimCase {
+  Graph graph;
+  Node n;
+  std::vector<TypeInfo> in, out;
+  ClaimCase(std::string op, std::vector<TypeInfo> ins, std::vector<TypeInfo> outs, int opset = 17) : in(std::move(ins)), out(std::move(outs)) {
+    n.op_type = std::move(op);
+    n.opset = opset;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const int v = graph.add_value("in" + std::to_string(i));
+      graph.values[v].type = in[i];
+      n.inputs.push_back(v);
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int v = graph.add_value("out" + std::to_string(i));
+      graph.values[v].type = out[i];
+      n.outputs.push_back(v);
+    }
+  }
+  ClaimCase& ints(const std::string& name, std::vector<int64_t> v) {
+    Attribute a;
+    a.name = name;
+    a.type = AttrType::kInts;
+    a.ints = std::move(v);
+    n.attrs.push_back(a);
+    return *this;
+  }
+  ClaimCase& integer(const std::string& name, int64_t v) {
+    Attribute a;
+    a.name = name;
+    a.type = AttrType::kInt;
+    a.i = v;
+    n.attrs.push_back(a);
+    return *this;
+  }
+  ClaimCase& constant(size_t input) {
+    const int v = n.inputs[input];
+    graph.values[v].has_initializer = true;
+    graph.values[v].initializer = Tensor(in[input].dtype, in[input].shape);
+    return *this;
+  }
+  bool claim(Decline* why) const {
+    std::vector<const TypeInfo*> ip, op;
+    for (const auto& t : in) ip.push_back(&t);
+    for (const auto& t : out) op.push_back(&t);
+    ClaimInfo info{n, graph, ip, op};
+    return cuda::claim_node(info, why);
+  }
+};
+
+TypeInfo f32(Shape s) { return TypeInfo::tensor(DType::kFloat, std::move(s)); }
+TypeInfo i64(Shape s) { return TypeInfo::tensor(DType::kInt64, std::move(s)); }
+
+}  // namespace
+
+TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
+  Decline why;
+  EXPECT_TRUE(ClaimCase("Relu", {f32({2, 3})}, {f32({2, 3})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Add", {f32({2, 3}), f32({3})}, {f32({2, 3})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("MatMul", {f32({4, 2, 3}), f32({3, 5})}, {f32({4, 2, 5})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 8, 8})}).ints("pads", {1, 1, 1, 1}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("LayerNormalization", {f32({2, 8}), f32({8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Gather", {f32({10, 4}), i64({3})}, {f32({3, 4})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Reshape", {f32({2, 6}), i64({2})}, {f32({3, 4})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Cast", {i64({2, 6})}, {f32({2, 6})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Where", {TypeInfo::tensor(DType::kBool, Shape{4}), f32({4}), f32({4})}, {f32({4})}).claim(&why)) << why.message;
+}
+
+TEST(CudaClaim, ShapeArithmeticStaysOnTheCpu) {
+  Decline why;
+  EXPECT_FALSE(ClaimCase("Shape", {f32({2, 3})}, {i64({2})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kNotWorthOffloading);
+  EXPECT_NE(why.message.find("plan time"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("Concat", {i64({1}), i64({1})}, {i64({2})}).integer("axis", 0).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kNotWorthOffloading);
+  EXPECT_NE(why.message.find("integers"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("Add", {i64({2}), i64({2})}, {i64({2})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kNotWorthOffloading);
+}
+
+TEST(CudaClaim, DeclineReasons) {
+  Decline why;
+  EXPECT_FALSE(ClaimCase("NonMaxSuppression", {f32({1, 4, 4}), f32({1, 1, 4})}, {i64({1, 3})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp);
+  EXPECT_NE(why.message.find("NonMaxSuppression"), std::string::npos);
+
+  EXPECT_FALSE(ClaimCase("Erf", {f32({2})}, {f32({2})}, 7).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kOpsetOutOfRange) << why.message;
+
+  EXPECT_FALSE(ClaimCase("Relu", {TypeInfo::tensor(DType::kDouble, Shape{2})}, {TypeInfo::tensor(DType::kDouble, Shape{2})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+
+  EXPECT_FALSE(ClaimCase("Add", {f32({2}), i64({2})}, {f32({2})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+
+  EXPECT_FALSE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 7, 7})}).ints("pads", {1, 1, 0, 0}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
+  EXPECT_NE(why.message.find("asymmetric"), std::string::npos) << why.message;
+
+  EXPECT_FALSE(ClaimCase("MaxPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 4, 4})}).ints("kernel_shape", {3, 3}).integer("ceil_mode", 1).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+
+  EXPECT_FALSE(ClaimCase("BatchNormalization", {f32({2, 3, 4}), f32({3}), f32({3}), f32({3}), f32({3})}, {f32({2, 3, 4})}, 15)
+                   .integer("training_mode", 1)
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+
+  EXPECT_FALSE(ClaimCase("Relu", {f32({1, 1, 1, 1, 1, 1, 1, 1, 2})}, {f32({1, 1, 1, 1, 1, 1, 1, 1, 2})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+
+  ClaimCase ms("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 8, 8})});
+  ms.n.domain = "com.microsoft";
+  EXPECT_FALSE(ms.claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp);
+
+  EXPECT_FALSE(ClaimCase("Max", {f32({2}), f32({2}), f32({2})}, {f32({2})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+}
+
+TEST(CudaClaim, HostInputs) {
+  // Shape operands are read on the host and constants are uploaded once: no per-run copy.
+  ClaimCase r("Reshape", {f32({2, 6}), i64({2})}, {f32({3, 4})});
+  EXPECT_TRUE(cuda::reads_host_input(r.n, 1, r.graph));
+  EXPECT_FALSE(cuda::reads_host_input(r.n, 0, r.graph));
+  ClaimCase c("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3}), f32({4})}, {f32({1, 4, 6, 6})});
+  c.constant(1);
+  EXPECT_FALSE(cuda::reads_host_input(c.n, 0, c.graph));
+  EXPECT_TRUE(cuda::reads_host_input(c.n, 1, c.graph));
+  EXPECT_FALSE(cuda::reads_host_input(c.n, 2, c.graph));
+  ClaimCase s("Slice", {f32({4, 4}), i64({1}), i64({1})}, {f32({2, 4})}, 13);
+  EXPECT_TRUE(cuda::reads_host_input(s.n, 1, s.graph));
+  EXPECT_TRUE(cuda::reads_host_input(s.n, 2, s.graph));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strided views of the data-movement kernels, checked on the host with the kernels' own offset_of
+
+namespace {
+/// What strided_copy does on the device: dst[view d] = src[view s], element by element.
+std::vector<float> gather_view(const std::vector<float>& src, const cuda::Strided& s) {
+  int64_t n = 1;
+  for (int k = 0; k < s.rank; ++k) n *= s.dims[k];
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = src[cuda::offset_of(s, i)];
+  return out;
+}
+std::vector<float> iota(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  return v;
+}
+}  // namespace
+
+TEST(CudaViews, TransposeSliceBroadcastConcat) {
+  // Transpose [2,3,4,5] by perm {2,0,3,1} -> [4,2,5,3].
+  const Shape in{2, 3, 4, 5};
+  const auto x = iota(in.numel());
+  const auto t = gather_view(x, cuda::transpose_view(in, {2, 0, 3, 1}, Shape{4, 2, 5, 3}));
+  for (int64_t a = 0; a < 4; ++a)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t c = 0; c < 5; ++c)
+        for (int64_t d = 0; d < 3; ++d)
+          ASSERT_EQ(t[((a * 2 + b) * 5 + c) * 3 + d], x[((b * 3 + d) * 4 + a) * 5 + c]);
+  // Default perm reverses the dims.
+  EXPECT_EQ(gather_view(iota(6), cuda::transpose_view(Shape{2, 3}, {}, Shape{3, 2})), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  // Slice [6,7]: rows 5,3 (start 5, step -2), columns 1,3,5 (start 1, step 2).
+  const auto s = gather_view(iota(42), cuda::slice_view(Shape{6, 7}, {5, 1}, {0, 1}, {-2, 2}, Shape{2, 3}));
+  EXPECT_EQ(s, (std::vector<float>{36, 38, 40, 22, 24, 26}));
+  // Negative starts count from the end, out-of-range starts clamp, negative axes count from the back.
+  EXPECT_EQ(gather_view(iota(10), cuda::slice_view(Shape{10}, {-3}, {-1}, {}, Shape{3})), (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(gather_view(iota(10), cuda::slice_view(Shape{10}, {100}, {0}, {-1}, Shape{2})), (std::vector<float>{9, 8}));
+  // Broadcast [3,1] to [2,3,4].
+  const auto b = gather_view({10, 20, 30}, cuda::broadcast_view(Shape{3, 1}, Shape{2, 3, 4}));
+  for (int64_t i = 0; i < 24; ++i) ASSERT_EQ(b[i], 10.f * static_cast<float>((i / 4) % 3 + 1)) << i;
+  EXPECT_FALSE(cuda::is_flat(cuda::broadcast_view(Shape{3, 1}, Shape{2, 3, 4}), 24));
+  EXPECT_TRUE(cuda::is_flat(cuda::broadcast_view(Shape{2, 3, 4}, Shape{2, 3, 4}), 24));
+  EXPECT_TRUE(cuda::is_flat(cuda::broadcast_view(Shape{}, Shape{}), 1));
+  // Concat [2,3,4] and [2,5,4] along axis 1 into [2,8,4]: each input lands in its part.
+  std::vector<float> y(64, -1);
+  const auto a = iota(24), c = iota(40);
+  const cuda::Strided pa = cuda::part_view(Shape{2, 8, 4}, Shape{2, 3, 4}, 1, 0);
+  const cuda::Strided pc = cuda::part_view(Shape{2, 8, 4}, Shape{2, 5, 4}, 1, 3);
+  for (int64_t i = 0; i < 24; ++i) y[cuda::offset_of(pa, i)] = a[i];
+  for (int64_t i = 0; i < 40; ++i) y[cuda::offset_of(pc, i)] = 100 + c[i];
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t k = 0; k < 8; ++k)
+      for (int64_t w = 0; w < 4; ++w) {
+        const float want = k < 3 ? a[(n * 3 + k) * 4 + w] : 100 + c[(n * 5 + (k - 3)) * 4 + w];
+        ASSERT_EQ(y[(n * 8 + k) * 4 + w], want) << n << "," << k << "," << w;
+      }
+  // Bad input is an onyx::Error, never a wrong view.
+  EXPECT_THROW(cuda::broadcast_view(Shape{3}, Shape{4}), Error);
+  EXPECT_THROW(cuda::transpose_view(Shape{2, 3}, {0, 0}, Shape{2, 3}), Error);
+  EXPECT_THROW(cuda::slice_view(Shape{4}, {0}, {0}, {0}, Shape{4}), Error);
+  EXPECT_THROW(cuda::contiguous(Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options and the allocator, without a device
+
+TEST(CudaOptions, ParsesAndRejectsNamingTheKey) {
+  const cuda::Options d = cuda::parse_options({});
+  EXPECT_EQ(d.device_id, 0);
+  EXPECT_EQ(d.gpu_mem_limit, 0u);
+  EXPECT_EQ(d.conv_algo_search, cuda::ConvAlgoSearch::kExhaustive);
+  EXPECT_FALSE(d.use_tf32);
+  const cuda::Options o = cuda::parse_options({{"device_id", "1"},
+                                               {"gpu_mem_limit", "1048576"},
+                                               {"arena_extend_strategy", "kSameAsRequested"},
+                                               {"cudnn_conv_algo_search", "HEURISTIC"},
+                                               {"use_tf32", "true"}});
+  EXPECT_EQ(o.device_id, 1);
+  EXPECT_EQ(o.gpu_mem_limit, 1048576u);
+  EXPECT_EQ(o.arena_extend, cuda::ArenaExtend::kSameAsRequested);
+  EXPECT_EQ(o.conv_algo_search, cuda::ConvAlgoSearch::kHeuristic);
+  EXPECT_TRUE(o.use_tf32);
+  auto fails = [](OptionList opts, ErrorCode code, const char* text) {
+    try {
+      cuda::parse_options(opts);
+      ADD_FAILURE() << "accepted " << opts[0].first << "=" << opts[0].second;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  fails({{"cudnn_conv_algo_search", "FASTEST"}}, ErrorCode::kInvalidArgument, "cudnn_conv_algo_search");
+  fails({{"gpu_mem_limit", "-1"}}, ErrorCode::kInvalidArgument, "gpu_mem_limit");
+  fails({{"use_tf32", "yes"}}, ErrorCode::kInvalidArgument, "use_tf32");
+  fails({{"prefer_nhwc", "true"}}, ErrorCode::kNotImplemented, "not supported yet");
+  fails({{"enable_cuda_graph", "true"}}, ErrorCode::kNotImplemented, "not supported yet");
+}
+
+TEST(CudaOptions, SchemaValidation) {
+  const auto schema = cuda::option_schema();
+  for (const char* key : {"device_id", "gpu_mem_limit", "arena_extend_strategy", "cudnn_conv_algo_search", "use_tf32", "prefer_nhwc",
+                          "enable_cuda_graph"})
+    EXPECT_TRUE(std::any_of(schema.begin(), schema.end(), [&](const ep::OptionInfo& o) { return o.key == key; })) << key;
+  const OptionList eff = effective_options("cuda", schema, {{"use_tf32", "1"}});
+  EXPECT_EQ(eff.size(), schema.size());
+  try {
+    effective_options("cuda", schema, {{"cudnn_conv_algo_search", "SLOW"}});
+    ADD_FAILURE() << "bad enum value accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cudnn_conv_algo_search"), std::string::npos) << e.what();
+  }
+  try {
+    effective_options("cuda", schema, {{"memory_limit", "1"}});
+    ADD_FAILURE() << "unknown key accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("memory_limit"), std::string::npos) << e.what();
+  }
+  // The typed builder methods set keys of the schema.
+  const ep::ExecutionProviderDispatch d = ep::CUDA().with_device_id(0).with_memory_limit(1 << 20).with_conv_algo_search("DEFAULT").with_tf32(false).build();
+  EXPECT_NO_THROW(effective_options("cuda", schema, d.options()));
+}
+
+TEST(CudaArena, ReusesBlocksAndHonoursTheLimit) {
+  int live = 0;
+  auto raw_alloc = [&](size_t n) -> void* {
+    ++live;
+    return std::malloc(n);
+  };
+  auto raw_free = [&](void* p) {
+    --live;
+    std::free(p);
+  };
+  {
+    cuda::Arena a(raw_alloc, raw_free, 1 << 20, cuda::ArenaExtend::kNextPowerOfTwo);
+    EXPECT_EQ(a.block_size(1), 256u);
+    EXPECT_EQ(a.block_size(1000), 1024u);
+    void* p = a.allocate(1000);
+    EXPECT_EQ(a.in_use(), 1024u);
+    a.release(p);
+    EXPECT_EQ(a.in_use(), 0u);
+    void* q = a.allocate(900);  // same class: the cached block comes back
+    EXPECT_EQ(q, p);
+    EXPECT_EQ(live, 1);
+    a.release(q);
+    // Over the limit: cached blocks are returned first, then the request fails with a reason.
+    void* big = a.allocate(600 << 10);
+    EXPECT_EQ(live, 1);  // the 1 KiB block was trimmed to make room
+    try {
+      a.allocate(600 << 10);
+      ADD_FAILURE() << "limit not enforced";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kRuntime);
+      EXPECT_NE(std::string(e.what()).find("out of device memory"), std::string::npos) << e.what();
+    }
+    a.release(big);
+    EXPECT_EQ(a.reserved(), a.block_size(600 << 10));
+  }
+  EXPECT_EQ(live, 0);
+  cuda::Arena same([](size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); }, 0, cuda::ArenaExtend::kSameAsRequested);
+  EXPECT_EQ(same.block_size(1000), 1024u);
+  EXPECT_EQ(same.block_size(1025), 1280u);
+  // A device that has no memory left: the error says so.
+  cuda::Arena none([](size_t) -> void* { return nullptr; }, [](void*) {}, 0, cuda::ArenaExtend::kNextPowerOfTwo);
+  EXPECT_THROW(none.allocate(10), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Availability, module loading and registration (GPU or not)
+
+TEST(CudaAvailability, ReportsEachLevelWithAPreciseReason) {
+  const ep::Availability& a = cuda_availability();
+#ifdef ONYX_TEST_CUDA_BUILT
+  EXPECT_TRUE(a.built);
+  EXPECT_TRUE(a.loadable) << a.reason;
+  EXPECT_NE(a.version.find("cuDNN 9"), std::string::npos) << a.version;
+#endif
+  if (!a.built) {
+    EXPECT_NE(a.reason.find("ONYX_EP_CUDA"), std::string::npos) << a.reason;
+    return;
+  }
+  if (a.usable) return;
+  // Not usable: one of the reasons the EP knows, never a generic one.
+  const bool precise = a.reason.find("no CUDA driver") == 0 || a.reason.find("CUDA driver too old") == 0 ||
+                       a.reason.find("no CUDA device") == 0 || a.reason.find("cuDNN") == 0 ||
+                       a.reason.find("CUDA runtime error") == 0 || a.reason.find("could not be loaded") != std::string::npos;
+  EXPECT_TRUE(precise) << a.reason;
+  std::printf("[ cuda     ] not usable here: %s\n", a.reason.c_str());
+}
+
+#if defined(ONYX_TEST_FAKE_CUDA_DRIVER_DIR) && defined(ONYX_TEST_CLI)
+TEST(CudaAvailability, DriverTooOldIsNamed) {
+  // A stand-in libcuda.so.1 that reports CUDA 12.4, found first by `onyx providers`.
+  if (cuda_usable()) GTEST_SKIP() << "a CUDA device is present";
+  const std::string cmd = std::string("LD_LIBRARY_PATH=") + ONYX_TEST_FAKE_CUDA_DRIVER_DIR + " " + ONYX_TEST_CLI + " providers 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), f)) out.append(buf, n);
+  EXPECT_EQ(pclose(f), 0) << out;
+  EXPECT_NE(out.find("CUDA driver too old: it supports CUDA 12.4, this EP was built with CUDA 13."), std::string::npos) << out;
+}
+#endif
+
+TEST(CudaAvailability, OptionSchemaFromTheModule) {
+  REQUIRE_CUDA_MODULE();
+  const auto schema = ep::CUDA().option_schema();
+  const auto mine = cuda::option_schema();
+  ASSERT_EQ(schema.size(), mine.size());
+  for (size_t i = 0; i < schema.size(); ++i) {
+    EXPECT_EQ(schema[i].key, mine[i].key);
+    EXPECT_EQ(schema[i].default_value, mine[i].default_value);
+  }
+}
+
+TEST(CudaAvailability, SkippedWithTheReasonWhenNotUsable) {
+  if (cuda_usable()) GTEST_SKIP() << "a CUDA device is present";
+  GraphSpec g = single("Relu", {{"x", Shape{2, 3}}}, Shape{2, 3});
+  const std::string m = model_bytes(g);
+  Session s = Session::builder()
+                  .with_no_environment_execution_providers()
+                  .with_execution_providers({ep::CUDA().build()})
+                  .commit_from_memory(m.data(), m.size());
+  ASSERT_FALSE(s.registration().empty());
+  EXPECT_EQ(s.registration()[0].name, "cuda");
+  EXPECT_EQ(s.registration()[0].outcome, EpRegistration::Outcome::kSkipped);
+  EXPECT_NE(s.registration()[0].reason.find(cuda_availability().reason), std::string::npos) << s.registration()[0].reason;
+  EXPECT_EQ(s.placement().nodes[0].ep, "cpu");
+  try {
+    cuda_session(m);
+    ADD_FAILURE() << "error_on_failure did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotAvailable);
+    EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+  }
+  onyx::SessionBuilder b;
+  EXPECT_THROW(ep::CUDA().register_with(b), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// On a GPU: every family against the CPU EP
+
+TEST(CudaGpu, ElementwiseBroadcastAndActivations) {
+  REQUIRE_CUDA();
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"}) {
+    SCOPED_TRACE(op);
+    check(single(op, {{"a", Shape{2, 3, 5}}, {"b", Shape{3, 1}}}, Shape{2, 3, 5}));
+    check(single(op, {{"a", Shape{7}}, {"b", Shape{7}}}, Shape{7}));
+  }
+  check(single("Pow", {{"a", Shape{4, 5}}, {"b", Shape{5}}}, Shape{4, 5}), 17, nullptr, 1e-3);
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "Floor", "Ceil", "Softplus", "Softsign", "HardSwish",
+                         "Sin", "Cos", "Sign", "Round"}) {
+    SCOPED_TRACE(op);
+    check(single(op, {{"x", Shape{3, 17}}}, Shape{3, 17}), 17, nullptr, 1e-4);
+  }
+  check(single("LeakyRelu", {{"x", Shape{9}}}, Shape{9}, {attr_float("alpha", 0.3f)}));
+  check(single("Elu", {{"x", Shape{9}}}, Shape{9}, {attr_float("alpha", 0.7f)}));
+  check(single("HardSigmoid", {{"x", Shape{9}}}, Shape{9}, {attr_float("alpha", 0.3f), attr_float("beta", 0.4f)}));
+  check(single("Gelu", {{"x", Shape{4, 9}}}, Shape{4, 9}), 20, nullptr, 1e-4);
+  check(single("Gelu", {{"x", Shape{4, 9}}}, Shape{4, 9}, {attr_string("approximate", "tanh")}), 20, nullptr, 1e-4);
+  // Sqrt/Log on positive inputs.
+  for (const char* op : {"Sqrt", "Log", "Reciprocal"}) {
+    GraphSpec g = single(op, {{"x", Shape{5, 6}}}, Shape{5, 6});
+    Inputs in{{"x", Value(random_tensor(Shape{5, 6}, 3, 0.5f, 2.f))}};
+    check(g, 17, &in);
+  }
+  // Clip with constant bounds (read on the host) and comparisons to bool.
+  GraphSpec clip = single("Clip", {{"x", Shape{10}}}, Shape{10});
+  clip.initializers.emplace_back("lo", Tensor::from_vector<float>(Shape{}, {-0.25f}));
+  clip.initializers.emplace_back("hi", Tensor::from_vector<float>(Shape{}, {0.5f}));
+  clip.nodes[0].inputs = {"x", "lo", "hi"};
+  check(clip);
+  for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
+    check(single(op, {{"a", Shape{3, 4}}, {"b", Shape{4}}}, Shape{3, 4}, {}, DType::kBool));
+}
+
+TEST(CudaGpu, WhereCastExpand) {
+  REQUIRE_CUDA();
+  GraphSpec g;
+  g.inputs = {{"a", DType::kFloat, {3, 4}}, {"b", DType::kFloat, {4}}};
+  g.nodes = {node("Less", {"a", "b"}, {"c"}), node("Where", {"c", "a", "b"}, {"w"}), node("Cast", {"c"}, {"f"}, {attr_int("to", 1)}),
+             node("Add", {"w", "f"}, {"y"})};
+  g.outputs = {{"y", DType::kFloat, {3, 4}}};
+  check(g);
+  GraphSpec e = single("Expand", {{"x", Shape{3, 1}}}, Shape{2, 3, 4});
+  e.initializers.emplace_back("shape", Tensor::from_vector<int64_t>(Shape{3}, {2, 3, 4}));
+  e.nodes[0].inputs = {"x", "shape"};
+  check(e);
+  GraphSpec c = single("Cast", {{"x", Shape{6}}}, Shape{6}, {attr_int("to", static_cast<int64_t>(DType::kInt32))}, DType::kInt32);
+  Inputs in{{"x", Value(random_tensor(Shape{6}, 5, -10.f, 10.f))}};
+  check(c, 17, &in);
+}
+
+TEST(CudaGpu, DataMovement) {
+  REQUIRE_CUDA();
+  check(single("Transpose", {{"x", Shape{2, 3, 4, 5}}}, Shape{4, 2, 5, 3}, {attr_ints("perm", {2, 0, 3, 1})}));
+  check(single("Concat", {{"a", Shape{2, 3, 4}}, {"b", Shape{2, 5, 4}}}, Shape{2, 8, 4}, {attr_int("axis", 1)}));
+  GraphSpec s = single("Slice", {{"x", Shape{6, 7}}}, Shape{2, 3});
+  s.initializers.emplace_back("st", Tensor::from_vector<int64_t>(Shape{2}, {5, 1}));
+  s.initializers.emplace_back("en", Tensor::from_vector<int64_t>(Shape{2}, {1, 7}));
+  s.initializers.emplace_back("ax", Tensor::from_vector<int64_t>(Shape{2}, {0, 1}));
+  s.initializers.emplace_back("sp", Tensor::from_vector<int64_t>(Shape{2}, {-2, 2}));
+  s.nodes[0].inputs = {"x", "st", "en", "ax", "sp"};
+  check(s);
+  GraphSpec gt = single("Gather", {{"x", Shape{5, 4}}}, Shape{2, 3, 4}, {attr_int("axis", 0)});
+  gt.initializers.emplace_back("i", Tensor::from_vector<int64_t>(Shape{2, 3}, {0, 4, -1, 2, 2, 1}));
+  gt.nodes[0].inputs = {"x", "i"};
+  check(gt);
+  GraphSpec sp;
+  sp.inputs = {{"x", DType::kFloat, {4, 6}}};
+  sp.nodes = {node("Split", {"x"}, {"a", "b"}, {attr_int("axis", 1), attr_int("num_outputs", 2)})};
+  sp.outputs = {{"a", DType::kFloat, {4, 3}}, {"b", DType::kFloat, {4, 3}}};
+  check(sp, 18);
+  GraphSpec r = single("Reshape", {{"x", Shape{2, 6}}}, Shape{3, 4});
+  r.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{2}, {3, 4}));
+  r.nodes[0].inputs = {"x", "s"};
+  check(r);
+}
+
+TEST(CudaGpu, SoftmaxLayerNormReduce) {
+  REQUIRE_CUDA();
+  check(single("Softmax", {{"x", Shape{3, 5, 7}}}, Shape{3, 5, 7}, {attr_int("axis", -1)}));
+  check(single("Softmax", {{"x", Shape{3, 5, 7}}}, Shape{3, 5, 7}, {attr_int("axis", 1)}));
+  check(single("LogSoftmax", {{"x", Shape{4, 33}}}, Shape{4, 33}));
+  check(single("Softmax", {{"x", Shape{3, 5, 7}}}, Shape{3, 5, 7}, {attr_int("axis", 1)}), 11);
+  GraphSpec ln = single("LayerNormalization", {{"x", Shape{2, 3, 40}}}, Shape{2, 3, 40}, {attr_float("epsilon", 1e-5f)});
+  ln.initializers.emplace_back("s", random_tensor(Shape{40}, 9));
+  ln.initializers.emplace_back("b", random_tensor(Shape{40}, 10));
+  ln.nodes[0].inputs = {"x", "s", "b"};
+  check(ln, 17, nullptr, 1e-3);
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"}) {
+    SCOPED_TRACE(op);
+    GraphSpec g = single(op, {{"x", Shape{3, 4, 5}}}, Shape{3, 1, 5}, {attr_int("keepdims", 1)});
+    g.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{1}, {1}));
+    g.nodes[0].inputs = {"x", "axes"};
+    check(g, 18, nullptr, 1e-4);
+  }
+  check(single("ReduceMean", {{"x", Shape{2, 3, 4}}}, Shape{2}, {attr_ints("axes", {1, 2}), attr_int("keepdims", 0)}), 13);
+  check(single("ArgMax", {{"x", Shape{3, 8}}}, Shape{3, 1}, {attr_int("axis", 1)}, DType::kInt64));
+}
+
+TEST(CudaGpu, MatMulAndGemm) {
+  REQUIRE_CUDA();
+  check(single("MatMul", {{"a", Shape{5, 7}}, {"b", Shape{7, 3}}}, Shape{5, 3}));
+  check(single("MatMul", {{"a", Shape{2, 3, 5, 7}}, {"b", Shape{7, 4}}}, Shape{2, 3, 5, 4}));
+  check(single("MatMul", {{"a", Shape{2, 5, 7}}, {"b", Shape{2, 7, 4}}}, Shape{2, 5, 4}));
+  check(single("MatMul", {{"a", Shape{1, 5, 7}}, {"b", Shape{3, 7, 4}}}, Shape{3, 5, 4}));
+  check(single("MatMul", {{"a", Shape{7}}, {"b", Shape{7, 4}}}, Shape{4}));
+  GraphSpec g = single("Gemm", {{"a", Shape{6, 5}}}, Shape{6, 4}, {attr_int("transB", 1)});
+  g.initializers.emplace_back("w", random_tensor(Shape{4, 5}, 11));
+  g.initializers.emplace_back("c", random_tensor(Shape{4}, 12));
+  g.nodes[0].inputs = {"a", "w", "c"};
+  check(g);
+  GraphSpec h = single("Gemm", {{"a", Shape{5, 6}}, {"b", Shape{5, 4}}, {"c", Shape{6, 1}}}, Shape{6, 4},
+                       {attr_int("transA", 1), attr_float("alpha", 0.5f), attr_float("beta", 2.f)});
+  check(h);
+}
+
+TEST(CudaGpu, ConvPoolBatchNorm) {
+  REQUIRE_CUDA();
+  auto conv = [](const std::string& op, Shape x, Shape w, bool bias, std::vector<AttrSpec> attrs, Shape y) {
+    GraphSpec g = single(op, {{"x", x}}, y, std::move(attrs));
+    g.initializers.emplace_back("w", random_tensor(w, 7));
+    g.nodes[0].inputs = {"x", "w"};
+    if (bias) {
+      const int64_t m = op == "ConvTranspose" ? w[1] : w[0];
+      g.initializers.emplace_back("b", random_tensor(Shape{m}, 8));
+      g.nodes[0].inputs.push_back("b");
+    }
+    return g;
+  };
+  for (const char* mode : {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}) {
+    SCOPED_TRACE(mode);
+    GraphSpec g = conv("Conv", {2, 6, 11, 9}, {6, 2, 3, 3}, true, {attr_int("group", 3), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 1})},
+                       {2, 6, 6, 9});
+    const std::string m = model_bytes(g);
+    Session gpu = cuda_session(m, true, ep::CUDA().with_conv_algo_search(mode));
+    Session cpu = cpu_session(m);
+    const Inputs in = random_inputs(g);
+    EXPECT_TRUE(close(gpu.run(in)[0], cpu.run(in)[0], 1e-4));
+  }
+  check(conv("Conv", {1, 3, 13, 10}, {7, 3, 3, 2}, false, {attr_ints("dilations", {2, 3}), attr_ints("pads", {2, 1, 2, 1})}, {1, 7, 13, 9}));
+  check(conv("Conv", {2, 3, 17}, {4, 3, 5}, true, {attr_ints("pads", {2, 2}), attr_ints("strides", {2})}, {2, 4, 9}));
+  check(conv("ConvTranspose", {1, 4, 5, 5}, {4, 3, 3, 3}, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}, {1, 3, 9, 9}));
+  check(single("MaxPool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 4, 4}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})}));
+  check(single("AveragePool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 5, 5},
+               {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}));
+  check(single("AveragePool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 5, 5},
+               {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_int("count_include_pad", 1)}));
+  check(single("GlobalAveragePool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
+  check(single("GlobalMaxPool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
+  GraphSpec bn = single("BatchNormalization", {{"x", Shape{2, 4, 5, 3}}}, Shape{2, 4, 5, 3}, {attr_float("epsilon", 1e-3f)});
+  bn.initializers.emplace_back("s", random_tensor(Shape{4}, 1));
+  bn.initializers.emplace_back("b", random_tensor(Shape{4}, 2));
+  bn.initializers.emplace_back("m", random_tensor(Shape{4}, 3));
+  bn.initializers.emplace_back("v", random_tensor(Shape{4}, 4, 0.5f, 1.5f));
+  bn.nodes[0].inputs = {"x", "s", "b", "m", "v"};
+  check(bn, 15);
+}
+
+TEST(CudaGpu, MixedPlacementCopiesAndConcurrentRuns) {
+  REQUIRE_CUDA();
+  // Relu on CUDA, TopK (not a CUDA kernel) on the CPU, Add on CUDA: two copies each way.
+  GraphSpec g;
+  g.inputs = {{"x", DType::kFloat, {4, 8}}};
+  g.initializers.emplace_back("k", Tensor::from_vector<int64_t>(Shape{1}, {3}));
+  g.nodes = {node("Relu", {"x"}, {"r"}), node("TopK", {"r", "k"}, {"v", "i"}), node("Add", {"v", "v"}, {"y"})};
+  g.outputs = {{"y", DType::kFloat, {4, 3}}};
+  const std::string m = model_bytes(g);
+  Session gpu = cuda_session(m, false);
+  const Placement p = gpu.placement();
+  auto ep_of = [&](const std::string& op) {
+    for (const auto& n : p.nodes)
+      if (n.op_type == op) return n.ep;
+    return std::string("?");
+  };
+  EXPECT_EQ(ep_of("Relu"), "cuda");
+  EXPECT_EQ(ep_of("TopK"), "cpu");
+  EXPECT_EQ(ep_of("Add"), "cuda");
+  EXPECT_GE(p.copies.size(), 4u) << p.summary;  // x in, r out, v in, y out
+  Session cpu = cpu_session(m);
+  const Inputs in = random_inputs(g);
+  const auto want = cpu.run(in);
+  std::vector<std::thread> ts;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r)
+        if (!close(gpu.run(in)[0], want[0])) return;
+      ok[t] = 1;
+    });
+  for (auto& t : ts) t.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(ok[t], 1) << "thread " << t;
+}
+
+TEST(CudaGpu, ErrorsAreOnyxErrors) {
+  REQUIRE_CUDA();
+  // Gather with an index out of range: the run fails with a reason, the session stays usable.
+  GraphSpec g = single("Gather", {{"x", Shape{5, 4}}}, Shape{2, 4});
+  g.inputs.push_back({"i", DType::kInt64, {2}});
+  g.nodes[0].inputs = {"x", "i"};
+  const std::string m = model_bytes(g);
+  Session s = cuda_session(m, false);
+  Inputs bad{{"x", Value(random_tensor(Shape{5, 4}, 1))}, {"i", Value(Tensor::from_vector<int64_t>(Shape{2}, {1, 9}))}};
+  try {
+    s.run(bad);
+    ADD_FAILURE() << "out-of-range index accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+  }
+  Inputs good{{"x", Value(random_tensor(Shape{5, 4}, 1))}, {"i", Value(Tensor::from_vector<int64_t>(Shape{2}, {1, 4}))}};
+  EXPECT_NO_THROW(s.run(good));
+  // A memory limit smaller than the activations: an error naming the limit.
+  GraphSpec big = single("Relu", {{"x", Shape{1024, 1024}}}, Shape{1024, 1024});
+  const std::string mb = model_bytes(big);
+  Session lim = cuda_session(mb, true, ep::CUDA().with_memory_limit(1 << 20));
+  try {
+    lim.run(random_inputs(big));
+    ADD_FAILURE() << "gpu_mem_limit not enforced";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu_mem_limit"), std::string::npos) << e.what();
+  }
+  // Effective options are reported.
+  Session o = cuda_session(mb, true, ep::CUDA().with_tf32(true));
+  bool seen = false;
+  for (const auto& [k, v] : o.registration()[0].options) seen |= k == "use_tf32" && v == "true";
+  EXPECT_TRUE(seen);
+}
