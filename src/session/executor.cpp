@@ -5,7 +5,6 @@
 #include <cstring>
 #include <numeric>
 
-#include "session/copies.hpp"
 #include "session/session_impl.hpp"
 
 namespace onyx {
@@ -62,7 +61,7 @@ void GraphRunner::run_node(size_t i, std::vector<Value>& frame, RunHooks& hooks)
   if (inside_region(i)) return;  // computed by its region's kernel, at the region's first node
   const Node& n = graph.nodes[i];
   KernelContext ctx(n, frame.data(), *session.pool, &hooks, node_alloc[i], hooks.state(node_ep[i]));
-  if (!node_alloc[i] && !session.eps[node_ep[i]]->allocator() && !reads_metadata_only(n)) {
+  if (host_reader[i]) {
     // A host node must never see device memory: that would mean a missing copy.
     for (int v : n.inputs)
       if (v >= 0 && frame[v].is_tensor() && !frame[v].tensor().on_host())

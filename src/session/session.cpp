@@ -46,6 +46,9 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
   schemas.assign(n, nullptr);
   has_subgraph.assign(n, 0);
   node_alloc.assign(n, nullptr);
+  host_reader.assign(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    host_reader[i] = !s.eps[node_ep[i]]->allocator() && !reads_metadata_only(g.nodes[i]);
   auto prepare_subgraph = [this](const Graph& sub) -> std::shared_ptr<PreparedSubgraph> {
     auto r = std::make_shared<GraphRunner>(session, sub, this);
     subgraphs.push_back(r);

@@ -75,6 +75,7 @@ class GraphRunner final : public PreparedSubgraph {
   std::vector<int> region_ep;                    // per region: EP index
   std::vector<Placement::CopyInfo> copies;       // copies inserted between memories
   std::vector<DeviceAllocator*> node_alloc;      // per node: allocator of its outputs' memory (null: host)
+  std::vector<char> host_reader;                 // per node: runs in host memory and reads its inputs' elements
   /// Whether node i is a region node other than its region's first (it runs inside the region).
   bool inside_region(size_t i) const { return region_of[i] >= 0 && region_nodes[region_of[i]].front() != static_cast<int>(i); }
 };
