@@ -32,7 +32,8 @@ namespace {
 
 Shape spatial_of(const Shape& s) { return Shape(std::span<const int64_t>(s.data() + 2, s.size() - 2)); }
 
-/// im2col for one image and one group: col[(c, k...), out positions].
+/// im2col for one image and one group: col[(c, k...), out positions]; 2-D rows are copied with
+/// memcpy where the stride allows, other ranks go through im2col_mapped.
 void im2col(const float* x, int64_t channels, const Shape& in, const WindowGeometry& g, float* col, ThreadPool& pool) {
   const size_t r = in.size();
   const int64_t kvol = g.kernel.numel(), out_size = g.out.numel(), in_size = in.numel();
@@ -71,38 +72,7 @@ void im2col(const float* x, int64_t channels, const Shape& in, const WindowGeome
     });
     return;
   }
-  // General N-D.
-  parallel_range(pool, channels * kvol, out_size, [&](int64_t r0, int64_t r1) {
-    Shape kidx = Shape::filled(r, 0), oidx = Shape::filled(r, 0);
-    for (int64_t row = r0; row < r1; ++row) {
-      const int64_t c = row / kvol;
-      int64_t rem = row % kvol;
-      for (size_t d = r; d-- > 0;) {
-        kidx[d] = rem % g.kernel[d];
-        rem /= g.kernel[d];
-      }
-      const float* xc = x + c * in_size;
-      float* dst = col + row * out_size;
-      for (size_t d = 0; d < r; ++d) oidx[d] = 0;
-      for (int64_t o = 0; o < out_size; ++o) {
-        int64_t off = 0;
-        bool inside = true;
-        for (size_t d = 0; d < r; ++d) {
-          const int64_t i = oidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
-          if (i < 0 || i >= in[d]) {
-            inside = false;
-            break;
-          }
-          off = off * in[d] + i;
-        }
-        dst[o] = inside ? xc[off] : 0.0f;
-        for (size_t d = r; d-- > 0;) {
-          if (++oidx[d] < g.out[d]) break;
-          oidx[d] = 0;
-        }
-      }
-    }
-  });
+  im2col_mapped(x, channels, in, g, col, pool, [](float v) { return v; });
 }
 
 /// Direct depthwise 2-D convolution (one input channel per output channel).

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "kernels/common.hpp"
+#include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/manifest.hpp"
 #include "ops/nn.hpp"
@@ -676,70 +677,12 @@ std::unique_ptr<Kernel> make_qlinear_matmul(const KernelCreateInfo&) { return ma
 
 // ---- QLinearConv / ConvInteger ----
 
-/// im2col of one image and group over int16 (x minus its zero point; padding gives 0):
-/// col[(c, kernel offset), output position].
+/// im2col of one image and group over int16 (x minus its zero point; padding gives 0).
 template <class S>
 void im2col_q(const S* x, int32_t zp, int64_t channels, const Shape& in, const WindowGeometry& g, int16_t* col,
               ThreadPool& pool) {
-  const size_t r = in.size();
-  const int64_t kvol = g.kernel.numel(), out_size = g.out.numel(), in_size = in.numel();
-  if (r == 2) {
-    const int64_t H = in[0], W = in[1], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
-    const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
-    const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
-    parallel_range(pool, channels * kvol, out_size, [&](int64_t r0, int64_t r1) {
-      for (int64_t row = r0; row < r1; ++row) {
-        const int64_t c = row / kvol, ki = (row % kvol) / KW, kj = row % KW;
-        const S* xc = x + c * in_size;
-        int16_t* dst = col + row * out_size;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          const int64_t ih = oh * sh - ph + ki * dh;
-          int16_t* d = dst + oh * OW;
-          if (ih < 0 || ih >= H) {
-            for (int64_t ow = 0; ow < OW; ++ow) d[ow] = 0;
-            continue;
-          }
-          const S* src = xc + ih * W;
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t iw = ow * sw - pw + kj * dw;
-            d[ow] = (iw >= 0 && iw < W) ? static_cast<int16_t>(static_cast<int32_t>(src[iw]) - zp) : int16_t(0);
-          }
-        }
-      }
-    });
-    return;
-  }
-  parallel_range(pool, channels * kvol, out_size * static_cast<int64_t>(r), [&](int64_t r0, int64_t r1) {
-    Shape kidx = Shape::filled(r, 0), oidx = Shape::filled(r, 0);
-    for (int64_t row = r0; row < r1; ++row) {
-      const int64_t c = row / kvol;
-      int64_t rem = row % kvol;
-      for (size_t d = r; d-- > 0;) {
-        kidx[d] = rem % g.kernel[d];
-        rem /= g.kernel[d];
-      }
-      const S* xc = x + c * in_size;
-      int16_t* dst = col + row * out_size;
-      for (size_t d = 0; d < r; ++d) oidx[d] = 0;
-      for (int64_t o = 0; o < out_size; ++o) {
-        int64_t off = 0;
-        bool inside = true;
-        for (size_t d = 0; d < r; ++d) {
-          const int64_t i = oidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
-          if (i < 0 || i >= in[d]) {
-            inside = false;
-            break;
-          }
-          off = off * in[d] + i;
-        }
-        dst[o] = inside ? static_cast<int16_t>(static_cast<int32_t>(xc[off]) - zp) : int16_t(0);
-        for (size_t d = r; d-- > 0;) {
-          if (++oidx[d] < g.out[d]) break;
-          oidx[d] = 0;
-        }
-      }
-    }
-  });
+  im2col_mapped(x, channels, in, g, col, pool,
+                [zp](S v) { return static_cast<int16_t>(static_cast<int32_t>(v) - zp); });
 }
 
 class QConvKernel final : public Kernel {
