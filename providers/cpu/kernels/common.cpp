@@ -1,5 +1,6 @@
 #include "kernels/common.hpp"
 
+#include <cstdlib>
 #include <string>
 
 namespace onyx::cpu {
@@ -46,6 +47,26 @@ Shape read_dims(const Tensor& t, const char* what) {
 double read_scalar(const Tensor& t) {
   if (t.numel() < 1) fail(ErrorCode::kInvalidArgument, "expected a scalar, got an empty tensor");
   return t.element_as_double(0);
+}
+
+char* thread_workspace(Workspace w, size_t bytes) {
+  struct Buf {
+    char* p = nullptr;
+    size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[static_cast<size_t>(Workspace::kCount)];
+  Buf& buf = bufs[static_cast<size_t>(w)];
+  if (bytes > buf.n) {
+    std::free(buf.p);
+    buf.p = nullptr;
+    buf.n = 0;
+    const size_t sz = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    buf.p = static_cast<char*>(std::aligned_alloc(64, sz));
+    if (!buf.p) fail(ErrorCode::kRuntime, "out of memory allocating ", sz, " bytes of kernel workspace");
+    buf.n = sz;
+  }
+  return buf.p;
 }
 
 }  // namespace onyx::cpu

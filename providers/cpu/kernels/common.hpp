@@ -193,6 +193,33 @@ void parallel_range(ThreadPool& pool, int64_t n, int64_t cost_per_item, F&& f) {
   pool.parallel_for(n, grain, f);
 }
 
+/// Per-thread kernel workspaces, one per user so that a kernel family never shares bytes with
+/// another it calls; each grows and never shrinks (no allocation per run once warm).
+enum class Workspace { kConv, kQuant, kRnn, kCount };
+/// At least `bytes` bytes, 64-byte aligned, of this thread's workspace `w`.
+char* thread_workspace(Workspace w, size_t bytes);
+
+/// Cuts 64-byte aligned pieces from a base pointer (a null base only measures).
+struct Carver {
+  char* base = nullptr;
+  size_t off = 0;
+  template <class C>
+  C* take(int64_t n) {
+    C* r = base ? reinterpret_cast<C*>(base + off) : nullptr;
+    off += (static_cast<size_t>(std::max<int64_t>(n, 0)) * sizeof(C) + 63) / 64 * 64;
+    return r;
+  }
+};
+
+/// Runs layout(carver) once to measure and once to cut workspace `w`.
+template <class F>
+void carve(Workspace w, F&& layout) {
+  Carver m;
+  layout(m);
+  Carver c{thread_workspace(w, m.off)};
+  layout(c);
+}
+
 /// Reads an integer tensor (int32 or int64) as int64 values.
 std::vector<int64_t> read_ints(const Tensor& t, const char* what);
 /// Same into a Shape (inline storage for up to 8 values: no allocation on the run path).

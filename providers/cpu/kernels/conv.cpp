@@ -13,19 +13,7 @@
 namespace onyx::cpu {
 
 float* conv_scratch(size_t floats) {
-  struct Buf {
-    float* p = nullptr;
-    size_t n = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf buf;
-  if (floats > buf.n) {
-    std::free(buf.p);
-    buf.p = static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(64, (floats * 4 + 63) / 64 * 64)));
-    if (!buf.p) fail(ErrorCode::kRuntime, "out of memory allocating ", floats * 4, " bytes of convolution workspace");
-    buf.n = floats;
-  }
-  return buf.p;
+  return reinterpret_cast<float*>(thread_workspace(Workspace::kConv, floats * sizeof(float)));
 }
 
 namespace {

@@ -19,49 +19,6 @@
 namespace onyx::cpu {
 namespace {
 
-// ---- scratch ----
-
-/// Per-thread workspace (grows, never shrinks: no allocation per run once warm).
-char* quant_scratch(size_t bytes) {
-  struct Buf {
-    char* p = nullptr;
-    size_t n = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf buf;
-  if (bytes > buf.n) {
-    std::free(buf.p);
-    buf.p = nullptr;
-    buf.n = 0;
-    const size_t sz = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    buf.p = static_cast<char*>(std::aligned_alloc(64, sz));
-    if (!buf.p) fail(ErrorCode::kRuntime, "out of memory allocating ", sz, " bytes of quantization workspace");
-    buf.n = sz;
-  }
-  return buf.p;
-}
-
-/// Cuts 64-byte aligned pieces from a base pointer (a null base only measures).
-struct Carver {
-  char* base = nullptr;
-  size_t off = 0;
-  template <class C>
-  C* take(int64_t n) {
-    C* r = base ? reinterpret_cast<C*>(base + off) : nullptr;
-    off += (static_cast<size_t>(std::max<int64_t>(n, 0)) * sizeof(C) + 63) / 64 * 64;
-    return r;
-  }
-};
-
-/// Runs layout(carver) once to measure and once to cut the scratch.
-template <class F>
-void carve(F&& layout) {
-  Carver m;
-  layout(m);
-  Carver c{quant_scratch(m.off)};
-  layout(c);
-}
-
 // ---- float8 ----
 
 struct F8Fmt {
@@ -284,7 +241,7 @@ void quantize_compute(const QuantizeState& st, KernelContext& ctx) {
   auto run = [&]<class X, class A>() {
     A* sc = nullptr;
     A* zp = nullptr;
-    carve([&](Carver& c) {
+    carve(Workspace::kQuant, [&](Carver& c) {
       sc = c.take<A>(ns);
       zp = zpt ? c.take<A>(ns) : nullptr;
     });
@@ -361,7 +318,7 @@ void dequantize_compute(const int&, KernelContext& ctx) {
   const int64_t ns = scale.numel();
   float* sc = nullptr;
   float* zp = nullptr;
-  carve([&](Carver& c) {
+  carve(Workspace::kQuant, [&](Carver& c) {
     sc = c.take<float>(ns);
     zp = zpt ? c.take<float>(ns) : nullptr;
   });
@@ -547,7 +504,7 @@ void matmul_integer_compute(const int&, KernelContext& ctx) {
   if (y.numel() == 0) return;
   int16_t *a16 = nullptr, *b16 = nullptr;
   float *zaf = nullptr, *zbf = nullptr;
-  carve([&](Carver& c) {
+  carve(Workspace::kQuant, [&](Carver& c) {
     a16 = c.take<int16_t>(a.numel());
     b16 = c.take<int16_t>(b.numel());
     zaf = za ? c.take<float>(za->numel()) : nullptr;
@@ -599,7 +556,7 @@ void qlinear_matmul_compute(const int&, KernelContext& ctx) {
   int16_t *a16 = nullptr, *b16 = nullptr;
   int32_t* acc = nullptr;
   float *af = nullptr, *bf = nullptr, *cf = nullptr;
-  carve([&](Carver& c) {
+  carve(Workspace::kQuant, [&](Carver& c) {
     asf = c.take<float>(as.numel());
     azf = c.take<float>(az.numel());
     bsf = c.take<float>(bs.numel());
@@ -746,7 +703,7 @@ class QConvKernel final : public Kernel {
     int16_t *w16 = nullptr, *col = nullptr;
     int32_t* acc = nullptr;
     float *wzf = nullptr, *mult = nullptr;
-    carve([&](Carver& c) {
+    carve(Workspace::kQuant, [&](Carver& c) {
       w16 = c.take<int16_t>(M * Kg);
       col = c.take<int16_t>(Kg * out_size);
       acc = qlinear_ ? c.take<int32_t>(Mg * out_size) : nullptr;

@@ -189,39 +189,6 @@ void gemm_nt(const double* a, int64_t lda, const double* b, int64_t ldb, const P
   });
 }
 
-// ---- scratch ----
-
-/// Per-thread workspace (grows, never shrinks: no allocation per run once warm).
-char* rnn_scratch(size_t bytes) {
-  struct Buf {
-    char* p = nullptr;
-    size_t n = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf buf;
-  if (bytes > buf.n) {
-    std::free(buf.p);
-    buf.p = nullptr;
-    buf.n = 0;
-    const size_t sz = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    buf.p = static_cast<char*>(std::aligned_alloc(64, sz));
-    if (!buf.p) fail(ErrorCode::kRuntime, "out of memory allocating ", sz, " bytes of RNN workspace");
-    buf.n = sz;
-  }
-  return buf.p;
-}
-
-/// Cuts 64-byte aligned pieces from a base pointer (a null base only measures).
-struct Carver {
-  char* base = nullptr;
-  size_t off = 0;
-  template <class C>
-  C* take(int64_t n) {
-    C* r = base ? reinterpret_cast<C*>(base + off) : nullptr;
-    off += (static_cast<size_t>(std::max<int64_t>(n, 0)) * sizeof(C) + 63) / 64 * 64;
-    return r;
-  }
-};
 
 // ---- kernel ----
 
@@ -422,12 +389,7 @@ void RnnKernel::run(KernelContext& ctx, const RnnDims& dm, const int32_t* lens) 
     wk.rbh = cv.take<C>(gru ? H : 0);
     wk.peep = cv.take<C>(lstm ? 3 * H : 0);
   };
-  {
-    Carver measure;
-    layout(measure);
-    Carver cut{rnn_scratch(measure.off)};
-    layout(cut);
-  }
+  carve(Workspace::kRnn, layout);
   auto convert = [](const T* src, C* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<C>(to_acc(src[i]));
   };
