@@ -26,17 +26,7 @@ bool vulkan_usable() {
     if (!vulkan_usable()) GTEST_SKIP() << "vulkan: " << ep::Vulkan().availability().reason; \
   } while (0)
 
-std::string model_bytes(const GraphSpec& g, int64_t opset = 17) {
-  ProtoWriter w;
-  w.varint(1, 8);
-  w.bytes(2, "onyx-tests");
-  w.bytes(7, g.encode());
-  ProtoWriter os;
-  os.bytes(1, "");
-  os.varint(2, static_cast<uint64_t>(opset));
-  w.bytes(8, os.str());
-  return w.take();
-}
+std::string model_bytes(const GraphSpec& g, int64_t opset = 17) { return encode_model(g, opset); }
 
 Session vulkan_session(const std::string& m, bool strict = true, ep::Vulkan spec = ep::Vulkan()) {
   return Session::builder()
