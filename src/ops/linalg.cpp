@@ -28,6 +28,28 @@ void infer_matmul(InferContext& ctx) {
   ctx.set_output(0, a.dtype, out);
 }
 
+/// onyx::Attention(Q [.., Sq, D], KT [.., D, Sk], V [.., Sk, Dv], bias): Y [.., Sq, Dv], batch dims
+/// broadcast as in MatMul.
+void infer_attention(InferContext& ctx) {
+  const TypeInfo& q = ctx.input_type(0);
+  const TypeInfo& kt = ctx.input_type(1);
+  const TypeInfo& v = ctx.input_type(2);
+  if (q.dtype != kt.dtype || q.dtype != v.dtype)
+    ctx.fail_node("Q, KT and V have different types: ", dtype_name(q.dtype), ", ", dtype_name(kt.dtype), ", ", dtype_name(v.dtype));
+  if (!q.has_shape || !kt.has_shape || !v.has_shape) return ctx.set_output_unranked(0, q.dtype);
+  const Shape &sq = q.shape, &sk = kt.shape, &sv = v.shape;
+  if (sq.size() < 2 || sk.size() < 2 || sv.size() < 2)
+    ctx.fail_node("Q, KT and V must have rank >= 2, got ", sq.to_string(), ", ", sk.to_string(), ", ", sv.to_string());
+  const int64_t d_q = sq[sq.size() - 1], d_k = sk[sk.size() - 2], s_k = sk[sk.size() - 1], s_v = sv[sv.size() - 2];
+  if (d_q >= 0 && d_k >= 0 && d_q != d_k) ctx.fail_node("Q ", sq.to_string(), " and KT ", sk.to_string(), " differ in the head size");
+  if (s_k >= 0 && s_v >= 0 && s_k != s_v) ctx.fail_node("KT ", sk.to_string(), " and V ", sv.to_string(), " differ in the key count");
+  auto batch = [](const Shape& s) { return Shape(std::span<const int64_t>(s.data(), s.size() - 2)); };
+  Shape out = shape_util::broadcast(ctx, shape_util::broadcast(ctx, batch(sq), batch(sk)), batch(sv));
+  out.push_back(sq[sq.size() - 2]);
+  out.push_back(sv[sv.size() - 1]);
+  ctx.set_output(0, q.dtype, out);
+}
+
 void infer_gemm(InferContext& ctx) {
   const TypeInfo& a = ctx.input_type(0);
   const TypeInfo& b = ctx.input_type(1);
@@ -67,6 +89,8 @@ void infer_det(InferContext& ctx) {
 
 void register_linalg_ops(OpRegistry& r) {
   r.add("", "MatMul", {1, 9, 13}, infer_matmul);
+  // onyx's own fused op (made by the optimizer from the decomposed attention pattern).
+  r.add("onyx", "Attention", {1}, infer_attention);
   r.add("", "Gemm", {1, 6, 7, 9, 11, 13}, infer_gemm);
   r.add("", "Det", {11}, infer_det);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct PassContext {
   NodeEvaluator evaluate;
   /// Whether a fusion may replace nodes with an onyx-domain fused op (the CPU EP implements them).
   std::function<bool(const Node&)> may_fuse = [](const Node&) { return true; };
+  /// Whether `members` may be replaced by the one node `fused`: the session allows it when the EP
+  /// that would run every member (the first to claim it) is the same and also claims `fused`, so
+  /// a fusion never moves work to another EP.
+  std::function<bool(std::span<const Node* const> members, const Node& fused)> may_fuse_group =
+      [](std::span<const Node* const>, const Node&) { return true; };
   std::vector<std::string> log;  // one line per change, for verbose logging
 };
 
@@ -28,6 +34,8 @@ int fold_constants(Graph& g, PassContext& ctx);
 int eliminate_identities(Graph& g, PassContext& ctx);
 /// Conv followed by Relu / Clip (constant bounds) becomes onyx::FusedConv.
 int fuse_conv_activation(Graph& g, PassContext& ctx);
+/// MatMul -> (scalar Mul/Div) -> (Add bias) -> Softmax(last axis) -> MatMul becomes onyx::Attention.
+int fuse_attention(Graph& g, PassContext& ctx);
 /// Removes nodes none of whose outputs are used.
 int eliminate_dead_nodes(Graph& g, PassContext& ctx);
 

@@ -9,7 +9,10 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
   changed += fold_constants(g, ctx);
   changed += eliminate_identities(g, ctx);
   changed += eliminate_dead_nodes(g, ctx);
-  if (level == GraphOptimizationLevel::kAll) changed += fuse_conv_activation(g, ctx);
+  if (level == GraphOptimizationLevel::kAll) {
+    changed += fuse_conv_activation(g, ctx);
+    changed += fuse_attention(g, ctx);
+  }
   return changed;
 }
 

@@ -303,6 +303,26 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     }
     return true;
   };
+  pass.may_fuse_group = [this, &g](std::span<const Node* const> members, const Node& fused) {
+    auto claims = [&](size_t e, const Node& n) {
+      ClaimInfo c{n, g, {}, {}};
+      for (int v : n.inputs) c.input_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+      for (int v : n.outputs) c.output_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+      Decline why;
+      return eps[e]->claim(c, &why);
+    };
+    auto first_claimer = [&](const Node& n) -> size_t {
+      for (size_t e = 0; e < eps.size(); ++e)
+        if (claims(e, n)) return e;
+      return eps.size();
+    };
+    if (members.empty()) return false;
+    const size_t e0 = first_claimer(*members[0]);
+    if (e0 == eps.size()) return false;
+    for (const Node* n : members.subspan(1))
+      if (first_claimer(*n) != e0) return false;
+    return claims(e0, fused);
+  };
   if (optimize_graph(g, options.level, pass) > 0) infer_all();
   optimizer_log = std::move(pass.log);
   if (log_enabled(LogLevel::kVerbose))

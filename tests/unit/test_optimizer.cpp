@@ -1,8 +1,10 @@
 // Graph optimisation: every level gives the same results; passes do what they say.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
+#include "attention_graph.hpp"
 #include "model_builder.hpp"
 
 using namespace onyx;
@@ -59,4 +61,56 @@ TEST(Optimizer, LevelsAgree) {
   EXPECT_EQ(node_counts[2], 2u);  // Clip and Relu fused into the convolutions
   Session s = Session::builder().commit_from_memory(m.data(), m.size());
   for (const auto& p : s.placement().nodes) EXPECT_EQ(p.op_type, "FusedConv");
+}
+
+namespace {
+
+/// Runs the case unoptimised and fully optimised; returns the number of onyx::Attention nodes.
+size_t check_attention(const AttentionCase& c) {
+  const std::string m = encode_model(attention_graph(c), 17);
+  std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"q", random_tensor(c.q, 11)}, {"k", random_tensor(c.k, 12)}, {"v", random_tensor(c.v, 13)}};
+  if (!c.bias.empty()) {
+    Tensor b = random_tensor(c.bias, 14);
+    b.data<float>()[0] = -std::numeric_limits<float>::infinity();  // a masked key
+    feeds.emplace_back("bias", b);
+  }
+  std::vector<std::vector<float>> results;
+  size_t fused = 0;
+  for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
+    Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
+    std::vector<std::pair<std::string, Value>> in;
+    for (const auto& [n, t] : feeds) in.emplace_back(n, Value(t));
+    const Tensor y = s.run(in)[0].tensor();
+    results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
+    if (level == GraphOptimizationLevel::kAll)
+      for (const auto& p : s.placement().nodes) fused += p.op_type == "Attention";
+  }
+  EXPECT_EQ(results[0].size(), results[1].size());
+  for (size_t i = 0; i < results[0].size() && i < results[1].size(); ++i) EXPECT_NEAR(results[1][i], results[0][i], 1e-5) << i;
+  return fused;
+}
+
+}  // namespace
+
+TEST(Optimizer, FusesDecomposedAttention) {
+  // BERT-shaped: [B*H, S, D] operands, a key-padding bias broadcast over heads and queries.
+  EXPECT_EQ(check_attention({Shape{6, 5, 4}, Shape{7, 6, 4}, Shape{6, 7, 3}, Shape{1, 1, 7}}), 1u);
+  // No scalar steps, no bias, a batch of one.
+  AttentionCase plain{Shape{1, 5, 4}, Shape{9, 1, 4}, Shape{1, 9, 3}, Shape{}};
+  plain.scales = false;
+  EXPECT_EQ(check_attention(plain), 1u);
+  // 4-D with broadcast batch dims: K/V shared by the batch, a per-query bias.
+  EXPECT_EQ(check_attention({Shape{2, 3, 5, 4}, Shape{6, 3, 4}, Shape{1, 3, 6, 2}, Shape{5, 6}}), 1u);
+  // Longer key sequences than one scores block holds (rows per block shrink to fit).
+  EXPECT_EQ(check_attention({Shape{2, 70, 8}, Shape{300, 2, 8}, Shape{2, 300, 8}, Shape{2, 70, 300}}), 1u);
+}
+
+TEST(Optimizer, KeepsAttentionWhoseIntermediatesAreUsed) {
+  AttentionCase c{Shape{6, 5, 4}, Shape{7, 6, 4}, Shape{6, 7, 3}, Shape{1, 1, 7}};
+  c.scores_output = true;
+  EXPECT_EQ(check_attention(c), 0u);
+  AttentionCase axis{Shape{6, 5, 4}, Shape{5, 6, 4}, Shape{6, 5, 3}, Shape{}};
+  axis.softmax_axis = 1;  // over the queries: not attention
+  EXPECT_EQ(check_attention(axis), 0u);
 }

@@ -29,13 +29,14 @@ std::span<const KernelDef> random_kernels();        // kernels/random.cpp
 std::span<const KernelDef> training_kernels();      // kernels/training.cpp
 std::span<const KernelDef> einsum_kernels();        // kernels/einsum.cpp
 std::span<const KernelDef> gradient_kernels();      // kernels/gradient.cpp
+std::span<const KernelDef> attention_kernels();     // kernels/attention.cpp (onyx::Attention)
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels, conv_kernels, pool_kernels,
     linalg_kernels,      reduce_kernels, control_flow_kernels, sequence_kernels,
     index_kernels,       image_kernels,  loss_kernels,         text_kernels,
     rnn_kernels,         quant_kernels,  signal_kernels,       random_kernels,
-    training_kernels,    einsum_kernels,  gradient_kernels,
+    training_kernels,    einsum_kernels,  gradient_kernels,     attention_kernels,
 };
 
 }  // namespace onyx::cpu
