@@ -191,6 +191,17 @@ bool check_float_op(const ClaimInfo& info, Decline* why) {
 bool claim_node(const ClaimInfo& info, Decline* why) {
   const Node& n = info.node;
   const std::string& op = n.op_type;
+  if (n.domain == "onyx" && op == "Attention" && n.opset == 1) {
+    // The optimizer's fused attention (it asks before fusing): float32 Q, KT, V and bias.
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const TypeInfo* t = in_type(info, i);
+      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
+        return decline(why, DeclineCode::kUnsupportedType, "onyx::Attention runs on float32 only");
+      if (t && t->has_shape && t->shape.size() > static_cast<size_t>(8))
+        return decline(why, DeclineCode::kUnsupportedType, "onyx::Attention on rank > 8");
+    }
+    return true;
+  }
   if (!n.domain.empty() && n.domain != "ai.onnx")
     return decline(why, DeclineCode::kUnsupportedOp, str("no CUDA kernel for ", n.domain, "::", op));
   if (op == "Shape" || op == "Size")

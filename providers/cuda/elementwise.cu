@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "dialect.hpp"
 #include "launch.hpp"
 
 namespace onyx::cuda {
@@ -144,13 +145,13 @@ void binary_t(BinaryOp op, const void* a, const Strided& sa, const void* b, cons
   const bool cmp = op >= BinaryOp::kEqual;
   if constexpr (sizeof(T) == 1) {
     (void)cmp;  // bools: logical and comparison ops only
-    binary_kernel<T, uint8_t, true><<<grid_for(n), kBlock, 0, s>>>(op, static_cast<const T*>(a), sa, static_cast<const T*>(b),
+    ONYX_LAUNCH(grid_for(n), kBlock, s, binary_kernel<T, uint8_t, true>)(op, static_cast<const T*>(a), sa, static_cast<const T*>(b),
                                                                     sb, static_cast<uint8_t*>(y), n, flat);
   } else if (cmp)
-    binary_kernel<T, uint8_t, true><<<grid_for(n), kBlock, 0, s>>>(op, static_cast<const T*>(a), sa, static_cast<const T*>(b),
+    ONYX_LAUNCH(grid_for(n), kBlock, s, binary_kernel<T, uint8_t, true>)(op, static_cast<const T*>(a), sa, static_cast<const T*>(b),
                                                                     sb, static_cast<uint8_t*>(y), n, flat);
   else
-    binary_kernel<T, T, false><<<grid_for(n), kBlock, 0, s>>>(op, static_cast<const T*>(a), sa, static_cast<const T*>(b), sb,
+    ONYX_LAUNCH(grid_for(n), kBlock, s, binary_kernel<T, T, false>)(op, static_cast<const T*>(a), sa, static_cast<const T*>(b), sb,
                                                                static_cast<T*>(y), n, flat);
 }
 
@@ -241,12 +242,12 @@ __global__ void cast_kernel(Ty from, const void* x, Ty to, void* y, int64_t n) {
 
 void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, cudaStream_t s) {
   if (n <= 0) return;
-  unary_kernel<<<grid_for(n), kBlock, 0, s>>>(op, x, y, n, a, b);
+  ONYX_LAUNCH(grid_for(n), kBlock, s, unary_kernel)(op, x, y, n, a, b);
 }
 
 void not_bool(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  not_kernel<<<grid_for(n), kBlock, 0, s>>>(x, y, n);
+  ONYX_LAUNCH(grid_for(n), kBlock, s, not_kernel)(x, y, n);
 }
 
 void binary(BinaryOp op, Ty ty, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y, int64_t n,
@@ -267,10 +268,10 @@ void where(const uint8_t* cond, const Strided& sc, const void* x, const Strided&
   if (n <= 0) return;
   const unsigned g = grid_for(n);
   switch (elem) {
-    case 1: where_kernel<<<g, kBlock, 0, s>>>(cond, sc, static_cast<const uint8_t*>(x), sx, static_cast<const uint8_t*>(z), sz, static_cast<uint8_t*>(y), n); break;
-    case 2: where_kernel<<<g, kBlock, 0, s>>>(cond, sc, static_cast<const uint16_t*>(x), sx, static_cast<const uint16_t*>(z), sz, static_cast<uint16_t*>(y), n); break;
-    case 4: where_kernel<<<g, kBlock, 0, s>>>(cond, sc, static_cast<const uint32_t*>(x), sx, static_cast<const uint32_t*>(z), sz, static_cast<uint32_t*>(y), n); break;
-    case 8: where_kernel<<<g, kBlock, 0, s>>>(cond, sc, static_cast<const uint64_t*>(x), sx, static_cast<const uint64_t*>(z), sz, static_cast<uint64_t*>(y), n); break;
+    case 1: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint8_t*>(x), sx, static_cast<const uint8_t*>(z), sz, static_cast<uint8_t*>(y), n); break;
+    case 2: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint16_t*>(x), sx, static_cast<const uint16_t*>(z), sz, static_cast<uint16_t*>(y), n); break;
+    case 4: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint32_t*>(x), sx, static_cast<const uint32_t*>(z), sz, static_cast<uint32_t*>(y), n); break;
+    case 8: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint64_t*>(x), sx, static_cast<const uint64_t*>(z), sz, static_cast<uint64_t*>(y), n); break;
     default: break;
   }
 }
@@ -278,15 +279,15 @@ void where(const uint8_t* cond, const Strided& sc, const void* x, const Strided&
 void strided_copy(const void* src, const Strided& sv, void* dst, const Strided& dv, size_t elem, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   if (is_flat(sv, n) && is_flat(dv, n)) {
-    cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * elem, cudaMemcpyDeviceToDevice, s);
+    copy_d2d_async(dst, src, static_cast<size_t>(n) * elem, s);
     return;
   }
   const unsigned g = grid_for(n);
   switch (elem) {
-    case 1: copy_kernel<<<g, kBlock, 0, s>>>(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, n); break;
-    case 2: copy_kernel<<<g, kBlock, 0, s>>>(static_cast<const uint16_t*>(src), sv, static_cast<uint16_t*>(dst), dv, n); break;
-    case 4: copy_kernel<<<g, kBlock, 0, s>>>(static_cast<const uint32_t*>(src), sv, static_cast<uint32_t*>(dst), dv, n); break;
-    case 8: copy_kernel<<<g, kBlock, 0, s>>>(static_cast<const uint64_t*>(src), sv, static_cast<uint64_t*>(dst), dv, n); break;
+    case 1: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, n); break;
+    case 2: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint16_t*>(src), sv, static_cast<uint16_t*>(dst), dv, n); break;
+    case 4: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint32_t*>(src), sv, static_cast<uint32_t*>(dst), dv, n); break;
+    case 8: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint64_t*>(src), sv, static_cast<uint64_t*>(dst), dv, n); break;
     default: break;
   }
 }
@@ -298,10 +299,10 @@ void gather(const void* data, const void* indices, bool idx64, void* out, size_t
   const unsigned g = grid_for(n);
 #define ONYX_GATHER(T)                                                                                                     \
   if (idx64)                                                                                                               \
-    gather_kernel<<<g, kBlock, 0, s>>>(static_cast<const T*>(data), static_cast<const int64_t*>(indices), static_cast<T*>(out), \
+    ONYX_LAUNCH(g, kBlock, s, gather_kernel)(static_cast<const T*>(data), static_cast<const int64_t*>(indices), static_cast<T*>(out), \
                                        axis_dim, nidx, inner, n, error);                                                   \
   else                                                                                                                     \
-    gather_kernel<<<g, kBlock, 0, s>>>(static_cast<const T*>(data), static_cast<const int32_t*>(indices), static_cast<T*>(out), \
+    ONYX_LAUNCH(g, kBlock, s, gather_kernel)(static_cast<const T*>(data), static_cast<const int32_t*>(indices), static_cast<T*>(out), \
                                        axis_dim, nidx, inner, n, error);
   switch (elem) {
     case 1: ONYX_GATHER(uint8_t) break;
@@ -317,20 +318,20 @@ void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   if (from == to) {
     size_t elem = (from == Ty::kF64 || from == Ty::kI64) ? 8 : (from == Ty::kF32 || from == Ty::kI32) ? 4 : (from == Ty::kF16 || from == Ty::kI16) ? 2 : 1;
-    cudaMemcpyAsync(y, x, static_cast<size_t>(n) * elem, cudaMemcpyDeviceToDevice, s);
+    copy_d2d_async(y, x, static_cast<size_t>(n) * elem, s);
     return;
   }
-  cast_kernel<<<grid_for(n), kBlock, 0, s>>>(from, x, to, y, n);
+  ONYX_LAUNCH(grid_for(n), kBlock, s, cast_kernel)(from, x, to, y, n);
 }
 
 void fill(void* y, const void* value, size_t elem, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   const unsigned g = grid_for(n);
   switch (elem) {
-    case 1: { uint8_t v; std::memcpy(&v, value, 1); fill_kernel<<<g, kBlock, 0, s>>>(static_cast<uint8_t*>(y), v, n); break; }
-    case 2: { uint16_t v; std::memcpy(&v, value, 2); fill_kernel<<<g, kBlock, 0, s>>>(static_cast<uint16_t*>(y), v, n); break; }
-    case 4: { uint32_t v; std::memcpy(&v, value, 4); fill_kernel<<<g, kBlock, 0, s>>>(static_cast<uint32_t*>(y), v, n); break; }
-    case 8: { uint64_t v; std::memcpy(&v, value, 8); fill_kernel<<<g, kBlock, 0, s>>>(static_cast<uint64_t*>(y), v, n); break; }
+    case 1: { uint8_t v; std::memcpy(&v, value, 1); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint8_t*>(y), v, n); break; }
+    case 2: { uint16_t v; std::memcpy(&v, value, 2); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint16_t*>(y), v, n); break; }
+    case 4: { uint32_t v; std::memcpy(&v, value, 4); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint32_t*>(y), v, n); break; }
+    case 8: { uint64_t v; std::memcpy(&v, value, 8); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint64_t*>(y), v, n); break; }
     default: break;
   }
 }

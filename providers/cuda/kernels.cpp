@@ -1,6 +1,6 @@
 // The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
 // arithmetic, activations, Where, Cast, data movement, Gather, Softmax, LayerNormalization,
-// Reduce*, ArgMax/ArgMin. Shapes come from the executor (already inferred); kernels only queue
+// Reduce*, ArgMax/ArgMin, onyx::Attention. Shapes come from the executor (already inferred); kernels only queue
 // work on the run's stream.
 #include <algorithm>
 #include <cmath>
@@ -363,6 +363,77 @@ class ArgKernel final : public CudaKernel {
   int64_t axis_;
 };
 
+/// onyx::Attention (the optimizer's fusion of the decomposed pattern): one kernel for the scores,
+/// bias, softmax and the product with V (reduce.cu).
+class AttentionKernel final : public CudaKernel {
+ public:
+  AttentionKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), scale_(info.node.attr_float("scale", 1.0f)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& q = in(ctx, 0);
+    const Tensor& kt = in(ctx, 1);
+    const Tensor& v = in(ctx, 2);
+    Tensor& y = out(ctx, 0, node_);
+    if (q.rank() < 2 || kt.rank() < 2 || v.rank() < 2 || y.rank() < 2)
+      fail(ErrorCode::kInvalidArgument, "cuda: ", node_.label(), ": Q, KT and V must have rank >= 2");
+    AttentionArgs a;
+    a.sq = q.shape()[q.rank() - 2];
+    a.d = q.shape()[q.rank() - 1];
+    a.sk = kt.shape()[kt.rank() - 1];
+    a.dv = v.shape()[v.rank() - 1];
+    if (kt.shape()[kt.rank() - 2] != a.d || v.shape()[v.rank() - 2] != a.sk || y.shape()[y.rank() - 2] != a.sq ||
+        y.shape()[y.rank() - 1] != a.dv)
+      fail(ErrorCode::kInvalidArgument, "cuda: ", node_.label(), ": shapes do not chain: Q ", q.shape().to_string(), ", KT ",
+           kt.shape().to_string(), ", V ", v.shape().to_string(), ", Y ", y.shape().to_string());
+    const size_t rb = y.rank() - 2;
+    const Shape batch(std::span<const int64_t>(y.shape().data(), rb));
+    a.batch = batch.numel();
+    a.bq = batch_view(q.shape(), batch);
+    a.bk = batch_view(kt.shape(), batch);
+    a.bv = batch_view(v.shape(), batch);
+    a.q = devf(ctx, 0);
+    a.kt = devf(ctx, 1);
+    a.v = devf(ctx, 2);
+    a.y = dptr<float>(y);
+    a.scale = scale_;
+    if (has(ctx, 3)) {
+      Shape scores = batch;
+      scores.push_back(a.sq);
+      scores.push_back(a.sk);
+      const Strided bv = broadcast_view(in(ctx, 3).shape(), scores);
+      a.bb.rank = static_cast<int>(rb);
+      for (size_t k = 0; k < rb; ++k) {
+        a.bb.dims[k] = bv.dims[k];
+        a.bb.strides[k] = bv.strides[k];
+      }
+      a.bias_row = bv.strides[rb];
+      a.bias_col = bv.strides[rb + 1];
+      a.bias = devf(ctx, 3);
+    }
+    if (y.numel() == 0) return;
+    if (a.sk == 0) {  // softmax over no keys times an empty V: zeros, as the unfused graph gives
+      ONYX_CUDA_CHECK(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), stream(ctx)));
+      return;
+    }
+    const int64_t floats = attention_scratch_floats(a.batch, a.sq, a.sk);
+    float* scratch = static_cast<float*>(run(ctx).workspace(static_cast<size_t>(floats) * sizeof(float)));
+    attention_f32(a, scratch, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  /// Offsets of an operand's [rows, cols] matrices over the output batch dims.
+  static Strided batch_view(const Shape& s, const Shape& batch) {
+    const size_t r = s.size() - 2;
+    const int64_t matrix = s[r] * s[r + 1];
+    Strided v = broadcast_view(Shape(std::span<const int64_t>(s.data(), r)), batch);
+    for (int k = 0; k < v.rank; ++k) v.strides[k] *= matrix;
+    return v;
+  }
+
+  float scale_;
+};
+
 bool unary_spec(const Node& n, UnarySpec* s) {
   const std::string& op = n.op_type;
   struct Entry {
@@ -451,6 +522,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);
   if (op == "LayerNormalization") return std::make_unique<LayerNormKernel>(info, s);
   if (op == "ArgMax" || op == "ArgMin") return std::make_unique<ArgKernel>(info, s);
+  if (n.domain == "onyx" && op == "Attention") return std::make_unique<AttentionKernel>(info, s);
   fail(ErrorCode::kNotImplemented, "cuda: no kernel for ", n.label());
 }
 

@@ -66,6 +66,27 @@ void reduce_f32(ReduceOp op, const float* x, const Strided& kept, const Strided&
 /// ArgMax/ArgMin along an axis of x viewed as [outer, axis, inner], int64 output.
 void arg_reduce_f32(bool max, bool select_last, const float* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner,
                     cudaStream_t s);
+/// onyx::Attention: for each batch index b (row-major over the batch dims) and query row i,
+///   y[b, i, :] = softmax_j(scale * q[b, i, :] . kt[b, :, j] + bias[b, i, j]) x v[b, j, :].
+/// q, kt, v: per batch index the element offset of a dense [sq, d], [d, sk], [sk, dv] matrix,
+/// given as Strided views over the output's batch dims (stride 0 where an operand broadcasts;
+/// rank 0 for no batch dims). bias (may be null): its batch view plus the strides of its query
+/// and key dims (0 where it broadcasts). y is dense [batch..., sq, dv].
+struct AttentionArgs {
+  const float* q = nullptr;
+  const float* kt = nullptr;
+  const float* v = nullptr;
+  const float* bias = nullptr;
+  float* y = nullptr;
+  Strided bq, bk, bv, bb;
+  int64_t batch = 1, sq = 0, d = 0, sk = 0, dv = 0;
+  int64_t bias_row = 0, bias_col = 0;
+  float scale = 1.0f;
+};
+/// Device scratch (floats) attention_f32 needs for these sizes.
+int64_t attention_scratch_floats(int64_t batch, int64_t sq, int64_t sk);
+/// Runs it; `scratch` holds attention_scratch_floats(...) floats.
+void attention_f32(const AttentionArgs& a, float* scratch, cudaStream_t s);
 /// y[c-major layout: n, c, spatial] += bias[c] (Conv/ConvTranspose bias when not fused).
 void add_channel_bias_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s);
 

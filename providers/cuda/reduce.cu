@@ -1,7 +1,8 @@
 // onyx's own CUDA kernels that reduce: Softmax/LogSoftmax, LayerNormalization (and RMS), Reduce*,
-// ArgMax/ArgMin, plus the per-channel bias add convolutions use.
+// ArgMax/ArgMin, fused attention (onyx::Attention), plus the per-channel bias add convolutions use.
 #include <cfloat>
 
+#include "dialect.hpp"
 #include "launch.hpp"
 
 namespace onyx::cuda {
@@ -177,6 +178,48 @@ __global__ void channel_bias(float* y, const float* bias, int64_t c, int64_t spa
     y[i] += bias[(i / spatial) % c];
 }
 
+constexpr int64_t kAttentionRows = 4096;  // query rows in flight: blocks of the attention grid
+
+/// One block per query row (grid-stride over rows): its scores go to a scratch row, then
+/// softmax, then the row of the output. Reads of kt and v are coalesced across the block's
+/// threads (consecutive keys, consecutive output columns); q and the scratch row are broadcast.
+__global__ void attention_kernel(AttentionArgs a, float* scratch) {
+  const int64_t rows = a.batch * a.sq;
+  float* sc = scratch + static_cast<int64_t>(blockIdx.x) * a.sk;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t b = r / a.sq, i = r % a.sq;
+    const float* q = a.q + offset_of(a.bq, b) + i * a.d;
+    const float* kt = a.kt + offset_of(a.bk, b);
+    const float* v = a.v + offset_of(a.bv, b);
+    const float* bias = a.bias ? a.bias + offset_of(a.bb, b) + i * a.bias_row : nullptr;
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < a.sk; j += blockDim.x) {
+      float acc = 0.f;
+      for (int64_t k = 0; k < a.d; ++k) acc = fmaf(q[k], kt[k * a.sk + j], acc);
+      float s = a.scale * acc;
+      if (bias) s += bias[j * a.bias_col];
+      sc[j] = s;
+      m = fmaxf(m, s);
+    }
+    m = block_reduce(Combine::kMax, m);
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < a.sk; j += blockDim.x) {
+      const float e = expf(sc[j] - m);
+      sc[j] = e;
+      sum += e;
+    }
+    sum = block_reduce(Combine::kSum, sum);  // ends with a barrier: every e of the row is written
+    const float inv = 1.f / sum;
+    float* y = a.y + r * a.dv;
+    for (int64_t c = threadIdx.x; c < a.dv; c += blockDim.x) {
+      float acc = 0.f;
+      for (int64_t j = 0; j < a.sk; ++j) acc = fmaf(sc[j], v[j * a.dv + c], acc);
+      y[c] = acc * inv;
+    }
+    __syncthreads();  // the scratch row is rewritten for the next row
+  }
+}
+
 unsigned grid_for(int64_t n) {
   const int64_t g = (n + kBlock - 1) / kBlock;
   return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
@@ -192,32 +235,46 @@ int threads_for(int64_t cols) {
 
 void softmax_f32(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s) {
   if (outer * axis * inner <= 0) return;
-  if (inner == 1 && outer <= 0x7fffffff) softmax_rows<<<static_cast<unsigned>(outer), threads_for(axis), 0, s>>>(x, y, axis, log);
-  else softmax_strided<<<grid_for(outer * inner), kBlock, 0, s>>>(x, y, outer, axis, inner, log);
+  if (inner == 1 && outer <= 0x7fffffff) ONYX_LAUNCH(static_cast<unsigned>(outer), threads_for(axis), s, softmax_rows)(x, y, axis, log);
+  else ONYX_LAUNCH(grid_for(outer * inner), kBlock, s, softmax_strided)(x, y, outer, axis, inner, log);
 }
 
 void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std, int64_t rows,
                    int64_t cols, float eps, bool rms, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  layernorm_rows<<<static_cast<unsigned>(rows), threads_for(cols), 0, s>>>(x, scale, bias, y, mean, inv_std, cols, eps, rms);
+  ONYX_LAUNCH(static_cast<unsigned>(rows), threads_for(cols), s, layernorm_rows)(x, scale, bias, y, mean, inv_std, cols, eps, rms);
 }
 
 void reduce_f32(ReduceOp op, const float* x, const Strided& kept, const Strided& red, float* y, int64_t n_out, int64_t n_red,
                 cudaStream_t s) {
   if (n_out <= 0) return;
-  reduce_kernel<<<static_cast<unsigned>(n_out), threads_for(n_red), 0, s>>>(op, x, kept, red, y, n_red);
+  ONYX_LAUNCH(static_cast<unsigned>(n_out), threads_for(n_red), s, reduce_kernel)(op, x, kept, red, y, n_red);
 }
 
 void arg_reduce_f32(bool max, bool select_last, const float* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner,
                     cudaStream_t s) {
   if (outer * inner <= 0 || axis <= 0) return;
-  arg_kernel<<<grid_for(outer * inner), kBlock, 0, s>>>(max, select_last, x, y, outer, axis, inner);
+  ONYX_LAUNCH(grid_for(outer * inner), kBlock, s, arg_kernel)(max, select_last, x, y, outer, axis, inner);
+}
+
+int64_t attention_scratch_floats(int64_t batch, int64_t sq, int64_t sk) {
+  const int64_t rows = batch * sq;
+  return (rows < kAttentionRows ? rows : kAttentionRows) * sk;
+}
+
+void attention_f32(const AttentionArgs& a, float* scratch, cudaStream_t s) {
+  const int64_t rows = a.batch * a.sq;
+  if (rows <= 0 || a.dv <= 0) return;
+  const unsigned grid = static_cast<unsigned>(rows < kAttentionRows ? rows : kAttentionRows);
+  const int widest = threads_for(a.sk > a.dv ? a.sk : a.dv);
+  const int threads = widest > 256 ? 256 : widest;
+  ONYX_LAUNCH(grid, threads, s, attention_kernel)(a, scratch);
 }
 
 void add_channel_bias_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s) {
   const int64_t total = n * c * spatial;
   if (total <= 0) return;
-  channel_bias<<<grid_for(total), kBlock, 0, s>>>(y, bias, c, spatial, total);
+  ONYX_LAUNCH(grid_for(total), kBlock, s, channel_bias)(y, bias, c, spatial, total);
 }
 
 }  // namespace onyx::cuda

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "attention_graph.hpp"
 #include "cuda_ep.hpp"
 #include "views.hpp"
 #include "ep/factory.hpp"
@@ -154,6 +155,19 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
   EXPECT_TRUE(ClaimCase("Reshape", {f32({2, 6}), i64({2})}, {f32({3, 4})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Cast", {i64({2, 6})}, {f32({2, 6})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Where", {TypeInfo::tensor(DType::kBool, Shape{4}), f32({4}), f32({4})}, {f32({4})}).claim(&why)) << why.message;
+}
+
+TEST(CudaClaim, FusedAttention) {
+  Decline why;
+  ClaimCase a("Attention", {f32({12, 128, 64}), f32({12, 64, 128}), f32({12, 128, 64}), f32({1, 1, 128})}, {f32({12, 128, 64})}, 1);
+  a.n.domain = "onyx";
+  EXPECT_TRUE(a.claim(&why)) << why.message;
+  ClaimCase h("Attention", {TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8}), TypeInfo::tensor(DType::kFloat16, Shape{2, 8, 4}),
+                            TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8})},
+              {TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8})}, 1);
+  h.n.domain = "onyx";
+  EXPECT_FALSE(h.claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType);
 }
 
 TEST(CudaClaim, ShapeArithmeticStaysOnTheCpu) {
@@ -655,6 +669,25 @@ TEST(CudaGpu, MixedPlacementCopiesAndConcurrentRuns) {
     });
   for (auto& t : ts) t.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(ok[t], 1) << "thread " << t;
+}
+
+TEST(CudaGpu, FusedAttention) {
+  REQUIRE_CUDA();
+  // BERT-shaped heads with a key-padding bias (masked keys at -inf), and a broadcast 4-D case.
+  const AttentionCase cases[] = {{Shape{12, 128, 64}, Shape{128, 12, 64}, Shape{12, 128, 64}, Shape{1, 1, 128}},
+                                 {Shape{2, 3, 5, 4}, Shape{300, 3, 4}, Shape{1, 3, 300, 2}, Shape{5, 300}}};
+  for (const AttentionCase& c : cases) {
+    const GraphSpec g = attention_graph(c);
+    Inputs in = random_inputs(g);
+    Tensor bias = random_tensor(c.bias, 99);
+    bias.data<float>()[0] = -INFINITY;
+    in.back().second = Value(bias);
+    check(g, 17, &in);
+    const std::string m = model_bytes(g);
+    size_t fused = 0;
+    for (const auto& p : cuda_session(m).placement().nodes) fused += p.op_type == "Attention" && p.ep == "cuda";
+    EXPECT_EQ(fused, 1u);
+  }
 }
 
 TEST(CudaGpu, ErrorsAreOnyxErrors) {

@@ -1,0 +1,27 @@
+// What onyx's .cu files use beyond C++: launches, thread and block indices, block barriers, warp
+// shuffles and device-to-device copies. Under nvcc these are CUDA's own. Compiled as plain C++
+// (the GPU-free kernel tests in tests/unit/cuda_emu) the same kernel code runs on host threads
+// through testing/emulator.hpp, so its logic is checked on machines without a GPU.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __CUDACC__
+
+/// ONYX_LAUNCH(grid, block, stream, kernel)(args...): the kernel comes last so template
+/// arguments with commas need no parentheses.
+#define ONYX_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, (stream)>>>
+
+namespace onyx::cuda {
+inline void copy_d2d_async(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s);
+}
+}  // namespace onyx::cuda
+
+#else
+
+#include "testing/emulator.hpp"
+
+#endif

@@ -1,0 +1,2 @@
+// providers/cuda/reduce.cu compiled as C++ over the emulator (providers/cuda/dialect.hpp).
+#include "reduce.cu"

@@ -1,0 +1,263 @@
+// onyx's own CUDA kernels (providers/cuda/*.cu) run through the host emulator
+// (providers/cuda/testing/emulator.hpp): the kernels' indexing, broadcasting, block reductions
+// and warp shuffles checked against plain C++ references on machines without a GPU. The same
+// launchers run on the GPU in the provider tests (tests/unit/test_cuda_ep.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "launch.hpp"
+
+using namespace onyx::cuda;
+
+namespace {
+
+cudaStream_t kStream = nullptr;  // the emulator runs launches synchronously
+
+std::vector<float> randoms(size_t n, uint32_t seed, float lo = -2, float hi = 2) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+/// A view over `out` dims of a dense tensor of `dims` (right-aligned, stride 0 where it broadcasts).
+Strided view(const std::vector<int64_t>& dims, const std::vector<int64_t>& out) {
+  Strided s;
+  s.rank = static_cast<int>(out.size());
+  int64_t st = 1;
+  const size_t lead = out.size() - dims.size();
+  for (int k = s.rank - 1; k >= 0; --k) {
+    s.dims[k] = out[k];
+    if (static_cast<size_t>(k) < lead) continue;
+    const int64_t d = dims[k - lead];
+    s.strides[k] = d == 1 ? 0 : st;
+    st *= d;
+  }
+  return s;
+}
+
+std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> idx(dims.size());
+  for (size_t k = dims.size(); k-- > 0;) {
+    idx[k] = i % dims[k];
+    i /= dims[k];
+  }
+  return idx;
+}
+
+}  // namespace
+
+TEST(CudaKernelsEmulated, Unary) {
+  const std::vector<float> x = randoms(1000, 1);
+  std::vector<float> y(x.size());
+  struct Case {
+    UnaryOp op;
+    float a, b;
+    float (*ref)(float, float, float);
+  };
+  const Case cases[] = {
+      {UnaryOp::kRelu, 0, 0, [](float v, float, float) { return v > 0 ? v : 0.f; }},
+      {UnaryOp::kSigmoid, 0, 0, [](float v, float, float) { return 1.f / (1.f + std::exp(-v)); }},
+      {UnaryOp::kGelu, 0, 0, [](float v, float, float) { return 0.5f * v * (1.f + std::erf(v / std::sqrt(2.f))); }},
+      {UnaryOp::kClip, -0.5f, 0.7f, [](float v, float a, float b) { return std::min(std::max(v, a), b); }},
+      {UnaryOp::kLeakyRelu, 0.1f, 0, [](float v, float a, float) { return v >= 0 ? v : a * v; }},
+  };
+  for (const Case& c : cases) {
+    unary_f32(c.op, x.data(), y.data(), static_cast<int64_t>(x.size()), c.a, c.b, kStream);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(y[i], c.ref(x[i], c.a, c.b), 1e-6f) << "op " << int(c.op) << " at " << i;
+  }
+}
+
+TEST(CudaKernelsEmulated, BinaryBroadcastAndCompare) {
+  const std::vector<int64_t> out = {2, 3, 4};
+  const std::vector<float> a = randoms(2 * 3 * 4, 2), b = randoms(3 * 1, 3);
+  std::vector<float> y(a.size());
+  binary(BinaryOp::kSub, Ty::kF32, a.data(), view({2, 3, 4}, out), b.data(), view({3, 1}, out), y.data(), 24, kStream);
+  for (int64_t i = 0; i < 24; ++i) ASSERT_FLOAT_EQ(y[i], a[i] - b[(i / 4) % 3]) << i;
+  // int64 Mod follows the divisor's sign (fmod=0); comparisons give bools.
+  const std::vector<int64_t> ia = {-7, 7, -7, 7}, ib = {3, -3, -3, 3};
+  std::vector<int64_t> iy(4);
+  binary(BinaryOp::kMod, Ty::kI64, ia.data(), view({4}, {4}), ib.data(), view({4}, {4}), iy.data(), 4, kStream);
+  EXPECT_EQ(iy, (std::vector<int64_t>{2, -2, -1, 1}));
+  std::vector<uint8_t> cy(24);
+  binary(BinaryOp::kLess, Ty::kF32, a.data(), view({2, 3, 4}, out), b.data(), view({3, 1}, out), cy.data(), 24, kStream);
+  for (int64_t i = 0; i < 24; ++i) ASSERT_EQ(cy[i], a[i] < b[(i / 4) % 3] ? 1 : 0) << i;
+}
+
+TEST(CudaKernelsEmulated, WhereCopyGatherCastFill) {
+  // Where with a broadcast condition.
+  const std::vector<uint8_t> cond = {1, 0, 1};
+  const std::vector<float> x = randoms(6, 4), z = randoms(6, 5);
+  std::vector<float> y(6);
+  where(cond.data(), view({3}, {2, 3}), x.data(), view({2, 3}, {2, 3}), z.data(), view({2, 3}, {2, 3}), y.data(), 4, 6, kStream);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], cond[i % 3] ? x[i] : z[i]);
+  // A transpose [2,3,4] -> [4,2,3] through strided views.
+  const std::vector<float> t = randoms(24, 6);
+  std::vector<float> tt(24);
+  Strided src;
+  src.rank = 3;
+  const int64_t sd[3] = {4, 2, 3}, ss[3] = {1, 12, 4};
+  for (int k = 0; k < 3; ++k) src.dims[k] = sd[k], src.strides[k] = ss[k];
+  strided_copy(t.data(), src, tt.data(), view({4, 2, 3}, {4, 2, 3}), 4, 24, kStream);
+  for (int64_t i = 0; i < 24; ++i) {
+    const auto idx = unravel(i, {4, 2, 3});
+    ASSERT_EQ(tt[i], t[idx[1] * 12 + idx[2] * 4 + idx[0]]) << i;
+  }
+  // Gather along axis 1 of [2, 5, 3] with a negative index; an out-of-range one sets the flag.
+  const std::vector<float> data = randoms(30, 7);
+  const std::vector<int64_t> idx = {4, -1, 0};
+  std::vector<float> g(2 * 3 * 3);
+  int error = 0;
+  gather(data.data(), idx.data(), true, g.data(), 4, 2, 5, 3, 3, &error, kStream);
+  EXPECT_EQ(error, 0);
+  for (int o = 0; o < 2; ++o)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 3; ++k) {
+        const int64_t src_j = idx[j] < 0 ? idx[j] + 5 : idx[j];
+        EXPECT_EQ(g[(o * 3 + j) * 3 + k], data[(o * 5 + src_j) * 3 + k]);
+      }
+  const std::vector<int32_t> bad = {5};
+  std::vector<float> g2(2 * 3);
+  gather(data.data(), bad.data(), false, g2.data(), 4, 2, 5, 1, 3, &error, kStream);
+  EXPECT_EQ(error, 1);
+  // Casts: float -> int32 truncates, NaN -> 0; float -> half -> float rounds.
+  const std::vector<float> f = {1.7f, -2.7f, std::numeric_limits<float>::quiet_NaN(), 0.1f};
+  std::vector<int32_t> fi(4);
+  cast(Ty::kF32, f.data(), Ty::kI32, fi.data(), 4, kStream);
+  EXPECT_EQ(fi, (std::vector<int32_t>{1, -2, 0, 0}));
+  std::vector<uint16_t> h(4);
+  std::vector<float> back(4);
+  cast(Ty::kF32, f.data(), Ty::kF16, h.data(), 4, kStream);
+  cast(Ty::kF16, h.data(), Ty::kF32, back.data(), 4, kStream);
+  EXPECT_FLOAT_EQ(back[0], 1.7001953125f);
+  EXPECT_TRUE(std::isnan(back[2]));
+  std::vector<int64_t> filled(37);
+  const int64_t seven = 7;
+  fill(filled.data(), &seven, 8, 37, kStream);
+  for (int64_t v : filled) EXPECT_EQ(v, 7);
+}
+
+TEST(CudaKernelsEmulated, SoftmaxRowsAndStrided) {
+  for (int64_t inner : {int64_t(1), int64_t(3)}) {
+    const int64_t outer = 4, axis = 70;  // 70 > 64 threads per row: the block loops and reduces across warps
+    const std::vector<float> x = randoms(outer * axis * inner, 8, -5, 5);
+    std::vector<float> y(x.size()), ly(x.size());
+    softmax_f32(x.data(), y.data(), outer, axis, inner, false, kStream);
+    softmax_f32(x.data(), ly.data(), outer, axis, inner, true, kStream);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < inner; ++k) {
+        double m = -1e30, s = 0;
+        for (int64_t j = 0; j < axis; ++j) m = std::max<double>(m, x[(o * axis + j) * inner + k]);
+        for (int64_t j = 0; j < axis; ++j) s += std::exp(x[(o * axis + j) * inner + k] - m);
+        for (int64_t j = 0; j < axis; ++j) {
+          const int64_t i = (o * axis + j) * inner + k;
+          ASSERT_NEAR(y[i], std::exp(x[i] - m) / s, 1e-6) << "inner " << inner << " at " << i;
+          ASSERT_NEAR(ly[i], x[i] - m - std::log(s), 1e-5) << "inner " << inner << " at " << i;
+        }
+      }
+  }
+}
+
+TEST(CudaKernelsEmulated, LayerNormReduceArg) {
+  const int64_t rows = 3, cols = 100;
+  const std::vector<float> x = randoms(rows * cols, 9), scale = randoms(cols, 10), bias = randoms(cols, 11);
+  std::vector<float> y(x.size()), mean(rows), inv(rows);
+  layernorm_f32(x.data(), scale.data(), bias.data(), y.data(), mean.data(), inv.data(), rows, cols, 1e-5f, false, kStream);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    for (int64_t j = 0; j < cols; ++j) m += x[r * cols + j];
+    m /= cols;
+    for (int64_t j = 0; j < cols; ++j) v += (x[r * cols + j] - m) * (x[r * cols + j] - m);
+    const double is = 1.0 / std::sqrt(v / cols + 1e-5);
+    EXPECT_NEAR(mean[r], m, 1e-5);
+    EXPECT_NEAR(inv[r], is, 1e-4);
+    for (int64_t j = 0; j < cols; ++j) ASSERT_NEAR(y[r * cols + j], (x[r * cols + j] - m) * is * scale[j] + bias[j], 1e-4);
+  }
+  // Reduce over axes {0, 2} of [2, 3, 4]: kept dim 1, reduced dims 0 and 2.
+  const std::vector<float> t = randoms(24, 12);
+  Strided kept, red;
+  kept.rank = 1, kept.dims[0] = 3, kept.strides[0] = 4;
+  red.rank = 2, red.dims[0] = 2, red.strides[0] = 12, red.dims[1] = 4, red.strides[1] = 1;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kLogSumExp, ReduceOp::kL2}) {
+    std::vector<float> r(3);
+    reduce_f32(op, t.data(), kept, red, r.data(), 3, 8, kStream);
+    for (int c = 0; c < 3; ++c) {
+      double sum = 0, mx = -1e30, sq = 0;
+      for (int a = 0; a < 2; ++a)
+        for (int k = 0; k < 4; ++k) {
+          const float v = t[a * 12 + c * 4 + k];
+          sum += v, mx = std::max<double>(mx, v), sq += v * v;
+        }
+      double lse = 0;
+      for (int a = 0; a < 2; ++a)
+        for (int k = 0; k < 4; ++k) lse += std::exp(t[a * 12 + c * 4 + k] - mx);
+      const double want = op == ReduceOp::kSum ? sum : op == ReduceOp::kMax ? mx : op == ReduceOp::kL2 ? std::sqrt(sq) : mx + std::log(lse);
+      EXPECT_NEAR(r[c], want, 1e-5) << "op " << int(op) << " channel " << c;
+    }
+  }
+  // ArgMax over axis 1 of [2, 5, 3], ties resolved to the first / last index.
+  std::vector<float> am = randoms(30, 13);
+  am[(0 * 5 + 1) * 3 + 0] = am[(0 * 5 + 3) * 3 + 0] = 9.f;
+  for (bool last : {false, true}) {
+    std::vector<int64_t> ai(6);
+    arg_reduce_f32(true, last, am.data(), ai.data(), 2, 5, 3, kStream);
+    EXPECT_EQ(ai[0], last ? 3 : 1);
+    for (int o = 0; o < 2; ++o)
+      for (int k = 0; k < 3; ++k) {
+        if (o == 0 && k == 0) continue;
+        int64_t best = 0;
+        for (int j = 1; j < 5; ++j)
+          if (am[(o * 5 + j) * 3 + k] > am[(o * 5 + best) * 3 + k]) best = j;
+        EXPECT_EQ(ai[o * 3 + k], best);
+      }
+  }
+}
+
+TEST(CudaKernelsEmulated, FusedAttention) {
+  // y[b, h] = softmax(scale * q[b, h] kt[h] + bias[b, 0, 0, :]) v[b, h]: keys shared over the
+  // batch, a key-padding bias with -inf entries; 300 keys so a block loops over them.
+  const int64_t B = 2, H = 3, sq = 5, d = 8, sk = 300, dv = 6;
+  const std::vector<float> q = randoms(B * H * sq * d, 14), kt = randoms(H * d * sk, 15), v = randoms(B * H * sk * dv, 16);
+  std::vector<float> bias = randoms(B * sk, 17);
+  bias[3] = bias[sk + 7] = -std::numeric_limits<float>::infinity();
+  AttentionArgs a;
+  a.q = q.data(), a.kt = kt.data(), a.v = v.data(), a.bias = bias.data();
+  std::vector<float> y(B * H * sq * dv);
+  a.y = y.data();
+  const std::vector<int64_t> batch = {B, H};
+  a.bq = view({B, H}, batch);
+  a.bk = view({1, H}, batch);
+  a.bv = view({B, H}, batch);
+  for (Strided* s : {&a.bq, &a.bk, &a.bv})
+    for (int k = 0; k < s->rank; ++k) s->strides[k] *= s == &a.bq ? sq * d : s == &a.bk ? d * sk : sk * dv;
+  a.bb = view({B, 1}, batch);
+  for (int k = 0; k < a.bb.rank; ++k) a.bb.strides[k] *= sk;
+  a.bias_row = 0, a.bias_col = 1;
+  a.batch = B * H, a.sq = sq, a.d = d, a.sk = sk, a.dv = dv, a.scale = 0.35f;
+  std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(a.batch, sq, sk)));
+  attention_f32(a, scratch.data(), kStream);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < sq; ++i) {
+        std::vector<double> s(sk);
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j < sk; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < d; ++k) acc += double(q[((b * H + h) * sq + i) * d + k]) * kt[(h * d + k) * sk + j];
+          s[j] = 0.35 * acc + bias[b * sk + j];
+          m = std::max(m, s[j]);
+        }
+        for (auto& e : s) sum += (e = std::exp(e - m));
+        for (int64_t c = 0; c < dv; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < sk; ++j) acc += s[j] * v[((b * H + h) * sk + j) * dv + c];
+          ASSERT_NEAR(y[((b * H + h) * sq + i) * dv + c], acc / sum, 1e-5) << b << " " << h << " " << i << " " << c;
+        }
+      }
+}
