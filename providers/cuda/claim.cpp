@@ -202,6 +202,18 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
     }
     return true;
   }
+  if (n.domain == "onyx" && op == "FusedConv" && n.opset == 1) {
+    // The optimizer's Conv + Relu/Clip: cuDNN's convolution, then bias and activation in one pass.
+    const std::string act = n.attr_string("activation");
+    if (act != "Relu" && !(act == "Clip" && n.attr_floats("activation_params").size() == 2))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "onyx::FusedConv activation '" + act + "'");
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const TypeInfo* t = in_type(info, i);
+      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
+        return decline(why, DeclineCode::kUnsupportedType, "onyx::FusedConv runs on float32 only");
+    }
+    return check_spatial(info, why);
+  }
   if (!n.domain.empty() && n.domain != "ai.onnx")
     return decline(why, DeclineCode::kUnsupportedOp, str("no CUDA kernel for ", n.domain, "::", op));
   if (op == "Shape" || op == "Size")

@@ -9,7 +9,7 @@
 namespace onyx::cuda {
 
 bool is_dnn_op(const std::string& op) {
-  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
+  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
          op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "BatchNormalization";
 }
 
@@ -331,6 +331,19 @@ class ConvKernel final : public CudaKernel {
   ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), transpose_(info.node.op_type == "ConvTranspose") {
     group_ = static_cast<int>(info.node.attr_int("group", 1));
     kernel_shape_ = info.node.attr_ints("kernel_shape");
+    if (info.node.op_type == "FusedConv") {  // onyx::FusedConv: the activation joins the bias pass
+      const std::string a = info.node.attr_string("activation");
+      const std::vector<float> p = info.node.attr_floats("activation_params");
+      if (a == "Relu") {
+        act_ = ConvAct::kRelu;
+      } else if (a == "Clip" && p.size() == 2) {
+        act_ = ConvAct::kClip;
+        lo_ = p[0];
+        hi_ = p[1];
+      } else {
+        fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": activation '", a, "'");
+      }
+    }
   }
   void compute(KernelContext& ctx) const override {
     const Tensor& x = in(ctx, 0);
@@ -366,12 +379,16 @@ class ConvKernel final : public CudaKernel {
     else
       ONYX_CUDNN_CHECK(cudnnConvolutionBackwardData(rs.cudnn, &one, wd.d, W, xd.d, X, cd.d,
                                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws, c.workspace, &zero, yd.d, Y));
+    const int64_t c_out = y.shape()[1];
+    const float* bias = nullptr;
     if (has(ctx, 2)) {
       const Tensor& b = in(ctx, 2);
-      const int64_t c_out = y.shape()[1];
       if (b.numel() != c_out) fail(ErrorCode::kInvalidArgument, node_.label(), ": bias has ", b.numel(), " values for ", c_out, " channels");
-      add_channel_bias_f32(dptr<float>(y), devf(ctx, 2), y.shape()[0], c_out, y.numel() / std::max<int64_t>(1, y.shape()[0] * c_out),
-                           rs.stream);
+      bias = devf(ctx, 2);
+    }
+    if (bias || act_ != ConvAct::kNone) {
+      channel_bias_act_f32(dptr<float>(y), bias, y.shape()[0], c_out, y.numel() / std::max<int64_t>(1, y.shape()[0] * c_out), act_,
+                           lo_, hi_, rs.stream);
       ONYX_CUDA_LAUNCHED();
     }
   }
@@ -452,6 +469,8 @@ class ConvKernel final : public CudaKernel {
   }
 
   bool transpose_;
+  ConvAct act_ = ConvAct::kNone;
+  float lo_ = 0, hi_ = 0;
   int group_ = 1;
   std::vector<int64_t> kernel_shape_;
   mutable std::mutex mu_;
@@ -528,7 +547,7 @@ std::unique_ptr<Kernel> create_dnn_kernel(const KernelCreateInfo& info, const st
   const std::string& op = info.node.op_type;
   if (op == "MatMul") return std::make_unique<MatMulKernel>(info, s);
   if (op == "Gemm") return std::make_unique<GemmKernel>(info, s);
-  if (op == "Conv" || op == "ConvTranspose") return std::make_unique<ConvKernel>(info, s);
+  if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") return std::make_unique<ConvKernel>(info, s);
   if (op == "BatchNormalization") return std::make_unique<BatchNormKernel>(info, s);
   return std::make_unique<PoolKernel>(info, s);
 }

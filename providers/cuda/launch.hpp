@@ -87,7 +87,11 @@ struct AttentionArgs {
 int64_t attention_scratch_floats(int64_t batch, int64_t sq, int64_t sk);
 /// Runs it; `scratch` holds attention_scratch_floats(...) floats.
 void attention_f32(const AttentionArgs& a, float* scratch, cudaStream_t s);
-/// y[c-major layout: n, c, spatial] += bias[c] (Conv/ConvTranspose bias when not fused).
-void add_channel_bias_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s);
+/// What follows a convolution in onyx::FusedConv.
+enum class ConvAct : int { kNone, kRelu, kClip };
+/// y[c-major layout: n, c, spatial] = act(y + bias[c]) in one pass: Conv/ConvTranspose's bias and
+/// FusedConv's activation (Relu, or Clip to [lo, hi]) after cuDNN's convolution. bias may be null.
+void channel_bias_act_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, ConvAct act, float lo, float hi,
+                          cudaStream_t s);
 
 }  // namespace onyx::cuda

@@ -1,5 +1,6 @@
 // onyx's own CUDA kernels that reduce: Softmax/LogSoftmax, LayerNormalization (and RMS), Reduce*,
-// ArgMax/ArgMin, fused attention (onyx::Attention), plus the per-channel bias add convolutions use.
+// ArgMax/ArgMin, fused attention (onyx::Attention), plus the per-channel bias and activation that
+// follow convolutions.
 #include <cfloat>
 
 #include "dialect.hpp"
@@ -173,9 +174,15 @@ __global__ void arg_kernel(bool max, bool last, const float* x, int64_t* y, int6
   }
 }
 
-__global__ void channel_bias(float* y, const float* bias, int64_t c, int64_t spatial, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x)
-    y[i] += bias[(i / spatial) % c];
+__global__ void channel_bias_act(float* y, const float* bias, int64_t c, int64_t spatial, int64_t n, ConvAct act, float lo,
+                                 float hi) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    float v = y[i];
+    if (bias) v += bias[(i / spatial) % c];
+    if (act == ConvAct::kRelu) v = v > 0.f ? v : 0.f;
+    else if (act == ConvAct::kClip) v = fminf(fmaxf(v, lo), hi);
+    y[i] = v;
+  }
 }
 
 constexpr int64_t kAttentionRows = 4096;  // query rows in flight: blocks of the attention grid
@@ -271,10 +278,11 @@ void attention_f32(const AttentionArgs& a, float* scratch, cudaStream_t s) {
   ONYX_LAUNCH(grid, threads, s, attention_kernel)(a, scratch);
 }
 
-void add_channel_bias_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s) {
+void channel_bias_act_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, ConvAct act, float lo, float hi,
+                          cudaStream_t s) {
   const int64_t total = n * c * spatial;
-  if (total <= 0) return;
-  ONYX_LAUNCH(grid_for(total), kBlock, s, channel_bias)(y, bias, c, spatial, total);
+  if (total <= 0 || (!bias && act == ConvAct::kNone)) return;
+  ONYX_LAUNCH(grid_for(total), kBlock, s, channel_bias_act)(y, bias, c, spatial, total, act, lo, hi);
 }
 
 }  // namespace onyx::cuda

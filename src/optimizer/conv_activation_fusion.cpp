@@ -1,4 +1,5 @@
-// Conv + Relu / Clip -> onyx::FusedConv (the activation runs in the convolution's epilogue).
+// Conv + Relu / Clip -> onyx::FusedConv (the activation runs in the convolution's epilogue), when
+// the EP that would run both nodes also takes the fused one.
 #include <limits>
 
 #include "optimizer/passes.hpp"
@@ -48,24 +49,27 @@ int fuse_conv_activation(Graph& g, PassContext& ctx) {
     } else {
       continue;
     }
-    if (!ctx.may_fuse(conv)) continue;
+    Node fused = conv;
     Attribute a;
     a.name = "activation";
     a.type = AttrType::kString;
     a.s = kind;
-    conv.attrs.push_back(a);
+    fused.attrs.push_back(a);
     if (!params.empty()) {
       Attribute p;
       p.name = "activation_params";
       p.type = AttrType::kFloats;
       p.floats = params;
-      conv.attrs.push_back(p);
+      fused.attrs.push_back(p);
     }
-    conv.op_type = "FusedConv";
-    conv.domain = "onyx";
-    conv.opset = 1;
-    conv.outputs[0] = act.outputs[0];
-    if (conv.name.empty()) conv.name = act.name;
+    fused.op_type = "FusedConv";
+    fused.domain = "onyx";
+    fused.opset = 1;
+    fused.outputs[0] = act.outputs[0];
+    if (fused.name.empty()) fused.name = act.name;
+    const Node* members[] = {&conv, &act};
+    if (!ctx.may_fuse_group(members, fused)) continue;
+    conv = std::move(fused);
     dead[ci] = 1;
     ++changed;
     ctx.log.push_back("fused " + kind + " into " + conv.label());

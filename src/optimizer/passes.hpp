@@ -18,11 +18,9 @@ using NodeEvaluator = std::function<bool(const Graph& g, size_t index, std::vect
 
 struct PassContext {
   NodeEvaluator evaluate;
-  /// Whether a fusion may replace nodes with an onyx-domain fused op (the CPU EP implements them).
-  std::function<bool(const Node&)> may_fuse = [](const Node&) { return true; };
   /// Whether `members` may be replaced by the one node `fused`: the session allows it when the EP
   /// that would run every member (the first to claim it) is the same and also claims `fused`, so
-  /// a fusion never moves work to another EP.
+  /// a fusion never moves work to another EP. Compiling EPs (regions) are left their nodes.
   std::function<bool(std::span<const Node* const> members, const Node& fused)> may_fuse_group =
       [](std::span<const Node* const>, const Node&) { return true; };
   std::vector<std::string> log;  // one line per change, for verbose logging

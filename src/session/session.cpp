@@ -292,17 +292,8 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
   infer_all();
   PassContext pass;
   pass.evaluate = [this](const Graph& gg, size_t i, std::vector<Value>& outs) { return evaluate_constant_node(gg, i, outs); };
-  // onyx::FusedConv is a CPU-EP op: fuse only nodes no higher-priority EP would take.
-  pass.may_fuse = [this, &g](const Node& n) {
-    ClaimInfo c{n, g, {}, {}};
-    for (int v : n.inputs) c.input_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
-    for (int v : n.outputs) c.output_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
-    for (size_t e = 0; e < cpu_index; ++e) {
-      Decline why;
-      if (eps[e]->claim(c, &why)) return false;
-    }
-    return true;
-  };
+  // A fusion never moves work to another EP: the EP that would take every replaced node must
+  // take the fused node too (and not be a compiling EP, which fuses within its regions).
   pass.may_fuse_group = [this, &g](std::span<const Node* const> members, const Node& fused) {
     auto claims = [&](size_t e, const Node& n) {
       ClaimInfo c{n, g, {}, {}};
@@ -318,7 +309,8 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     };
     if (members.empty()) return false;
     const size_t e0 = first_claimer(*members[0]);
-    if (e0 == eps.size()) return false;
+    // Compiling EPs (oneDNN, XNNPACK) see the nodes as written and fuse inside their regions.
+    if (e0 == eps.size() || eps[e0]->compiles_regions()) return false;
     for (const Node* n : members.subspan(1))
       if (first_claimer(*n) != e0) return false;
     return claims(e0, fused);

@@ -34,7 +34,7 @@ for m in resnet50 mobilenet_v2 bert_like; do
     if ! "$PY" -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
-ops = ('Conv', 'FusedConv', 'MatMul', 'Gemm') if sys.argv[2] == 'vulkan' else ('Conv',)  # vulkan: every matrix op too
+ops = ('Conv', 'FusedConv', 'MatMul', 'Gemm') if sys.argv[2] == 'vulkan' else ('Conv', 'FusedConv')  # vulkan: every matrix op too
 off = [n['name'] for n in d['nodes'] if n['op_type'] in ops and n['ep'] != sys.argv[2]]
 print(d['summary'])
 sys.exit('Conv nodes not on ' + sys.argv[2] + ': ' + ', '.join(off) if off else 0)" "$DIR/$m/explain_$ep.json" "$ep"; then

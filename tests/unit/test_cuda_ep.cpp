@@ -170,6 +170,32 @@ TEST(CudaClaim, FusedAttention) {
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedType);
 }
 
+TEST(CudaClaim, FusedConv) {
+  Decline why;
+  auto fused = [](const char* act, std::vector<float> params) {
+    ClaimCase c("FusedConv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3}), f32({4})}, {f32({1, 4, 8, 8})}, 1);
+    c.n.domain = "onyx";
+    c.ints("pads", {1, 1, 1, 1});
+    Attribute a;
+    a.name = "activation";
+    a.type = AttrType::kString;
+    a.s = act;
+    c.n.attrs.push_back(a);
+    if (!params.empty()) {
+      Attribute p;
+      p.name = "activation_params";
+      p.type = AttrType::kFloats;
+      p.floats = std::move(params);
+      c.n.attrs.push_back(p);
+    }
+    return c;
+  };
+  EXPECT_TRUE(fused("Relu", {}).claim(&why)) << why.message;
+  EXPECT_TRUE(fused("Clip", {0.f, 6.f}).claim(&why)) << why.message;
+  EXPECT_FALSE(fused("Sigmoid", {}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
+}
+
 TEST(CudaClaim, ShapeArithmeticStaysOnTheCpu) {
   Decline why;
   EXPECT_FALSE(ClaimCase("Shape", {f32({2, 3})}, {i64({2})}).claim(&why));
@@ -687,6 +713,31 @@ TEST(CudaGpu, FusedAttention) {
     size_t fused = 0;
     for (const auto& p : cuda_session(m).placement().nodes) fused += p.op_type == "Attention" && p.ep == "cuda";
     EXPECT_EQ(fused, 1u);
+  }
+}
+
+TEST(CudaGpu, FusedConvActivations) {
+  REQUIRE_CUDA();
+  // Conv + Relu and Conv (no bias) + Clip(0, 6): the optimizer makes onyx::FusedConv, which the
+  // CUDA EP runs as cuDNN's convolution and one bias+activation pass.
+  for (const char* act : {"Relu", "Clip"}) {
+    SCOPED_TRACE(act);
+    GraphSpec g;
+    const bool relu = std::string(act) == "Relu";
+    g.nodes.push_back(node("Conv", relu ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"c"},
+                           {attr_ints("pads", {1, 1, 1, 1})}));
+    g.nodes.push_back(node(act, relu ? std::vector<std::string>{"c"} : std::vector<std::string>{"c", "lo", "hi"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {2, 3, 9, 8}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 5, 9, 8}});
+    g.initializers.emplace_back("w", random_tensor(Shape{5, 3, 3, 3}, 21));
+    g.initializers.emplace_back("b", random_tensor(Shape{5}, 22));
+    g.initializers.emplace_back("lo", Tensor::scalar<float>(0.0f));
+    g.initializers.emplace_back("hi", Tensor::scalar<float>(0.3f));
+    check(g);
+    const Placement p = cuda_session(model_bytes(g)).placement();
+    ASSERT_EQ(p.nodes.size(), 1u);
+    EXPECT_EQ(p.nodes[0].op_type, "FusedConv");
+    EXPECT_EQ(p.nodes[0].ep, "cuda");
   }
 }
 

@@ -261,3 +261,24 @@ TEST(CudaKernelsEmulated, FusedAttention) {
         }
       }
 }
+
+TEST(CudaKernelsEmulated, ChannelBiasActivation) {
+  const int64_t n = 2, c = 3, sp = 50;
+  const std::vector<float> x = randoms(n * c * sp, 18), bias = randoms(c, 19);
+  struct Case {
+    const float* bias;
+    ConvAct act;
+    float lo, hi;
+  };
+  for (const Case& k : {Case{bias.data(), ConvAct::kNone, 0, 0}, Case{bias.data(), ConvAct::kRelu, 0, 0},
+                        Case{nullptr, ConvAct::kClip, -0.5f, 0.6f}, Case{bias.data(), ConvAct::kClip, 0.f, 6.f}}) {
+    std::vector<float> y = x;
+    channel_bias_act_f32(y.data(), k.bias, n, c, sp, k.act, k.lo, k.hi, kStream);
+    for (int64_t i = 0; i < n * c * sp; ++i) {
+      float v = x[i] + (k.bias ? k.bias[(i / sp) % c] : 0.f);
+      if (k.act == ConvAct::kRelu) v = std::max(v, 0.f);
+      if (k.act == ConvAct::kClip) v = std::min(std::max(v, k.lo), k.hi);
+      ASSERT_FLOAT_EQ(y[i], v) << "act " << int(k.act) << " at " << i;
+    }
+  }
+}
