@@ -8,6 +8,7 @@
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/vmath.hpp"
 #include "ops/nn.hpp"
 
 namespace onyx::cpu {
@@ -63,9 +64,10 @@ void im2col(const float* x, int64_t channels, const Shape& in, const WindowGeome
   im2col_mapped(x, channels, in, g, col, pool, [](float v) { return v; });
 }
 
-/// Direct depthwise 2-D convolution (one input channel per output channel).
-void depthwise2d(const float* x, const float* w, const float* bias, float* y, int64_t planes, int64_t channels,
-                 const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
+/// Direct depthwise 2-D convolution (one input channel per output channel), the general loop:
+/// kernels with more taps than the vector kernel keeps offsets for.
+void depthwise2d_loop(const float* x, const float* w, const float* bias, float* y, int64_t planes, int64_t channels,
+                      const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
   const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
   const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
   const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
@@ -89,18 +91,152 @@ void depthwise2d(const float* x, const float* w, const float* bias, float* y, in
             // ow range with 0 <= ow*sw + off < W.
             const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
             const int64_t hi = std::min<int64_t>(OW, W - off > 0 ? (W - off + sw - 1) / sw : 0);
-            if (sw == 1) {
-              const float* xs = xr + off;
-              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xs[ow];
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * sw + off];
-            }
+            for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * sw + off];
           }
         }
         if (ep.act == GemmEpilogue::Act::kRelu)
           for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = std::max(yr[ow], 0.0f);
         else if (ep.act == GemmEpilogue::Act::kClip)
           for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = std::min(std::max(yr[ow], ep.lo), ep.hi);
+      }
+    }
+  });
+}
+
+/// What every output tile of one depthwise plane shares.
+struct DwTile {
+  const int64_t* offs;  // per tap: offset into the padded, phase-split plane
+  const vmath::vf* wv;  // per tap: the weight, splatted
+  int64_t taps;
+  vmath::vf bias;
+  GemmEpilogue::Act act;
+  vmath::vf lo, hi;
+  int64_t ow_end;  // OW: columns past it are computed (from zero padding) but not stored
+};
+
+/// R output rows x V vectors of 16 columns starting at column ow: R * V independent accumulators,
+/// so the taps' multiply-adds are not one chain of dependent instructions.
+template <int R, int V>
+inline void dw_tile(const DwTile& t, const float* base, int64_t rstep, float* y, int64_t ow) {
+  using namespace vmath;
+  vf acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = t.bias;
+  for (int64_t k = 0; k < t.taps; ++k) {
+    const vf w = t.wv[k];
+    const float* src = base + t.offs[k] + ow;
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) acc[r][v] += w * load(src + r * rstep + v * kLanes);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) {
+      vf a = acc[r][v];
+      if (t.act == GemmEpilogue::Act::kRelu) a = vmax(a, vf{});
+      else if (t.act == GemmEpilogue::Act::kClip) a = vmin(vmax(a, t.lo), t.hi);
+      float* dst = y + r * t.ow_end + ow + v * kLanes;
+      const int64_t left = t.ow_end - (ow + v * kLanes);
+      if (left >= kLanes) {
+        store(dst, a);
+      } else {
+        float tail[kLanes];
+        store(tail, a);
+        std::memcpy(dst, tail, static_cast<size_t>(left) * sizeof(float));
+      }
+    }
+}
+
+/// Depthwise 2-D convolution, vectorised over output columns. Each input plane is first copied
+/// into a zero-padded buffer, split by column phase when the stride is s > 1 (phase q holds
+/// padded columns q, q + s, q + 2s, ...), so that every tap of every output vector is one
+/// contiguous load with no bounds checks; the output vector accumulates all taps in a register.
+void depthwise2d(const float* x, const float* w, const float* bias, float* y, int64_t planes, int64_t channels,
+                 const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
+  using namespace vmath;
+  constexpr int kMaxTaps = 64;
+  const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
+  const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
+  const int64_t taps = KH * KW;
+  if (taps > kMaxTaps || OH <= 0 || OW <= 0) return depthwise2d_loop(x, w, bias, y, planes, channels, in, g, ep, pool);
+  const int64_t OWr = (OW + kLanes - 1) / kLanes * kLanes;
+  const int64_t Hp = (OH - 1) * sh + (KH - 1) * dh + 1;    // padded rows read
+  const int64_t Wq = OWr + ((KW - 1) * dw) / sw + 1;       // columns per phase row (with slack for the last vector)
+  const int64_t row_stride = sw * Wq;                      // one padded input row: sw phase rows
+  int64_t offs[kMaxTaps];                                  // tap -> offset from the output row's first padded row
+  for (int64_t ki = 0; ki < KH; ++ki)
+    for (int64_t kj = 0; kj < KW; ++kj) {
+      const int64_t t = kj * dw;
+      offs[ki * KW + kj] = ki * dh * row_stride + (t % sw) * Wq + t / sw;
+    }
+  const float lo = ep.lo, hi = ep.hi;
+  // The input columns of one padded row: [a, e) holds src[j - pw].
+  const int64_t a = std::clamp<int64_t>(pw, 0, row_stride), e = std::clamp<int64_t>(pw + W, a, row_stride);
+  parallel_range(pool, planes, OH * OW * taps, [&](int64_t p0, int64_t p1) {
+    float* buf = reinterpret_cast<float*>(
+        thread_workspace(Workspace::kDepthwise, static_cast<size_t>((Hp + 1) * row_stride) * sizeof(float)));
+    float* prow = buf + Hp * row_stride;  // one padded row before the phase split (stride > 1)
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c = p % channels;
+      const float* xp = x + p * H * W;
+      const float* wc = w + c * taps;
+      float* yp = y + p * OH * OW;
+      for (int64_t r = 0; r < Hp; ++r) {
+        float* rb = buf + r * row_stride;
+        const int64_t ih = r - ph;
+        if (ih < 0 || ih >= H) {
+          std::memset(rb, 0, static_cast<size_t>(row_stride) * sizeof(float));
+          continue;
+        }
+        const float* src = xp + ih * W;
+        if (sw == 2) {
+          // Straight from the input: d0[j] = src[2j - pw], d1[j] = src[2j + 1 - pw], zero outside
+          // the row; the interior (both inside) is one interleaved loop the compiler vectorises.
+          float* d0 = rb;
+          float* d1 = rb + Wq;
+          const int64_t j0 = std::min<int64_t>((pw + 1) / 2, Wq);
+          const int64_t j1 = std::clamp<int64_t>((W + pw - 1) / 2, j0, Wq);  // 2j + 1 - pw < W
+          auto at = [&](int64_t i) { return i >= 0 && i < W ? src[i] : 0.0f; };
+          for (int64_t j = 0; j < j0; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
+          const float* si = src + 2 * j0 - pw;
+          for (int64_t j = 0; j < j1 - j0; ++j) {
+            d0[j0 + j] = si[2 * j];
+            d1[j0 + j] = si[2 * j + 1];
+          }
+          for (int64_t j = j1; j < Wq; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
+          continue;
+        }
+        float* dst = sw == 1 ? rb : prow;
+        std::memset(dst, 0, static_cast<size_t>(a) * sizeof(float));
+        std::memcpy(dst + a, src + (a - pw), static_cast<size_t>(e - a) * sizeof(float));
+        std::memset(dst + e, 0, static_cast<size_t>(row_stride - e) * sizeof(float));
+        if (sw > 2) {
+          for (int64_t q = 0; q < sw; ++q)
+            for (int64_t j = 0; j < Wq; ++j) rb[q * Wq + j] = prow[j * sw + q];
+        }
+      }
+      vf wv[kMaxTaps];
+      for (int64_t t = 0; t < taps; ++t) wv[t] = splat(wc[t]);
+      const DwTile tile{offs, wv, taps, splat(bias ? bias[c] : 0.0f), ep.act, splat(lo), splat(hi), OW};
+      const int64_t nvec = OWr / kLanes, rstep = sh * row_stride;
+      for (int64_t oh = 0; oh < OH; oh += 2) {
+        const bool two = oh + 1 < OH;
+        const float* base = buf + oh * rstep;
+        float* yr = yp + oh * OW;
+        for (int64_t v = 0; v < nvec;) {
+          const int64_t n = std::min<int64_t>(4, nvec - v);
+          const int64_t ow = v * kLanes;
+          switch (n * 2 + (two ? 1 : 0)) {
+            case 2: dw_tile<1, 1>(tile, base, rstep, yr, ow); break;
+            case 3: dw_tile<2, 1>(tile, base, rstep, yr, ow); break;
+            case 4: dw_tile<1, 2>(tile, base, rstep, yr, ow); break;
+            case 5: dw_tile<2, 2>(tile, base, rstep, yr, ow); break;
+            case 6: dw_tile<1, 3>(tile, base, rstep, yr, ow); break;
+            case 7: dw_tile<2, 3>(tile, base, rstep, yr, ow); break;
+            case 8: dw_tile<1, 4>(tile, base, rstep, yr, ow); break;
+            default: dw_tile<2, 4>(tile, base, rstep, yr, ow); break;
+          }
+          v += n;
+        }
       }
     }
   });
