@@ -2,6 +2,7 @@
 // reference direct loop it replaces for other types: the same model run in double.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "model_builder.hpp"
@@ -74,5 +75,51 @@ TEST(CpuConv, DepthwiseMatchesTheReferenceLoop) {
     const std::vector<double> got = run_case(c, DType::kFloat), want = run_case(c, DType::kDouble);
     ASSERT_EQ(got.size(), want.size()) << c.what;
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << c.what << " at " << i;
+  }
+}
+
+TEST(CpuPool, VectorMaxPoolMatchesTheReferenceLoop) {
+  struct Case {
+    const char* what;
+    Shape x;
+    std::vector<AttrSpec> attrs;
+  };
+  const Case cases[] = {
+      {"3x3 stride 2 pad 1 (ResNet's stem)", Shape{1, 3, 112, 112},
+       {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}},
+      {"2x2 stride 2 on an odd size, ceil_mode", Shape{2, 2, 15, 15},
+       {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2}), attr_int("ceil_mode", 1)}},
+      {"3x3 stride 1 dilation 2, asymmetric pads", Shape{1, 2, 20, 70},
+       {attr_ints("kernel_shape", {3, 3}), attr_ints("dilations", {2, 2}), attr_ints("pads", {1, 2, 2, 0})}},
+      {"1x5 stride 3", Shape{1, 2, 6, 40}, {attr_ints("kernel_shape", {1, 5}), attr_ints("strides", {1, 3})}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::vector<double>> out;
+    for (DType dt : {DType::kFloat, DType::kDouble}) {
+      GraphSpec g;
+      g.nodes.push_back({"MaxPool", {"x"}, {"y"}, c.attrs, "pool"});
+      g.inputs.push_back({"x", dt, std::vector<int64_t>(c.x.begin(), c.x.end())});
+      g.outputs.push_back({"y", dt, {}, {}, true});
+      const std::string m = encode_model(g, 13);
+      Session s = Session::builder().with_intra_threads(1).commit_from_memory(m.data(), m.size());
+      Tensor x = dt == DType::kFloat ? filled<float>(dt, c.x, 5) : filled<double>(dt, c.x, 5);
+      if (dt == DType::kFloat) x.data<float>()[7] = NAN;  // propagates to every window holding it
+      else x.data<double>()[7] = NAN;
+      const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
+      std::vector<double> r(static_cast<size_t>(y.numel()));
+      for (int64_t i = 0; i < y.numel(); ++i) r[i] = dt == DType::kFloat ? y.data<float>()[i] : y.data<double>()[i];
+      out.push_back(std::move(r));
+    }
+    ASSERT_EQ(out[0].size(), out[1].size()) << c.what;
+    size_t nans = 0;
+    for (size_t i = 0; i < out[0].size(); ++i) {
+      if (std::isnan(out[1][i])) {
+        ASSERT_TRUE(std::isnan(out[0][i])) << c.what << " at " << i;
+        ++nans;
+        continue;
+      }
+      ASSERT_NEAR(out[0][i], out[1][i], 1e-6) << c.what << " at " << i;
+    }
+    EXPECT_GT(nans, 0u) << c.what;
   }
 }

@@ -103,6 +103,60 @@ void depthwise2d_loop(const float* x, const float* w, const float* bias, float* 
   });
 }
 
+}  // namespace
+
+PhasePlane PhasePlane::make(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                            int64_t dh, int64_t dw, int64_t ph, int64_t pw, int64_t lanes) {
+  PhasePlane p;
+  p.H = h, p.W = w, p.ph = ph, p.pw = pw, p.sw = sw;
+  const int64_t owr = (ow + lanes - 1) / lanes * lanes;
+  p.rows = (oh - 1) * sh + (kh - 1) * dh + 1;
+  p.cols = owr + ((kw - 1) * dw) / sw + 1;
+  p.row_stride = sw * p.cols;
+  return p;
+}
+
+void PhasePlane::fill(const float* x, float pad, float* buf) const {
+  // The input columns of one padded row: [a, e) holds src[j - pw].
+  const int64_t a = std::clamp<int64_t>(pw, 0, row_stride), e = std::clamp<int64_t>(pw + W, a, row_stride);
+  float* prow = buf + rows * row_stride;  // one padded row before the phase split (stride > 2)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* rb = buf + r * row_stride;
+    const int64_t ih = r - ph;
+    if (ih < 0 || ih >= H) {
+      std::fill(rb, rb + row_stride, pad);
+      continue;
+    }
+    const float* src = x + ih * W;
+    if (sw == 2) {
+      // Straight from the input: d0[j] = src[2j - pw], d1[j] = src[2j + 1 - pw], `pad` outside
+      // the row; the interior (both inside) is one interleaved loop the compiler vectorises.
+      float* d0 = rb;
+      float* d1 = rb + cols;
+      const int64_t j0 = std::min<int64_t>((pw + 1) / 2, cols);
+      const int64_t j1 = std::clamp<int64_t>((W + pw - 1) / 2, j0, cols);  // 2j + 1 - pw < W
+      auto at = [&](int64_t i) { return i >= 0 && i < W ? src[i] : pad; };
+      for (int64_t j = 0; j < j0; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
+      const float* si = src + 2 * j0 - pw;
+      for (int64_t j = 0; j < j1 - j0; ++j) {
+        d0[j0 + j] = si[2 * j];
+        d1[j0 + j] = si[2 * j + 1];
+      }
+      for (int64_t j = j1; j < cols; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
+      continue;
+    }
+    float* dst = sw == 1 ? rb : prow;
+    std::fill(dst, dst + a, pad);
+    std::memcpy(dst + a, src + (a - pw), static_cast<size_t>(e - a) * sizeof(float));
+    std::fill(dst + e, dst + row_stride, pad);
+    if (sw > 2)
+      for (int64_t q = 0; q < sw; ++q)
+        for (int64_t j = 0; j < cols; ++j) rb[q * cols + j] = prow[j * sw + q];
+  }
+}
+
+namespace {
+
 /// What every output tile of one depthwise plane shares.
 struct DwTile {
   const int64_t* offs;  // per tap: offset into the padded, phase-split plane
@@ -155,65 +209,22 @@ void depthwise2d(const float* x, const float* w, const float* bias, float* y, in
   constexpr int kMaxTaps = 64;
   const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
   const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
-  const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
   const int64_t taps = KH * KW;
   if (taps > kMaxTaps || OH <= 0 || OW <= 0) return depthwise2d_loop(x, w, bias, y, planes, channels, in, g, ep, pool);
+  const PhasePlane pp = PhasePlane::make(H, W, KH, KW, OH, OW, sh, sw, dh, dw, g.pad_begin[0], g.pad_begin[1], kLanes);
   const int64_t OWr = (OW + kLanes - 1) / kLanes * kLanes;
-  const int64_t Hp = (OH - 1) * sh + (KH - 1) * dh + 1;    // padded rows read
-  const int64_t Wq = OWr + ((KW - 1) * dw) / sw + 1;       // columns per phase row (with slack for the last vector)
-  const int64_t row_stride = sw * Wq;                      // one padded input row: sw phase rows
-  int64_t offs[kMaxTaps];                                  // tap -> offset from the output row's first padded row
+  int64_t offs[kMaxTaps];  // tap -> offset from the output row's first padded row
   for (int64_t ki = 0; ki < KH; ++ki)
-    for (int64_t kj = 0; kj < KW; ++kj) {
-      const int64_t t = kj * dw;
-      offs[ki * KW + kj] = ki * dh * row_stride + (t % sw) * Wq + t / sw;
-    }
+    for (int64_t kj = 0; kj < KW; ++kj) offs[ki * KW + kj] = pp.tap(ki, kj, dh, dw);
   const float lo = ep.lo, hi = ep.hi;
-  // The input columns of one padded row: [a, e) holds src[j - pw].
-  const int64_t a = std::clamp<int64_t>(pw, 0, row_stride), e = std::clamp<int64_t>(pw + W, a, row_stride);
+  const int64_t row_stride = pp.row_stride;
   parallel_range(pool, planes, OH * OW * taps, [&](int64_t p0, int64_t p1) {
-    float* buf = reinterpret_cast<float*>(
-        thread_workspace(Workspace::kDepthwise, static_cast<size_t>((Hp + 1) * row_stride) * sizeof(float)));
-    float* prow = buf + Hp * row_stride;  // one padded row before the phase split (stride > 1)
+    float* buf = reinterpret_cast<float*>(thread_workspace(Workspace::kWindow, pp.floats() * sizeof(float)));
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c = p % channels;
-      const float* xp = x + p * H * W;
       const float* wc = w + c * taps;
       float* yp = y + p * OH * OW;
-      for (int64_t r = 0; r < Hp; ++r) {
-        float* rb = buf + r * row_stride;
-        const int64_t ih = r - ph;
-        if (ih < 0 || ih >= H) {
-          std::memset(rb, 0, static_cast<size_t>(row_stride) * sizeof(float));
-          continue;
-        }
-        const float* src = xp + ih * W;
-        if (sw == 2) {
-          // Straight from the input: d0[j] = src[2j - pw], d1[j] = src[2j + 1 - pw], zero outside
-          // the row; the interior (both inside) is one interleaved loop the compiler vectorises.
-          float* d0 = rb;
-          float* d1 = rb + Wq;
-          const int64_t j0 = std::min<int64_t>((pw + 1) / 2, Wq);
-          const int64_t j1 = std::clamp<int64_t>((W + pw - 1) / 2, j0, Wq);  // 2j + 1 - pw < W
-          auto at = [&](int64_t i) { return i >= 0 && i < W ? src[i] : 0.0f; };
-          for (int64_t j = 0; j < j0; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
-          const float* si = src + 2 * j0 - pw;
-          for (int64_t j = 0; j < j1 - j0; ++j) {
-            d0[j0 + j] = si[2 * j];
-            d1[j0 + j] = si[2 * j + 1];
-          }
-          for (int64_t j = j1; j < Wq; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
-          continue;
-        }
-        float* dst = sw == 1 ? rb : prow;
-        std::memset(dst, 0, static_cast<size_t>(a) * sizeof(float));
-        std::memcpy(dst + a, src + (a - pw), static_cast<size_t>(e - a) * sizeof(float));
-        std::memset(dst + e, 0, static_cast<size_t>(row_stride - e) * sizeof(float));
-        if (sw > 2) {
-          for (int64_t q = 0; q < sw; ++q)
-            for (int64_t j = 0; j < Wq; ++j) rb[q * Wq + j] = prow[j * sw + q];
-        }
-      }
+      pp.fill(x + p * H * W, 0.0f, buf);
       vf wv[kMaxTaps];
       for (int64_t t = 0; t < taps; ++t) wv[t] = splat(wc[t]);
       const DwTile tile{offs, wv, taps, splat(bias ? bias[c] : 0.0f), ep.act, splat(lo), splat(hi), OW};

@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "kernels/common.hpp"
+#include "kernels/conv.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/vmath.hpp"
 #include "ops/nn.hpp"
 
 namespace onyx::cpu {
@@ -155,6 +157,55 @@ bool pool2d_float(const PoolState& st, const float* x, float* y, int64_t planes,
   return true;
 }
 
+/// float32 2-D MaxPool without indices, vectorised: each plane is laid out padded with -inf and
+/// split by column phase (PhasePlane), then every output vector is the max of one contiguous
+/// load per tap; four vectors at a time so the max chains overlap. NaN inputs propagate.
+bool maxpool2d_vec(const float* x, float* y, int64_t planes, const Geo3& g, ThreadPool& pool) {
+  using namespace vmath;
+  constexpr int kMaxTaps = 64, kGroup = 4;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
+  const int64_t taps = KH * KW;
+  if (g.in[0] != 1 || g.k[0] != 1 || taps > kMaxTaps || OH <= 0 || OW <= 0) return false;
+  const PhasePlane pp = PhasePlane::make(H, W, KH, KW, OH, OW, g.s[1], g.s[2], g.d[1], g.d[2], g.pb[1], g.pb[2], kGroup * kLanes);
+  int64_t offs[kMaxTaps];
+  for (int64_t ki = 0; ki < KH; ++ki)
+    for (int64_t kj = 0; kj < KW; ++kj) offs[ki * KW + kj] = pp.tap(ki, kj, g.d[1], g.d[2]);
+  const int64_t rstep = g.s[1] * pp.row_stride;
+  parallel_range(pool, planes, OH * OW * taps, [&](int64_t p0, int64_t p1) {
+    float* buf = reinterpret_cast<float*>(thread_workspace(Workspace::kWindow, pp.floats() * sizeof(float)));
+    for (int64_t p = p0; p < p1; ++p) {
+      pp.fill(x + p * H * W, -INFINITY, buf);
+      float* yp = y + p * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const float* base = buf + oh * rstep;
+        for (int64_t ow = 0; ow < OW; ow += kGroup * kLanes) {  // the plane's columns are rounded up to whole groups
+          vf r[kGroup];
+          for (int v = 0; v < kGroup; ++v) r[v] = splat(-INFINITY);
+          for (int64_t t = 0; t < taps; ++t) {
+            const float* src = base + offs[t] + ow;
+            for (int v = 0; v < kGroup; ++v) {
+              const vf a = load(src + v * kLanes);
+              r[v] = ((a > r[v]) | (a != a)) ? a : r[v];
+            }
+          }
+          for (int v = 0; v < kGroup; ++v) {
+            const int64_t at = ow + v * kLanes, left = OW - at;
+            if (left <= 0) break;
+            if (left >= kLanes) {
+              store(yp + oh * OW + at, r[v]);
+            } else {
+              float tail[kLanes];
+              store(tail, r[v]);
+              std::memcpy(yp + oh * OW + at, tail, static_cast<size_t>(left) * sizeof(float));
+            }
+          }
+        }
+      }
+    }
+  });
+  return true;
+}
+
 void pool_compute(const PoolState& st, KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
@@ -173,6 +224,9 @@ void pool_compute(const PoolState& st, KernelContext& ctx) {
   int64_t* idx = nullptr;
   if (ctx.num_outputs() > 1 && ctx.has_output(1)) idx = ctx.output(1).data<int64_t>();
   if (y.numel() == 0) return;
+  if (x.dtype() == DType::kFloat && !idx && st.kind == PoolKind::kMax && !st.global &&
+      maxpool2d_vec(x.data<float>(), y.data<float>(), planes, g3, ctx.pool()))
+    return;
   if (x.dtype() == DType::kFloat && !idx && pool2d_float(st, x.data<float>(), y.data<float>(), planes, g3, ctx.pool())) return;
   dispatch_numeric(x.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>)
