@@ -9,7 +9,7 @@
 namespace onyx::cuda {
 
 bool is_dnn_op(const std::string& op) {
-  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
+  return op == "MatMul" || op == "Gemm" || op == "FusedGemm" || op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
          op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "BatchNormalization";
 }
 
@@ -31,6 +31,7 @@ struct LtMatmul {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1.f, beta = 0.f;
   const float* bias = nullptr;  // [n], fused as the epilogue
+  bool relu = false;            // max(x, 0) in the epilogue (after the bias)
 };
 
 struct LtHandles {
@@ -67,10 +68,11 @@ class LtRunner {
     const cublasOperation_t op2 = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_TRANSA, &op1, sizeof(op1)));
     ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_TRANSB, &op2, sizeof(op2)));
-    if (p.bias) {
-      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    if (p.bias || p.relu) {
+      const cublasLtEpilogue_t epi = p.bias ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS) : CUBLASLT_EPILOGUE_RELU;
       ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-      ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+      if (p.bias)
+        ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
     }
     // B stored row-major as [k,n] (or [n,k] when transposed): column-major (n x k, ld n) or (k x n, ld k).
     ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.b, CUDA_R_32F, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n));
@@ -100,7 +102,7 @@ class LtRunner {
 
  private:
   cublasLtMatmulAlgo_t heuristic(RunState& rs, const LtMatmul& p, const LtHandles& h, uint32_t align) const {
-    const std::vector<int64_t> key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.bias != nullptr, p.beta != 0.f,
+    const std::vector<int64_t> key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.bias != nullptr, p.relu, p.beta != 0.f,
                                    p.stride_a, p.stride_b, align};
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -208,7 +210,21 @@ class GemmKernel final : public CudaKernel {
         alpha_(info.node.attr_float("alpha", 1.f)),
         beta_(info.node.attr_float("beta", 1.f)),
         ta_(info.node.attr_int("transA", 0) != 0),
-        tb_(info.node.attr_int("transB", 0) != 0) {}
+        tb_(info.node.attr_int("transB", 0) != 0) {
+    if (info.node.op_type == "FusedGemm") {  // onyx::FusedGemm: Relu in cuBLASLt's epilogue, Clip after
+      const std::string a = info.node.attr_string("activation");
+      const std::vector<float> p = info.node.attr_floats("activation_params");
+      if (a == "Relu") {
+        act_ = ConvAct::kRelu;
+      } else if (a == "Clip" && p.size() == 2) {
+        act_ = ConvAct::kClip;
+        lo_ = p[0];
+        hi_ = p[1];
+      } else {
+        fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": activation '", a, "'");
+      }
+    }
+  }
   void compute(KernelContext& ctx) const override {
     const Shape& a = in(ctx, 0).shape();
     const Shape& b = in(ctx, 1).shape();
@@ -238,15 +254,25 @@ class GemmKernel final : public CudaKernel {
     if (p.k == 0) {  // Y = beta * C
       if (!has_c) ONYX_CUDA_CHECK(cudaMemsetAsync(Y, 0, y.nbytes(), rs.stream));
       else if (beta_ != 1.f) fail(ErrorCode::kNotImplemented, "cuda: Gemm with K = 0 and beta != 1");
-      return;
+    } else {
+      // Relu goes into the epilogue when the product is plain or has the fused bias; after a
+      // general C (copied into Y, beta) it runs as its own pass, like Clip.
+      p.relu = act_ == ConvAct::kRelu && p.beta == 0.f;
+      lt_.run(rs, p, devf(ctx, 0), devf(ctx, 1), Y);
+      if (act_ == ConvAct::kRelu && p.relu) return;
     }
-    lt_.run(rs, p, devf(ctx, 0), devf(ctx, 1), Y);
+    if (act_ != ConvAct::kNone) {
+      unary_f32(act_ == ConvAct::kRelu ? UnaryOp::kRelu : UnaryOp::kClip, Y, Y, y.numel(), lo_, hi_, rs.stream);
+      ONYX_CUDA_LAUNCHED();
+    }
   }
 
  private:
   LtRunner lt_;
   float alpha_, beta_;
   bool ta_, tb_;
+  ConvAct act_ = ConvAct::kNone;
+  float lo_ = 0, hi_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -546,7 +572,7 @@ class BatchNormKernel final : public CudaKernel {
 std::unique_ptr<Kernel> create_dnn_kernel(const KernelCreateInfo& info, const std::shared_ptr<Shared>& s) {
   const std::string& op = info.node.op_type;
   if (op == "MatMul") return std::make_unique<MatMulKernel>(info, s);
-  if (op == "Gemm") return std::make_unique<GemmKernel>(info, s);
+  if (op == "Gemm" || op == "FusedGemm") return std::make_unique<GemmKernel>(info, s);
   if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") return std::make_unique<ConvKernel>(info, s);
   if (op == "BatchNormalization") return std::make_unique<BatchNormKernel>(info, s);
   return std::make_unique<PoolKernel>(info, s);

@@ -30,8 +30,8 @@ struct PassContext {
 int fold_constants(Graph& g, PassContext& ctx);
 /// Removes Identity (and inference-mode Dropout without a used mask) by rewiring their readers.
 int eliminate_identities(Graph& g, PassContext& ctx);
-/// Conv followed by Relu / Clip (constant bounds) becomes onyx::FusedConv.
-int fuse_conv_activation(Graph& g, PassContext& ctx);
+/// Conv / Gemm followed by Relu / Clip (constant bounds) becomes onyx::FusedConv / onyx::FusedGemm.
+int fuse_activations(Graph& g, PassContext& ctx);
 /// MatMul -> (scalar Mul/Div) -> (Add bias) -> Softmax(last axis) -> MatMul becomes onyx::Attention.
 int fuse_attention(Graph& g, PassContext& ctx);
 /// Removes nodes none of whose outputs are used.

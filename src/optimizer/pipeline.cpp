@@ -10,7 +10,7 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
   changed += eliminate_identities(g, ctx);
   changed += eliminate_dead_nodes(g, ctx);
   if (level == GraphOptimizationLevel::kAll) {
-    changed += fuse_conv_activation(g, ctx);
+    changed += fuse_activations(g, ctx);
     changed += fuse_attention(g, ctx);
   }
   return changed;

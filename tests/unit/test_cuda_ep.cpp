@@ -196,6 +196,21 @@ TEST(CudaClaim, FusedConv) {
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
 }
 
+TEST(CudaClaim, FusedGemm) {
+  Decline why;
+  ClaimCase c("FusedGemm", {f32({5, 7}), f32({7, 6}), f32({6})}, {f32({5, 6})}, 1);
+  c.n.domain = "onyx";
+  Attribute a;
+  a.name = "activation";
+  a.type = AttrType::kString;
+  a.s = "Relu";
+  c.n.attrs.push_back(a);
+  EXPECT_TRUE(c.claim(&why)) << why.message;
+  c.n.attrs.back().s = "Tanh";
+  EXPECT_FALSE(c.claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
+}
+
 TEST(CudaClaim, ShapeArithmeticStaysOnTheCpu) {
   Decline why;
   EXPECT_FALSE(ClaimCase("Shape", {f32({2, 3})}, {i64({2})}).claim(&why));
@@ -737,6 +752,31 @@ TEST(CudaGpu, FusedConvActivations) {
     const Placement p = cuda_session(model_bytes(g)).placement();
     ASSERT_EQ(p.nodes.size(), 1u);
     EXPECT_EQ(p.nodes[0].op_type, "FusedConv");
+    EXPECT_EQ(p.nodes[0].ep, "cuda");
+  }
+}
+
+TEST(CudaGpu, FusedGemmActivations) {
+  REQUIRE_CUDA();
+  // Relu in cuBLASLt's epilogue (with the fused bias), and Clip after a general C (beta 0.5).
+  for (const char* act : {"Relu", "Clip"}) {
+    SCOPED_TRACE(act);
+    const bool relu = std::string(act) == "Relu";
+    GraphSpec g;
+    std::vector<AttrSpec> attrs;
+    if (!relu) attrs = {attr_float("beta", 0.5f), attr_int("transB", 1)};
+    g.nodes.push_back(node("Gemm", {"a", "w", "c"}, {"t"}, attrs));
+    g.nodes.push_back(node(act, relu ? std::vector<std::string>{"t"} : std::vector<std::string>{"t", "lo", "hi"}, {"y"}));
+    g.inputs.push_back({"a", DType::kFloat, {33, 70}});
+    g.outputs.push_back({"y", DType::kFloat, {33, 20}});
+    g.initializers.emplace_back("w", random_tensor(relu ? Shape{70, 20} : Shape{20, 70}, 41));
+    g.initializers.emplace_back("c", random_tensor(relu ? Shape{20} : Shape{33, 1}, 42));
+    g.initializers.emplace_back("lo", Tensor::scalar<float>(-0.2f));
+    g.initializers.emplace_back("hi", Tensor::scalar<float>(0.4f));
+    check(g);
+    const Placement p = cuda_session(model_bytes(g)).placement();
+    ASSERT_EQ(p.nodes.size(), 1u);
+    EXPECT_EQ(p.nodes[0].op_type, "FusedGemm");
     EXPECT_EQ(p.nodes[0].ep, "cuda");
   }
 }

@@ -114,3 +114,36 @@ TEST(Optimizer, KeepsAttentionWhoseIntermediatesAreUsed) {
   axis.softmax_axis = 1;  // over the queries: not attention
   EXPECT_EQ(check_attention(axis), 0u);
 }
+
+TEST(Optimizer, FusesGemmActivations) {
+  // Gemm (bias row) + Relu, and Gemm (general C, beta 0.5, transposed B) + Clip: onyx::FusedGemm
+  // on the CPU EP gives what the two nodes give.
+  for (const char* act : {"Relu", "Clip"}) {
+    SCOPED_TRACE(act);
+    const bool relu = std::string(act) == "Relu";
+    GraphSpec g;
+    std::vector<AttrSpec> attrs;
+    if (!relu) attrs = {attr_float("beta", 0.5f), attr_int("transB", 1)};
+    g.nodes.push_back({"Gemm", {"a", "w", "c"}, {"t"}, attrs, "fc"});
+    g.nodes.push_back({act, relu ? std::vector<std::string>{"t"} : std::vector<std::string>{"t", "lo", "hi"}, {"y"}, {}, "act"});
+    g.inputs.push_back({"a", DType::kFloat, {5, 7}});
+    g.outputs.push_back({"y", DType::kFloat, {5, 6}});
+    g.initializers.emplace_back("w", random_tensor(relu ? Shape{7, 6} : Shape{6, 7}, 31));
+    g.initializers.emplace_back("c", random_tensor(relu ? Shape{6} : Shape{5, 1}, 32));
+    g.initializers.emplace_back("lo", Tensor::scalar<float>(-0.2f));
+    g.initializers.emplace_back("hi", Tensor::scalar<float>(0.4f));
+    const std::string m = encode_model(g, 13);
+    const Tensor a = random_tensor(Shape{5, 7}, 33);
+    std::vector<std::vector<float>> results;
+    for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
+      Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
+      const Tensor y = s.run({{"a", Value(a)}})[0].tensor();
+      results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
+      if (level == GraphOptimizationLevel::kAll) {
+        ASSERT_EQ(s.placement().nodes.size(), 1u);
+        EXPECT_EQ(s.placement().nodes[0].op_type, "FusedGemm");
+      }
+    }
+    for (size_t i = 0; i < results[0].size(); ++i) EXPECT_NEAR(results[1][i], results[0][i], 1e-6) << i;
+  }
+}

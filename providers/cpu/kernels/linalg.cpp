@@ -129,6 +129,19 @@ class GemmKernel final : public Kernel {
     tb_ = n.attr_int("transB", 0) != 0;
     alpha_ = n.attr_float("alpha", 1.0f);
     beta_ = n.attr_float("beta", 1.0f);
+    if (n.domain == "onyx") {  // onyx::FusedGemm: the activation runs in the GEMM's epilogue
+      const std::string act = n.attr_string("activation");
+      const std::vector<float> p = n.attr_floats("activation_params");
+      if (act == "Relu") {
+        act_ = GemmEpilogue::Act::kRelu;
+      } else if (act == "Clip" && p.size() == 2) {
+        act_ = GemmEpilogue::Act::kClip;
+        lo_ = p[0];
+        hi_ = p[1];
+      } else {
+        fail(ErrorCode::kInvalidArgument, n.label(), ": unknown activation '", act, "'");
+      }
+    }
     const Tensor* b = info.constant(1);
     if (b && b->dtype() == DType::kFloat && b->rank() == 2) {
       const int64_t kb = tb_ ? b->dim(1) : b->dim(0), nb = tb_ ? b->dim(0) : b->dim(1);
@@ -147,7 +160,10 @@ class GemmKernel final : public Kernel {
     if (a.dtype() == DType::kFloat) {
       float* py = y.data<float>();
       GemmEpilogue ep;
-      const GemmEpilogue* use_ep = nullptr;
+      ep.act = act_;
+      ep.lo = lo_;
+      ep.hi = hi_;
+      const GemmEpilogue* use_ep = act_ != GemmEpilogue::Act::kNone ? &ep : nullptr;
       float beta = 0.0f;
       if (c && beta_ != 0.0f && c->numel() > 0) {
         const float* pc = c->data<float>();
@@ -201,6 +217,8 @@ class GemmKernel final : public Kernel {
  private:
   bool ta_, tb_;
   float alpha_, beta_;
+  GemmEpilogue::Act act_ = GemmEpilogue::Act::kNone;  // onyx::FusedGemm's activation
+  float lo_ = 0, hi_ = 0;
   std::shared_ptr<PackedMatrix> packed_b_;
 };
 
@@ -251,6 +269,7 @@ constexpr TypeMask kMatTypes = kFloats | type_mask({DType::kInt32, DType::kInt64
 const KernelDef kDefs[] = {
     {"", "MatMul", 1, 99, {{0, kMatTypes}}, make_matmul},
     {"", "Gemm", 1, 99, {{0, kMatTypes}}, make_gemm},
+    {"onyx", "FusedGemm", 1, 1, {{0, kFloat}}, make_gemm},
     {"", "Det", 11, 99, {{0, kFloats}}, make_det},
 };
 

@@ -1,5 +1,5 @@
-// Conv + Relu / Clip -> onyx::FusedConv (the activation runs in the convolution's epilogue), when
-// the EP that would run both nodes also takes the fused one.
+// Conv + Relu / Clip -> onyx::FusedConv and Gemm + Relu / Clip -> onyx::FusedGemm (the activation
+// runs in the producer's epilogue), when the EP that would run both nodes also takes the fused one.
 #include <limits>
 
 #include "optimizer/passes.hpp"
@@ -17,13 +17,14 @@ bool const_scalar(const Graph& g, const Node& n, size_t i, float* out) {
 }
 }  // namespace
 
-int fuse_conv_activation(Graph& g, PassContext& ctx) {
+int fuse_activations(Graph& g, PassContext& ctx) {
   const UseInfo u = compute_uses(g);
   std::vector<char> dead(g.nodes.size(), 0);
   int changed = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& conv = g.nodes[i];
-    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
+    const bool is_conv = conv.op_type == "Conv", is_gemm = conv.op_type == "Gemm";
+    if ((!is_conv && !is_gemm) || !conv.domain.empty() || conv.outputs.size() != 1) continue;
     const int y = conv.outputs[0];
     if (y < 0 || u.uses[y] != 1 || u.is_output[y]) continue;
     if (g.values[conv.inputs[0]].type.elem_dtype() != DType::kFloat) continue;
@@ -62,7 +63,7 @@ int fuse_conv_activation(Graph& g, PassContext& ctx) {
       p.floats = params;
       fused.attrs.push_back(p);
     }
-    fused.op_type = "FusedConv";
+    fused.op_type = is_conv ? "FusedConv" : "FusedGemm";
     fused.domain = "onyx";
     fused.opset = 1;
     fused.outputs[0] = act.outputs[0];
