@@ -621,6 +621,28 @@ void Stream::flush() {
   check_vk(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
   ++submissions_;
   device_->submit_and_wait(cmd_, fence_);
+  if (!checks_.empty()) {
+    std::vector<std::string> checks = std::move(checks_);
+    checks_.clear();
+    uint32_t code = 0;
+    std::memcpy(&code, error_->mapped, 4);
+    if (code != 0) {
+      std::memset(error_->mapped, 0, 4);
+      const std::string msg = code <= checks.size() ? checks[code - 1] : "a kernel found bad data";
+      fail(ErrorCode::kRuntime, "vulkan: ", msg);
+    }
+  }
 }
+
+uint32_t Stream::check_code(std::string message) {
+  if (!error_) {
+    error_ = device_->buffer(4, true);
+    std::memset(error_->mapped, 0, 4);
+  }
+  checks_.push_back(std::move(message));
+  return static_cast<uint32_t>(checks_.size());
+}
+
+BufRef Stream::error_word() { return {error_.get(), error_, 0}; }
 
 }  // namespace onyx::vulkan

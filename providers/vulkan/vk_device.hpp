@@ -169,8 +169,14 @@ class Stream {
   void upload(const void* src, const BufRef& dst, uint64_t bytes);
   /// Copies `src` to host memory `dst`: records the copy, submits everything recorded and waits.
   void download(const BufRef& src, void* dst, uint64_t bytes);
-  /// Submits what is recorded and waits for it (a no-op when nothing is).
+  /// Submits what is recorded and waits for it (a no-op when nothing is). Throws onyx::Error
+  /// naming the node when a kernel flagged bad data (see check_code()).
   void flush();
+  /// For a kernel that validates data only the device sees (Gather indices computed on the
+  /// device): a code to pass the shader and the device word it sets to that code when the data
+  /// is bad; flush() then throws with `message`.
+  uint32_t check_code(std::string message);
+  BufRef error_word();
   /// Number of queue submissions so far.
   uint64_t submissions() const { return submissions_; }
 
@@ -188,6 +194,8 @@ class Stream {
   bool recording_ = false;
   std::vector<std::shared_ptr<void>> keep_;
   uint64_t submissions_ = 0;
+  std::shared_ptr<Buffer> error_;       // host-visible uint, 0 while no kernel found bad data
+  std::vector<std::string> checks_;     // message per code - 1, for the work recorded since the last flush
 };
 
 }  // namespace onyx::vulkan

@@ -679,6 +679,34 @@ TEST(Vulkan, GatherAndBadIndex) {
   check(h);
 }
 
+TEST(Vulkan, GatherIndicesComputedOnTheDeviceAreChecked) {
+  REQUIRE_VULKAN();
+  // The indices come from a Cast on the device, so only the shader sees them: a bad one fails the
+  // run naming the Gather (as the CPU EP would), and the next run with good indices works.
+  GraphSpec g;
+  g.initializers.emplace_back("t", random_tensor(Shape{10, 6}, 3));
+  g.nodes.push_back(node("Cast", {"x"}, {"i"}, {attr_int("to", static_cast<int64_t>(DType::kInt64))}));
+  g.nodes.push_back(node("Gather", {"t", "i"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {4}});
+  g.outputs.push_back({"y", DType::kFloat, {4, 6}});
+  const Inputs good{{"x", Tensor::from_vector<float>(Shape{4}, {0, 9, -1, 3})}};
+  check(g, 17, &good);
+  Session s = vulkan_session(model_bytes(g));
+  for (float bad : {12.0f, -11.0f, 3e9f}) {
+    SCOPED_TRACE(bad);
+    try {
+      s.run({{"x", Tensor::from_vector<float>(Shape{4}, {0, bad, 1, 1})}});
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("out of range"), std::string::npos) << what;
+      EXPECT_NE(what.find("Gather"), std::string::npos) << what;
+    }
+    const Tensor y = s.run(good)[0].tensor();
+    EXPECT_EQ(y.shape(), (Shape{4, 6}));
+  }
+}
+
 TEST(Vulkan, CastAndWhere) {
   REQUIRE_VULKAN();
   {

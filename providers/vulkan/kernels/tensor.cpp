@@ -308,9 +308,14 @@ class GatherKernel final : public VkKernel {
       I = device_ref(idx, "indices");
       idx64 = idx.dtype() == DType::kInt64 ? 1 : 0;
     }
+    // Indices computed on the device are checked there: a bad one sets the stream's error word,
+    // and the run fails naming this node when it next waits for the device.
+    const uint32_t code = s.check_code(str(label(), ": an index computed on the device is out of range for axis ", axis,
+                                           " of size ", d));
     Push p;
-    p.i(y.numel()).i(nidx).i(d).i(inner).i(idx64);
-    s.dispatch_1d(dev_->pipeline("gather", 3), {in(ctx, 0), I, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
+    p.i(y.numel()).i(nidx).i(d).i(inner).i(idx64).i(code);
+    s.dispatch_1d(dev_->pipeline("gather", 4), {in(ctx, 0), I, device_ref(y, "output"), s.error_word()}, p.w, p.bytes(),
+                  y.numel());
   }
 
  private:
