@@ -9,6 +9,12 @@
 
 namespace onyx {
 
+/// The output slot of a device EP's view kernel: the planned dtype and shape in that EP's memory,
+/// with no storage; the kernel replaces it with a view of its input.
+static Value view_placeholder(const DeviceAllocator& alloc, DType dtype, const Shape& shape) {
+  return Value(Tensor::device_tensor(dtype, shape, nullptr, nullptr, alloc.memory()));
+}
+
 namespace {
 
 constexpr size_t kArenaAlign = 64;
@@ -118,8 +124,11 @@ bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel
     }
     all_values = false;
     const bool view = kernel.alias_input(o) >= 0 && !(keep && (*keep)[v]);
-    if (concrete_tensor(outs[o]) && outs[o].dtype != DType::kUndefined && !view)
+    const bool shaped = concrete_tensor(outs[o]) && outs[o].dtype != DType::kUndefined;
+    if (shaped && !view)
       frame[v] = Value(allocator ? allocator->allocate(outs[o].dtype, outs[o].shape) : Tensor(outs[o].dtype, outs[o].shape));
+    else if (shaped && allocator)
+      frame[v] = view_placeholder(*allocator, outs[o].dtype, outs[o].shape);
     else
       frame[v] = Value();
   }
@@ -343,7 +352,9 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
         plan->shape[v] = facts.types[v].shape;
         size_t o = 0;
         while (n.outputs[o] != v) ++o;
-        if (r.node_alloc[i])
+        if (r.node_alloc[i] && r.region_of[i] < 0 && r.kernels[i]->alias_input(o) >= 0 && !r.keep[v])
+          plan->slot[v] = Plan::Slot::kView;  // a device EP's view of its input: no buffer of its own
+        else if (r.node_alloc[i])
           plan->slot[v] = Plan::Slot::kDevice;  // allocated by the node's EP (cached per run context)
         else if (r.keep[v] || plan->dtype[v] == DType::kString)
           plan->slot[v] = Plan::Slot::kHeap;
@@ -557,6 +568,14 @@ void SessionImpl::run(Binding& binding) const {
                 cache.memory() == alloc->memory()))
             cache = alloc->allocate(plan.dtype[v], plan.shape[v]);
           frame[v] = Value(cache);
+          break;
+        }
+        case Plan::Slot::kView: {
+          // A device EP's view kernel learns the planned shape from a placeholder (no memory) and
+          // replaces it with the view; host view kernels get nothing and make the view themselves.
+          const int p = g.values[v].producer;
+          DeviceAllocator* alloc = p >= 0 ? r.node_alloc[p] : nullptr;
+          frame[v] = alloc ? view_placeholder(*alloc, plan.dtype[v], plan.shape[v]) : Value();
           break;
         }
         default: frame[v] = Value();

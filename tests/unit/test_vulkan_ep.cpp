@@ -184,6 +184,29 @@ TEST(Vulkan, OutOfDeviceMemoryIsAClearError) {
   EXPECT_NO_THROW(t.run({{"x", random_tensor(Shape{64, 64}, 3)}}));
 }
 
+TEST(Vulkan, ViewsTakeNoDeviceMemory) {
+  REQUIRE_VULKAN();
+  // Relu -> Reshape -> Relu -> Flatten -> Relu over 4 MiB tensors: the input and the three Relu
+  // outputs need 16 MiB; the two views look at their inputs' buffers and need none, so the run
+  // fits a 20 MiB budget (with a buffer planned per view it needs 24).
+  GraphSpec g;
+  g.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{2}, {2048, 512}));
+  g.nodes.push_back(node("Relu", {"x"}, {"a"}));
+  g.nodes.push_back(node("Reshape", {"a", "s"}, {"b"}));
+  g.nodes.push_back(node("Relu", {"b"}, {"c"}));
+  g.nodes.push_back(node("Flatten", {"c"}, {"d"}, {attr_int("axis", 0)}));
+  g.nodes.push_back(node("Relu", {"d"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {1024, 1024}});
+  g.outputs.push_back({"y", DType::kFloat, {1, 1024 * 1024}});
+  ep::Vulkan spec;
+  spec.set("memory_limit_mb", "20");
+  Session s = vulkan_session(model_bytes(g), true, spec);
+  const Tensor x = random_tensor(Shape{1024, 1024}, 5);
+  const Tensor y = s.run({{"x", x}})[0].tensor();
+  ASSERT_EQ(y.numel(), x.numel());
+  for (int64_t i = 0; i < x.numel(); i += 4099) ASSERT_EQ(y.data<float>()[i], std::max(x.data<float>()[i], 0.0f)) << i;
+}
+
 TEST(Vulkan, BadOptionValueNamesTheKey) {
   REQUIRE_VULKAN();
   const std::string m = model_bytes(unary_graph("Relu", {2, 3}, {2, 3}));

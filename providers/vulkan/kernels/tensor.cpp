@@ -13,6 +13,8 @@ class ViewKernel final : public VkKernel {
   // Every input but the data is a shape operand read on the host (a constant data input is
   // uploaded once by VkKernel).
   ViewKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : VkKernel(info, std::move(d), ~1u) {}
+  // The output is a view of input 0: the executor plans no buffer for it, only its shape.
+  int alias_input(size_t out) const override { return out == 0 ? 0 : -1; }
   void run(KernelContext& ctx, Stream&) const override {
     const Tensor& x = ctx.input(0);
     if (!ctx.output_ready(0)) fail(ErrorCode::kRuntime, "vulkan: ", label(), ": the output's shape is unknown");
