@@ -25,6 +25,7 @@ constexpr int kNV = 2;  // vectors per micro-tile row
 constexpr int kNR = kVec * kNV;
 constexpr int64_t kKC = 256;
 constexpr int64_t kMC = kMR * 16;
+constexpr int64_t kNC = kNR * 16;  // columns of B packed at a time (a multiple of kNR)
 
 typedef float vf __attribute__((vector_size(kVec * sizeof(float))));
 
@@ -86,29 +87,41 @@ void pack_a_block(bool trans, const float* a, int64_t lda, int64_t m, int64_t r0
 /// Packs k-range [k0, k0+kc) x cols [c0, c0+cols) of op(B) into NR-column panels (zero padded).
 void pack_b_block(bool trans, const float* b, int64_t ldb, int64_t n, int64_t k0, int64_t kc, int64_t c0, int64_t cols,
                   float scale, float* dst) {
+  if (!trans) {
+    // In strips of 16 rows of B: the strip is read along its rows (a wide B is not walked down
+    // a column of pages 32 floats at a time) and each panel gets 16 consecutive rows (the panels
+    // lie kc * 32 floats apart, and writing one row into each of them in turn would keep
+    // evicting the same cache sets).
+    constexpr int64_t kStrip = 16;
+    for (int64_t ks = 0; ks < kc; ks += kStrip) {
+      const int64_t ke = std::min(kc, ks + kStrip);
+      for (int64_t q = 0; q < cols; q += kNR) {
+        const int64_t nr = std::min<int64_t>({kNR, cols - q, n - (c0 + q)});
+        float* panel = dst + (q / kNR) * kNR * kc;
+        for (int64_t k = ks; k < ke; ++k) {
+          const float* src = b + (k0 + k) * ldb + c0 + q;
+          float* d = panel + k * kNR;
+          if (nr == kNR && scale == 1.0f) {
+            for (int v = 0; v < kNV; ++v) storeu(d + v * kVec, loadu(src + v * kVec));
+          } else {
+            for (int64_t j = 0; j < nr; ++j) d[j] = src[j] * scale;
+            for (int64_t j = nr; j < kNR; ++j) d[j] = 0.0f;
+          }
+        }
+      }
+    }
+    return;
+  }
   for (int64_t q = 0; q < cols; q += kNR) {
     float* panel = dst + (q / kNR) * kNR * kc;
     const int64_t nr = std::min<int64_t>({kNR, cols - q, n - (c0 + q)});
-    if (!trans) {
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* src = b + (k0 + k) * ldb + c0 + q;
-        float* d = panel + k * kNR;
-        if (nr == kNR && scale == 1.0f) {
-          std::memcpy(d, src, kNR * sizeof(float));
-        } else {
-          for (int64_t j = 0; j < nr; ++j) d[j] = src[j] * scale;
-          for (int64_t j = nr; j < kNR; ++j) d[j] = 0.0f;
-        }
+    for (int64_t j = 0; j < kNR; ++j) {
+      if (j >= nr) {
+        for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = 0.0f;
+        continue;
       }
-    } else {
-      for (int64_t j = 0; j < kNR; ++j) {
-        if (j >= nr) {
-          for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = 0.0f;
-          continue;
-        }
-        const float* src = b + (c0 + q + j) * ldb + k0;
-        for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = src[k] * scale;
-      }
+      const float* src = b + (c0 + q + j) * ldb + k0;
+      for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = src[k] * scale;
     }
   }
 }
@@ -218,34 +231,40 @@ struct Operands {
 void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   thread_local Scratch sa, sb;
   const int64_t mpad = round_up(o.m, kMR), npad = round_up(o.n, kNR);
-  for (int64_t p0 = 0; p0 < o.k; p0 += kKC) {
-    const int64_t kc = std::min(kKC, o.k - p0);
-    const bool first = p0 == 0, last = p0 + kc >= o.k;
-    const float* bblock;
-    if (o.pb) {
-      bblock = o.pb->data() + p0 * npad + (n0 / kNR) * kNR * kc;
-    } else {
-      float* buf = sb.get(static_cast<size_t>(round_up(n1 - n0, kNR) * kc));
-      pack_b_block(o.tb, o.b, o.ldb, o.n, p0, kc, n0, n1 - n0, 1.0f, buf);
-      bblock = buf;
-    }
-    for (int64_t i0 = m0; i0 < m1; i0 += kMC) {
-      const int64_t mc = std::min(kMC, m1 - i0);
-      const float* ablock;
-      if (o.pa) {
-        ablock = o.pa->data() + p0 * mpad + (i0 / kMR) * kMR * kc;
+  // Column blocks of kNC, so that a packed kc x nc block of B stays in L2 while every row block
+  // of A passes over it (a B block of the whole width would be packed to, and read back from,
+  // memory).
+  for (int64_t jc = n0; jc < n1; jc += kNC) {
+    const int64_t nc = std::min(kNC, n1 - jc);
+    for (int64_t p0 = 0; p0 < o.k; p0 += kKC) {
+      const int64_t kc = std::min(kKC, o.k - p0);
+      const bool first = p0 == 0, last = p0 + kc >= o.k;
+      const float* bblock;
+      if (o.pb) {
+        bblock = o.pb->data() + p0 * npad + (jc / kNR) * kNR * kc;
       } else {
-        float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
-        pack_a_block(o.ta, o.a, o.lda, o.m, i0, mc, p0, kc, o.alpha, buf);
-        ablock = buf;
+        float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc));
+        pack_b_block(o.tb, o.b, o.ldb, o.n, p0, kc, jc, nc, 1.0f, buf);
+        bblock = buf;
       }
-      for (int64_t j = n0; j < n1; j += kNR) {
-        const int64_t nr = std::min<int64_t>(kNR, n1 - j);
-        const float* bp = bblock + ((j - n0) / kNR) * kNR * kc;
-        for (int64_t i = i0; i < i0 + mc; i += kMR) {
-          const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
-          const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
-          kMicro[mr - 1](kc, ap, bp, o.c + i * o.ldc + j, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
+      for (int64_t i0 = m0; i0 < m1; i0 += kMC) {
+        const int64_t mc = std::min(kMC, m1 - i0);
+        const float* ablock;
+        if (o.pa) {
+          ablock = o.pa->data() + p0 * mpad + (i0 / kMR) * kMR * kc;
+        } else {
+          float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
+          pack_a_block(o.ta, o.a, o.lda, o.m, i0, mc, p0, kc, o.alpha, buf);
+          ablock = buf;
+        }
+        for (int64_t j = jc; j < jc + nc; j += kNR) {
+          const int64_t nr = std::min<int64_t>(kNR, jc + nc - j);
+          const float* bp = bblock + ((j - jc) / kNR) * kNR * kc;
+          for (int64_t i = i0; i < i0 + mc; i += kMR) {
+            const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
+            const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
+            kMicro[mr - 1](kc, ap, bp, o.c + i * o.ldc + j, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
+          }
         }
       }
     }
