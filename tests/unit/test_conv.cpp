@@ -123,3 +123,43 @@ TEST(CpuPool, VectorMaxPoolMatchesTheReferenceLoop) {
     EXPECT_GT(nans, 0u) << c.what;
   }
 }
+
+TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
+  // Regular and grouped 2-D convolutions (B built block by block inside the GEMM) against the
+  // double reference loop; sizes give several column and K blocks and partial panels.
+  struct Case {
+    const char* what;
+    Shape x, w;
+    std::vector<AttrSpec> attrs;
+  };
+  const Case cases[] = {
+      {"3x3 pad 1, K = 576 (three K blocks), 3136 positions", Shape{1, 64, 56, 56}, Shape{8, 64, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},
+      {"7x7 stride 2 pad 3 (a stem), two images", Shape{2, 3, 40, 37}, Shape{6, 3, 7, 7},
+       {attr_ints("pads", {3, 3, 3, 3}), attr_ints("strides", {2, 2})}},
+      {"grouped 3x3 dilation 2, asymmetric pads", Shape{1, 8, 19, 23}, Shape{6, 4, 3, 3},
+       {attr_int("group", 2), attr_ints("dilations", {2, 2}), attr_ints("pads", {2, 1, 0, 2})}},
+      {"1x1 stride 2 (not pointwise)", Shape{1, 5, 15, 15}, Shape{7, 5, 1, 1}, {attr_ints("strides", {2, 2})}},
+      {"5x3 stride (3, 1), output narrower than a panel", Shape{1, 3, 30, 9}, Shape{4, 3, 5, 3}, {attr_ints("strides", {3, 1})}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::vector<double>> out;
+    for (DType dt : {DType::kFloat, DType::kDouble}) {
+      const bool f = dt == DType::kFloat;
+      GraphSpec g;
+      g.nodes.push_back({"Conv", {"x", "w", "b"}, {"y"}, c.attrs, "conv"});
+      g.inputs.push_back({"x", dt, std::vector<int64_t>(c.x.begin(), c.x.end())});
+      g.outputs.push_back({"y", dt, {}, {}, true});
+      g.initializers.emplace_back("w", f ? filled<float>(dt, c.w, 2) : filled<double>(dt, c.w, 2));
+      g.initializers.emplace_back("b", f ? filled<float>(dt, Shape{c.w[0]}, 3) : filled<double>(dt, Shape{c.w[0]}, 3));
+      const std::string m = encode_model(g, 13);
+      Session s = Session::builder().with_intra_threads(2).commit_from_memory(m.data(), m.size());
+      const Tensor x = f ? filled<float>(dt, c.x, 1) : filled<double>(dt, c.x, 1);
+      const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
+      std::vector<double> r(static_cast<size_t>(y.numel()));
+      for (int64_t i = 0; i < y.numel(); ++i) r[i] = f ? y.data<float>()[i] : y.data<double>()[i];
+      out.push_back(std::move(r));
+    }
+    ASSERT_EQ(out[0].size(), out[1].size()) << c.what;
+    for (size_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0][i], out[1][i], 2e-4) << c.what << " at " << i;
+  }
+}

@@ -64,6 +64,44 @@ void im2col(const float* x, int64_t channels, const Shape& in, const WindowGeome
   im2col_mapped(x, channels, in, g, col, pool, [](float v) { return v; });
 }
 
+/// Rows [k0, k0 + kc) x output positions [p0, p0 + cols) of the 2-D im2col matrix of one image
+/// and group, row-major (row stride cols): the block of B the GEMM packs next, built in cache.
+void im2col_block_2d(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
+                     int64_t cols, float* dst) {
+  const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OW = g.out[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
+  const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
+  const int64_t kvol = KH * KW;
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const int64_t row = k0 + kk, c = row / kvol, ki = (row % kvol) / KW, kj = row % KW;
+    const float* xc = x + c * H * W;
+    float* d = dst + kk * cols;
+    const int64_t off = kj * dw - pw;
+    // Valid ow range (0 <= ow * sw + off < W).
+    const int64_t vlo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    const int64_t vhi = std::min<int64_t>(OW, W - off > 0 ? (W - off + sw - 1) / sw : 0);
+    for (int64_t p = p0; p < p0 + cols;) {
+      const int64_t oh = p / OW, ow0 = p % OW;
+      const int64_t ow1 = std::min<int64_t>(OW, ow0 + (p0 + cols - p));
+      float* dd = d + (p - p0) - ow0;  // dd[ow] is position (oh, ow)
+      const int64_t ih = oh * sh - ph + ki * dh;
+      if (ih < 0 || ih >= H) {
+        std::fill(dd + ow0, dd + ow1, 0.0f);
+      } else {
+        const float* src = xc + ih * W + off;
+        const int64_t lo = std::clamp(vlo, ow0, ow1), hi = std::clamp(vhi, lo, ow1);
+        std::fill(dd + ow0, dd + lo, 0.0f);
+        if (sw == 1)
+          std::memcpy(dd + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+        else
+          for (int64_t ow = lo; ow < hi; ++ow) dd[ow] = src[ow * sw];
+        std::fill(dd + hi, dd + ow1, 0.0f);
+      }
+      p += ow1 - ow0;
+    }
+  }
+}
+
 /// Direct depthwise 2-D convolution (one input channel per output channel), the general loop:
 /// kernels with more taps than the vector kernel keeps offsets for.
 void depthwise2d_loop(const float* x, const float* w, const float* bias, float* y, int64_t planes, int64_t channels,
@@ -348,6 +386,28 @@ void ConvKernel::compute(KernelContext& ctx) const {
   bool pointwise = true;
   for (size_t d = 0; d < in.size(); ++d)
     pointwise &= kernel[d] == 1 && g.stride[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
+  if (!pointwise && in.size() == 2) {
+    // 2-D: the GEMM asks for B (the im2col matrix) one block at a time, built into a cache-sized
+    // buffer and packed from there; the whole matrix never goes through memory.
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t grp = 0; grp < group_; ++grp) {
+        const float* xg = px + (n * C + grp * Cg) * in_size;
+        auto pack = [&](int64_t k0, int64_t kc, int64_t c0, int64_t cols, float* dst) {
+          float* tmp = reinterpret_cast<float*>(thread_workspace(Workspace::kIm2col, static_cast<size_t>(kc * cols) * sizeof(float)));
+          im2col_block_2d(xg, in, g, k0, kc, c0, cols, tmp);
+          pack_b_rows(tmp, cols, kc, cols, dst);
+        };
+        const BPacker packer(pack);
+        GemmEpilogue ep = act_;
+        ep.bias = pb ? pb + grp * Mg : nullptr;
+        ep.bias_per_row = true;
+        const bool use_ep = ep.bias || ep.act != GemmEpilogue::Act::kNone;
+        const PackedMatrix* pa = packed_.empty() ? nullptr : &packed_[grp];
+        sgemm_b_packer(pa, pw + grp * Mg * Kg, Kg, packer, Mg, out_size, Kg, py + (n * M + grp * Mg) * out_size, out_size,
+                       &ctx.pool(), use_ep ? &ep : nullptr);
+      }
+    return;
+  }
   float* col = pointwise ? nullptr : conv_scratch(static_cast<size_t>(Kg * out_size));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {

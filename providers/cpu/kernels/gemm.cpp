@@ -225,6 +225,7 @@ struct Operands {
   int64_t ldc;
   const GemmEpilogue* ep;
   bool c_initialized;  // accumulate into C on the first k-block
+  const BPacker* pack_b = nullptr;  // B block by block (instead of pb / b)
 };
 
 /// Computes C rows [m0, m1) x cols [n0, n1) (n0 multiple of NR, m0 multiple of MR).
@@ -242,6 +243,10 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
       const float* bblock;
       if (o.pb) {
         bblock = o.pb->data() + p0 * npad + (jc / kNR) * kNR * kc;
+      } else if (o.pack_b) {
+        float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc));
+        (*o.pack_b)(p0, kc, jc, nc, buf);
+        bblock = buf;
       } else {
         float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc));
         pack_b_block(o.tb, o.b, o.ldb, o.n, p0, kc, jc, nc, 1.0f, buf);
@@ -358,6 +363,17 @@ void sgemm_packed(const PackedMatrix* pa, bool trans_a, const float* a, int64_t 
   if (pb && (pb->rows() != k || pb->cols() != n)) fail(ErrorCode::kRuntime, "packed B has the wrong shape");
   scale_c(beta, m, n, c, ldc);
   Operands o{pa, trans_a, a, lda, 1.0f, pb, trans_b, b, ldb, m, n, k, c, ldc, epilogue, beta != 0.0f};
+  run(o, pool);
+}
+
+void pack_b_rows(const float* b, int64_t ld, int64_t kc, int64_t cols, float* dst) {
+  pack_b_block(false, b, ld, cols, 0, kc, 0, cols, 1.0f, dst);
+}
+
+void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,
+                    int64_t k, float* c, int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (pa && (pa->rows() != m || pa->cols() != k)) fail(ErrorCode::kRuntime, "packed A has the wrong shape");
+  Operands o{pa, false, a, lda, 1.0f, nullptr, false, nullptr, 0, m, n, k, c, ldc, epilogue, false, &pack_b};
   run(o, pool);
 }
 

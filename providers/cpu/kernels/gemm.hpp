@@ -50,4 +50,17 @@ void sgemm_packed(const PackedMatrix* pa, bool trans_a, const float* a, int64_t 
                   const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float beta, float* c, int64_t ldc,
                   ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
 
+/// Supplies B block by block instead of as a matrix: fills `dst` with rows [k0, k0 + kc) x
+/// columns [c0, c0 + cols) of B in the micro-kernel's panel layout, as pack_b_rows() writes it.
+/// Called from the GEMM's threads (must be reentrant); lets a caller build B (im2col) one
+/// cache-sized block at a time.
+using BPacker = FunctionRef<void(int64_t k0, int64_t kc, int64_t c0, int64_t cols, float* dst)>;
+
+/// Packs a row-major kc x cols matrix (row stride ld) into the panel layout a BPacker writes.
+void pack_b_rows(const float* b, int64_t ld, int64_t kc, int64_t cols, float* dst);
+
+/// C[m,n] = op(A) * B + epilogue with A pre-packed (or plain, pa null) and B from `pack_b`.
+void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,
+                    int64_t k, float* c, int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+
 }  // namespace onyx::cpu
