@@ -202,6 +202,23 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
     }
     return true;
   }
+  if (n.domain == "onyx" && op == "FusedMatMul" && n.opset == 1) {
+    // The optimizer's MatMul by a constant matrix + bias row (+ Relu/Clip/Gelu): bias and Relu in
+    // cuBLASLt's epilogue, Clip and Gelu as one pass after.
+    const std::string act = n.attr_string("activation");
+    if (!act.empty() && act != "Relu" && act != "Gelu" && !(act == "Clip" && n.attr_floats("activation_params").size() == 2))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "onyx::FusedMatMul activation '" + act + "'");
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const TypeInfo* t = in_type(info, i);
+      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
+        return decline(why, DeclineCode::kUnsupportedType, "onyx::FusedMatMul runs on float32 only");
+    }
+    const TypeInfo* a = in_type(info, 0);
+    const TypeInfo* b = in_type(info, 1);
+    if (!a || !b || !a->has_shape || !b->has_shape || a->shape.size() < 2 || b->shape.size() != 2)
+      return decline(why, DeclineCode::kDynamicShape, "onyx::FusedMatMul needs A of rank >= 2 and a 2-D B");
+    return true;
+  }
   if (n.domain == "onyx" && op == "FusedGemm" && n.opset == 1) {
     // The optimizer's Gemm + Relu/Clip: Relu in cuBLASLt's epilogue where it can be, else a pass after.
     const std::string act = n.attr_string("activation");

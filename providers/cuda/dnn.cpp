@@ -9,7 +9,7 @@
 namespace onyx::cuda {
 
 bool is_dnn_op(const std::string& op) {
-  return op == "MatMul" || op == "Gemm" || op == "FusedGemm" || op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
+  return op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" || op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
          op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "BatchNormalization";
 }
 
@@ -133,7 +133,18 @@ class LtRunner {
 
 class MatMulKernel final : public CudaKernel {
  public:
-  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), lt_(s->opt.use_tf32) {}
+  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), lt_(s->opt.use_tf32) {
+    if (info.node.op_type == "FusedMatMul") {  // onyx::FusedMatMul: bias (and Relu) in the epilogue
+      fused_ = true;
+      const std::string a = info.node.attr_string("activation");
+      const std::vector<float> p = info.node.attr_floats("activation_params");
+      if (a == "Relu") act_ = UnaryOp::kRelu;
+      else if (a == "Gelu") act_ = UnaryOp::kGelu;
+      else if (a == "Clip" && p.size() == 2) act_ = UnaryOp::kClip, lo_ = p[0], hi_ = p[1];
+      else if (!a.empty()) fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": activation '", a, "'");
+      has_act_ = !a.empty();
+    }
+  }
   void compute(KernelContext& ctx) const override {
     Shape a = in(ctx, 0).shape(), b = in(ctx, 1).shape();
     Tensor& y = out0(ctx, node_);
@@ -150,6 +161,7 @@ class MatMulKernel final : public CudaKernel {
     float* Y = dptr<float>(y);
     if (y.numel() == 0) return;
     if (k == 0) {
+      if (fused_) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": FusedMatMul with K = 0");
       ONYX_CUDA_CHECK(cudaMemsetAsync(Y, 0, y.nbytes(), rs.stream));
       return;
     }
@@ -160,9 +172,19 @@ class MatMulKernel final : public CudaKernel {
       // Every batch uses the same B: one product with the batches stacked as rows.
       p.m = m * batch_y;
       if (batch_a != batch_y) fail(ErrorCode::kInvalidArgument, node_.label(), ": batch shapes do not broadcast");
+      if (fused_) {
+        if (in(ctx, 2).numel() != n) fail(ErrorCode::kInvalidArgument, "cuda: ", node_.label(), ": bias must hold one value per column");
+        p.bias = devf(ctx, 2);
+        p.relu = has_act_ && act_ == UnaryOp::kRelu;
+      }
       lt_.run(rs, p, A, B, Y);
+      if (has_act_ && !p.relu) {
+        unary_f32(act_, Y, Y, y.numel(), lo_, hi_, rs.stream);
+        ONYX_CUDA_LAUNCHED();
+      }
       return;
     }
+    if (fused_) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": FusedMatMul with a batched B");
     p.m = m;
     // Batch dims (numpy broadcast): strided batches when A and B have the output's batch shape.
     Shape ab, bb, batch_shape;
@@ -200,6 +222,9 @@ class MatMulKernel final : public CudaKernel {
 
  private:
   LtRunner lt_;
+  bool fused_ = false, has_act_ = false;
+  UnaryOp act_ = UnaryOp::kRelu;
+  float lo_ = 0, hi_ = 0;
 };
 
 class GemmKernel final : public CudaKernel {
@@ -571,7 +596,7 @@ class BatchNormKernel final : public CudaKernel {
 
 std::unique_ptr<Kernel> create_dnn_kernel(const KernelCreateInfo& info, const std::shared_ptr<Shared>& s) {
   const std::string& op = info.node.op_type;
-  if (op == "MatMul") return std::make_unique<MatMulKernel>(info, s);
+  if (op == "MatMul" || op == "FusedMatMul") return std::make_unique<MatMulKernel>(info, s);
   if (op == "Gemm" || op == "FusedGemm") return std::make_unique<GemmKernel>(info, s);
   if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") return std::make_unique<ConvKernel>(info, s);
   if (op == "BatchNormalization") return std::make_unique<BatchNormKernel>(info, s);

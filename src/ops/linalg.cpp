@@ -92,6 +92,8 @@ void register_linalg_ops(OpRegistry& r) {
   // onyx's own fused op (made by the optimizer from the decomposed attention pattern).
   r.add("onyx", "Attention", {1}, infer_attention);
   r.add("", "Gemm", {1, 6, 7, 9, 11, 13}, infer_gemm);
+  // MatMul + bias row (+ activation), made by the optimizer: MatMul's shape.
+  r.add("onyx", "FusedMatMul", {1}, infer_matmul);
   // Gemm with a Relu / Clip in its epilogue (made by the optimizer).
   r.add("onyx", "FusedGemm", {1}, infer_gemm);
   r.add("", "Det", {11}, infer_det);

@@ -34,6 +34,11 @@ int eliminate_identities(Graph& g, PassContext& ctx);
 int fuse_activations(Graph& g, PassContext& ctx);
 /// MatMul -> (scalar Mul/Div) -> (Add bias) -> Softmax(last axis) -> MatMul becomes onyx::Attention.
 int fuse_attention(Graph& g, PassContext& ctx);
+/// The exact GELU written out (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5) becomes one Gelu (opset 20).
+int fuse_gelu(Graph& g, PassContext& ctx);
+/// MatMul by a constant 2-D B, + a constant bias row, optionally followed by Relu / Clip / Gelu,
+/// becomes onyx::FusedMatMul (bias and activation in the GEMM's epilogue).
+int fuse_matmul_bias(Graph& g, PassContext& ctx);
 /// Removes nodes none of whose outputs are used.
 int eliminate_dead_nodes(Graph& g, PassContext& ctx);
 

@@ -12,6 +12,8 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
   if (level == GraphOptimizationLevel::kAll) {
     changed += fuse_activations(g, ctx);
     changed += fuse_attention(g, ctx);
+    changed += fuse_gelu(g, ctx);
+    changed += fuse_matmul_bias(g, ctx);
   }
   return changed;
 }

@@ -196,6 +196,21 @@ TEST(CudaClaim, FusedConv) {
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
 }
 
+TEST(CudaClaim, FusedMatMul) {
+  Decline why;
+  ClaimCase c("FusedMatMul", {f32({2, 128, 768}), f32({768, 3072}), f32({3072})}, {f32({2, 128, 3072})}, 1);
+  c.n.domain = "onyx";
+  Attribute a;
+  a.name = "activation";
+  a.type = AttrType::kString;
+  a.s = "Gelu";
+  c.n.attrs.push_back(a);
+  EXPECT_TRUE(c.claim(&why)) << why.message;
+  c.n.attrs.back().s = "Sigmoid";
+  EXPECT_FALSE(c.claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
+}
+
 TEST(CudaClaim, FusedGemm) {
   Decline why;
   ClaimCase c("FusedGemm", {f32({5, 7}), f32({7, 6}), f32({6})}, {f32({5, 6})}, 1);
@@ -778,6 +793,38 @@ TEST(CudaGpu, FusedGemmActivations) {
     ASSERT_EQ(p.nodes.size(), 1u);
     EXPECT_EQ(p.nodes[0].op_type, "FusedGemm");
     EXPECT_EQ(p.nodes[0].ep, "cuda");
+  }
+}
+
+TEST(CudaGpu, GeluAndMatMulBiasFusions) {
+  REQUIRE_CUDA();
+  // Linear + exact GELU written out (opset 17) + Linear: Gelu is fused, then each MatMul takes its
+  // bias (and the first its GELU) as onyx::FusedMatMul on CUDA.
+  GraphSpec g;
+  g.nodes.push_back(node("MatMul", {"x", "w1"}, {"h"}));
+  g.nodes.push_back(node("Add", {"b1", "h"}, {"hb"}));
+  g.nodes.push_back(node("Div", {"hb", "sqrt2"}, {"d"}));
+  g.nodes.push_back(node("Erf", {"d"}, {"e"}));
+  g.nodes.push_back(node("Add", {"e", "one"}, {"e1"}));
+  g.nodes.push_back(node("Mul", {"hb", "e1"}, {"m"}));
+  g.nodes.push_back(node("Mul", {"m", "half"}, {"a"}));
+  g.nodes.push_back(node("MatMul", {"a", "w2"}, {"o"}));
+  g.nodes.push_back(node("Add", {"o", "b2"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {2, 33, 64}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 33, 48}});
+  g.initializers.emplace_back("w1", random_tensor(Shape{64, 256}, 61));
+  g.initializers.emplace_back("b1", random_tensor(Shape{256}, 62));
+  g.initializers.emplace_back("w2", random_tensor(Shape{256, 48}, 63));
+  g.initializers.emplace_back("b2", random_tensor(Shape{48}, 64));
+  g.initializers.emplace_back("sqrt2", Tensor::scalar<float>(1.4142135f));
+  g.initializers.emplace_back("one", Tensor::scalar<float>(1.0f));
+  g.initializers.emplace_back("half", Tensor::scalar<float>(0.5f));
+  check(g);
+  const Placement p = cuda_session(model_bytes(g)).placement();
+  ASSERT_EQ(p.nodes.size(), 2u);
+  for (const auto& nd : p.nodes) {
+    EXPECT_EQ(nd.op_type, "FusedMatMul");
+    EXPECT_EQ(nd.ep, "cuda");
   }
 }
 

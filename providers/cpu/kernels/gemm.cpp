@@ -1,6 +1,7 @@
 // SGEMM: BLIS-style blocking (kc x nc panels of B, mc x kc blocks of A), packed operands, and an
 // MR x NR register-blocked micro-kernel over GCC vector extensions.
 #include "kernels/gemm.hpp"
+#include "kernels/vmath.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -147,8 +148,14 @@ inline float apply_act(float v, const GemmEpilogue* ep) {
   switch (ep->act) {
     case GemmEpilogue::Act::kRelu: return v > 0 ? v : 0;
     case GemmEpilogue::Act::kClip: return std::min(std::max(v, ep->lo), ep->hi);
+    case GemmEpilogue::Act::kGelu: return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
     default: return v;
   }
+}
+
+/// GELU over n finished outputs of a tile row (after bias), vectorised.
+inline void gelu_row(float* p, int64_t n) {
+  vmath::map(p, p, n, [](vmath::vf v) { return 0.5f * v * (1.0f + vmath::erf(v * 0.70710678118654752f)); });
 }
 
 /// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block.
@@ -170,6 +177,7 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
     }
   }
   const bool full = nr == kNR;
+  const bool gelu = ep && ep->act == GemmEpilogue::Act::kGelu;
   for (int i = 0; i < MR; ++i) {
     float* crow = c + i * ldc;
     if (full) {
@@ -182,6 +190,7 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
         }
         storeu(crow + v * kVec, x);
       }
+      if (gelu) gelu_row(crow, kNR);
     } else {
       float tmp[kNR];
       storeu(tmp, acc[i][0]);
@@ -191,10 +200,11 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
         if (accumulate) x += crow[j];
         if (ep) {
           if (ep->bias) x += ep->bias_per_row ? ep->bias[row0 + i] : ep->bias[col0 + j];
-          x = apply_act(x, ep);
+          if (!gelu) x = apply_act(x, ep);
         }
         crow[j] = x;
       }
+      if (gelu) gelu_row(crow, nr);
     }
   }
 }
@@ -235,8 +245,10 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   // Column blocks of kNC, so that a packed kc x nc block of B stays in L2 while every row block
   // of A passes over it (a B block of the whole width would be packed to, and read back from,
   // memory).
-  for (int64_t jc = n0; jc < n1; jc += kNC) {
-    const int64_t nc = std::min(kNC, n1 - jc);
+  // A pre-packed B needs no packing, so it is not blocked (A would be packed once per block).
+  const int64_t block = o.pb ? n1 - n0 : kNC;
+  for (int64_t jc = n0; jc < n1; jc += block) {
+    const int64_t nc = std::min(block, n1 - jc);
     for (int64_t p0 = 0; p0 < o.k; p0 += kKC) {
       const int64_t kc = std::min(kKC, o.k - p0);
       const bool first = p0 == 0, last = p0 + kc >= o.k;

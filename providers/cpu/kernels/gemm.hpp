@@ -14,7 +14,7 @@ namespace onyx::cpu {
 struct GemmEpilogue {
   const float* bias = nullptr;  // bias[row] when bias_per_row, else bias[col]
   bool bias_per_row = false;
-  enum class Act : uint8_t { kNone, kRelu, kClip } act = Act::kNone;
+  enum class Act : uint8_t { kNone, kRelu, kClip, kGelu } act = Act::kNone;  // kGelu: the exact (erf) form
   float lo = 0, hi = 0;  // kClip bounds
 };
 

@@ -26,7 +26,16 @@ void gemm_naive(int64_t m, int64_t n, int64_t k, const T* a, int64_t as_m, int64
 
 class MatMulKernel final : public Kernel {
  public:
-  explicit MatMulKernel(const KernelCreateInfo& info) {
+  explicit MatMulKernel(const KernelCreateInfo& info) : node_(info.node) {
+    if (info.node.domain == "onyx") {  // onyx::FusedMatMul: bias row (input 2) and activation in the epilogue
+      fused_ = true;
+      const std::string act = info.node.attr_string("activation");
+      const std::vector<float> p = info.node.attr_floats("activation_params");
+      if (act == "Relu") act_ = GemmEpilogue::Act::kRelu;
+      else if (act == "Gelu") act_ = GemmEpilogue::Act::kGelu;
+      else if (act == "Clip" && p.size() == 2) act_ = GemmEpilogue::Act::kClip, lo_ = p[0], hi_ = p[1];
+      else if (!act.empty()) fail(ErrorCode::kInvalidArgument, info.node.label(), ": unknown activation '", act, "'");
+    }
     // A constant 2-D float B (the usual weight matrix) is packed once.
     const Tensor* b = info.constant(1);
     if (b && b->dtype() == DType::kFloat && b->rank() == 2)
@@ -42,7 +51,7 @@ class MatMulKernel final : public Kernel {
     if (sa.size() == 1) sa.insert(0, 1);
     if (sb.size() == 1) sb.push_back(1);
     const int64_t m = sa[sa.size() - 2], k = sa[sa.size() - 1], n = sb[sb.size() - 1];
-    if (k == 0) {
+    if (k == 0 && !fused_) {
       std::memset(y.raw_data(), 0, y.nbytes());
       return;
     }
@@ -72,12 +81,24 @@ class MatMulKernel final : public Kernel {
       const float* pa = a.data<float>();
       const float* pb = b.data<float>();
       float* py = y.data<float>();
+      GemmEpilogue ep;
+      const GemmEpilogue* use_ep = nullptr;
+      if (fused_) {
+        const Tensor& bias = ctx.input(2);
+        if (bias.dtype() != DType::kFloat || bias.numel() != n)
+          fail(ErrorCode::kInvalidArgument, node_.label(), ": bias ", bias.shape().to_string(), " must hold one float per column (", n, ")");
+        ep.bias = bias.data<float>();
+        ep.act = act_;
+        ep.lo = lo_;
+        ep.hi = hi_;
+        use_ep = &ep;
+      }
       // B shared by every batch (2-D, or broadcast): one tall GEMM when A's batches are contiguous.
       bool b_shared = true;
       for (size_t d = 0; d < rbatch; ++d) b_shared &= stb[d] == 0;
       const PackedMatrix* pk = packed_b_ && b.rank() == 2 ? packed_b_.get() : nullptr;
       if (b_shared) {
-        sgemm_packed(nullptr, false, pa, k, pk, false, pb, n, batch * m, n, k, 0.0f, py, n, &ctx.pool());
+        sgemm_packed(nullptr, false, pa, k, pk, false, pb, n, batch * m, n, k, 0.0f, py, n, &ctx.pool(), use_ep);
         return;
       }
       for (int64_t t = 0; t < batch; ++t) {
@@ -88,7 +109,7 @@ class MatMulKernel final : public Kernel {
           oa += i * sta[d];
           ob += i * stb[d];
         }
-        sgemm(false, false, m, n, k, 1.0f, pa + oa, k, pb + ob, n, 0.0f, py + t * m * n, n, &ctx.pool());
+        sgemm(false, false, m, n, k, 1.0f, pa + oa, k, pb + ob, n, 0.0f, py + t * m * n, n, &ctx.pool(), use_ep);
       }
       return;
     }
@@ -114,7 +135,11 @@ class MatMulKernel final : public Kernel {
   }
 
  private:
+  const Node& node_;
   std::shared_ptr<PackedMatrix> packed_b_;
+  bool fused_ = false;
+  GemmEpilogue::Act act_ = GemmEpilogue::Act::kNone;
+  float lo_ = 0, hi_ = 0;
 };
 
 std::unique_ptr<Kernel> make_matmul(const KernelCreateInfo& info) { return std::make_unique<MatMulKernel>(info); }
@@ -270,6 +295,7 @@ const KernelDef kDefs[] = {
     {"", "MatMul", 1, 99, {{0, kMatTypes}}, make_matmul},
     {"", "Gemm", 1, 99, {{0, kMatTypes}}, make_gemm},
     {"onyx", "FusedGemm", 1, 1, {{0, kFloat}}, make_gemm},
+    {"onyx", "FusedMatMul", 1, 1, {{0, kFloat}}, make_matmul},
     {"", "Det", 11, 99, {{0, kFloats}}, make_det},
 };
 

@@ -1,0 +1,119 @@
+// The exact GELU written out as torch exports it before opset 20,
+//   y = (x * (erf(x / sqrt(2)) + 1)) * 0.5      (or with x * 0.5 first, or x * (1/sqrt(2)) inside)
+// becomes one Gelu (opset 20, approximate = "none"): one pass over the tensor instead of five.
+#include <cmath>
+
+#include "optimizer/passes.hpp"
+
+namespace onyx {
+
+namespace {
+
+bool near(float v, double want) { return std::fabs(static_cast<double>(v) - want) <= 1e-5 * std::fabs(want); }
+
+struct GeluMatch {
+  const Graph& g;
+  const UseInfo& u;
+  const std::vector<char>& dead;
+
+  const Node* sole_producer(int v) const {
+    if (v < 0 || u.uses[v] != 1 || u.is_output[v]) return nullptr;
+    const int p = g.values[v].producer;
+    if (p < 0 || dead[p]) return nullptr;
+    const Node& n = g.nodes[p];
+    if (!n.domain.empty() || !n.implicit_inputs.empty() || n.outputs.size() != 1) return nullptr;
+    return &n;
+  }
+  bool constant(int v, double want) const {
+    if (v < 0) return false;
+    const ValueSlot& s = g.values[v];
+    if (!s.has_initializer || s.is_graph_input || s.initializer.numel() != 1 || s.initializer.dtype() != DType::kFloat ||
+        s.initializer.rank() > 1)
+      return false;
+    return near(s.initializer.data<float>()[0], want);
+  }
+  /// For a binary node n = op(a, b) with a constant `want` on one side: the other input, else -1.
+  int other_than_constant(const Node& n, const char* op, double want, bool commutes) const {
+    if (n.op_type != op || n.inputs.size() != 2) return -1;
+    if (constant(n.inputs[1], want)) return n.inputs[0];
+    if (commutes && constant(n.inputs[0], want)) return n.inputs[1];
+    return -1;
+  }
+  /// v = erf(x / sqrt 2) + 1 (read once): x, and the three nodes; else -1.
+  int erf_plus_one(int v, std::vector<const Node*>& members) const {
+    const Node* add = sole_producer(v);
+    if (!add) return -1;
+    const int e = other_than_constant(*add, "Add", 1.0, true);
+    const Node* erf = sole_producer(e);
+    if (!erf || erf->op_type != "Erf") return -1;
+    const Node* scale = sole_producer(erf->inputs[0]);
+    if (!scale) return -1;
+    int x = other_than_constant(*scale, "Div", std::sqrt(2.0), false);
+    if (x < 0) x = other_than_constant(*scale, "Mul", std::sqrt(0.5), true);
+    if (x < 0) return -1;
+    members.insert(members.end(), {add, erf, scale});
+    return x;
+  }
+};
+
+bool float_tensor(const Graph& g, int v) { return v >= 0 && g.values[v].type.is_tensor() && g.values[v].type.dtype == DType::kFloat; }
+
+}  // namespace
+
+int fuse_gelu(Graph& g, PassContext& ctx) {
+  const UseInfo u = compute_uses(g);
+  std::vector<char> dead(g.nodes.size(), 0);
+  const GeluMatch m{g, u, dead};
+  int changed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (dead[i]) continue;
+    const Node& outer = g.nodes[i];
+    if (!outer.domain.empty() || outer.op_type != "Mul" || outer.inputs.size() != 2 || outer.outputs.size() != 1) continue;
+    if (!float_tensor(g, outer.outputs[0])) continue;
+    std::vector<const Node*> members{&outer};
+    int x = -1;
+    // (a) outer = Mul(Mul(x, erf(..) + 1), 0.5)
+    if (const int inner_v = m.other_than_constant(outer, "Mul", 0.5, true); inner_v >= 0) {
+      if (const Node* inner = m.sole_producer(inner_v); inner && inner->op_type == "Mul" && inner->inputs.size() == 2) {
+        for (int k = 0; k < 2 && x < 0; ++k) {
+          std::vector<const Node*> tmp{inner};
+          const int xe = m.erf_plus_one(inner->inputs[1 - k], tmp);
+          if (xe >= 0 && xe == inner->inputs[k]) {
+            x = xe;
+            members.insert(members.end(), tmp.begin(), tmp.end());
+          }
+        }
+      }
+    }
+    // (b) outer = Mul(Mul(x, 0.5), erf(..) + 1)
+    for (int k = 0; k < 2 && x < 0; ++k) {
+      const Node* half = m.sole_producer(outer.inputs[k]);
+      if (!half) continue;
+      const int xh = m.other_than_constant(*half, "Mul", 0.5, true);
+      if (xh < 0) continue;
+      std::vector<const Node*> tmp{half};
+      const int xe = m.erf_plus_one(outer.inputs[1 - k], tmp);
+      if (xe >= 0 && xe == xh) {
+        x = xe;
+        members.insert(members.end(), tmp.begin(), tmp.end());
+      }
+    }
+    if (x < 0 || !float_tensor(g, x)) continue;
+    Node gelu;
+    gelu.name = outer.name;
+    gelu.op_type = "Gelu";
+    gelu.opset = 20;
+    gelu.inputs = {x};
+    gelu.outputs = outer.outputs;
+    if (!ctx.may_fuse_group(std::span<const Node* const>(members), gelu)) continue;
+    for (const Node* n : members)
+      if (n != &outer) dead[static_cast<size_t>(n - g.nodes.data())] = 1;
+    ctx.log.push_back("fused " + std::to_string(members.size()) + " nodes into Gelu " + gelu.label());
+    g.nodes[i] = std::move(gelu);
+    ++changed;
+  }
+  if (changed) remove_nodes(g, dead);
+  return changed;
+}
+
+}  // namespace onyx
