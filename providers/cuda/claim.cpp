@@ -202,50 +202,25 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
     }
     return true;
   }
-  if (n.domain == "onyx" && op == "FusedMatMul" && n.opset == 1) {
-    // The optimizer's MatMul by a constant matrix + bias row (+ Relu/Clip/Gelu): bias and Relu in
-    // cuBLASLt's epilogue, Clip and Gelu as one pass after.
+  if (n.domain == "onyx" && n.opset == 1 && (op == "FusedMatMul" || op == "FusedGemm" || op == "FusedConv")) {
+    // The optimizer's product + activation: Relu in cuBLASLt's epilogue or the convolution's bias
+    // pass, Clip and Gelu (FusedMatMul only) as one pass after the product.
     const std::string act = n.attr_string("activation");
-    if (!act.empty() && act != "Relu" && act != "Gelu" && !(act == "Clip" && n.attr_floats("activation_params").size() == 2))
-      return decline(why, DeclineCode::kUnsupportedAttribute, "onyx::FusedMatMul activation '" + act + "'");
+    const bool ok = (act.empty() && op == "FusedMatMul") || act == "Relu" || (act == "Gelu" && op == "FusedMatMul") ||
+                    (act == "Clip" && n.attr_floats("activation_params").size() == 2);
+    if (!ok) return decline(why, DeclineCode::kUnsupportedAttribute, str("onyx::", op, " activation '", act, "'"));
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const TypeInfo* t = in_type(info, i);
       if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
-        return decline(why, DeclineCode::kUnsupportedType, "onyx::FusedMatMul runs on float32 only");
+        return decline(why, DeclineCode::kUnsupportedType, str("onyx::", op, " runs on float32 only"));
     }
+    if (op == "FusedConv") return check_spatial(info, why);
     const TypeInfo* a = in_type(info, 0);
     const TypeInfo* b = in_type(info, 1);
-    if (!a || !b || !a->has_shape || !b->has_shape || a->shape.size() < 2 || b->shape.size() != 2)
-      return decline(why, DeclineCode::kDynamicShape, "onyx::FusedMatMul needs A of rank >= 2 and a 2-D B");
+    const size_t max_a = op == "FusedMatMul" ? 8 : 2;
+    if (!a || !b || !a->has_shape || !b->has_shape || a->shape.size() < 2 || a->shape.size() > max_a || b->shape.size() != 2)
+      return decline(why, DeclineCode::kDynamicShape, str("onyx::", op, " needs a 2-D B and ", op == "FusedGemm" ? "a 2-D A" : "A of rank >= 2"));
     return true;
-  }
-  if (n.domain == "onyx" && op == "FusedGemm" && n.opset == 1) {
-    // The optimizer's Gemm + Relu/Clip: Relu in cuBLASLt's epilogue where it can be, else a pass after.
-    const std::string act = n.attr_string("activation");
-    if (act != "Relu" && !(act == "Clip" && n.attr_floats("activation_params").size() == 2))
-      return decline(why, DeclineCode::kUnsupportedAttribute, "onyx::FusedGemm activation '" + act + "'");
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const TypeInfo* t = in_type(info, i);
-      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
-        return decline(why, DeclineCode::kUnsupportedType, "onyx::FusedGemm runs on float32 only");
-    }
-    const TypeInfo* a = in_type(info, 0);
-    const TypeInfo* b = in_type(info, 1);
-    if (!a || !b || !a->has_shape || !b->has_shape || a->shape.size() != 2 || b->shape.size() != 2)
-      return decline(why, DeclineCode::kDynamicShape, "onyx::FusedGemm needs rank-2 A and B");
-    return true;
-  }
-  if (n.domain == "onyx" && op == "FusedConv" && n.opset == 1) {
-    // The optimizer's Conv + Relu/Clip: cuDNN's convolution, then bias and activation in one pass.
-    const std::string act = n.attr_string("activation");
-    if (act != "Relu" && !(act == "Clip" && n.attr_floats("activation_params").size() == 2))
-      return decline(why, DeclineCode::kUnsupportedAttribute, "onyx::FusedConv activation '" + act + "'");
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const TypeInfo* t = in_type(info, i);
-      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
-        return decline(why, DeclineCode::kUnsupportedType, "onyx::FusedConv runs on float32 only");
-    }
-    return check_spatial(info, why);
   }
   if (!n.domain.empty() && n.domain != "ai.onnx")
     return decline(why, DeclineCode::kUnsupportedOp, str("no CUDA kernel for ", n.domain, "::", op));

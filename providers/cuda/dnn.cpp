@@ -20,6 +20,30 @@ Tensor& out0(KernelContext& ctx, const Node& n) {
   return ctx.output(0);
 }
 
+/// The activation the optimizer fused into a FusedConv / FusedGemm / FusedMatMul node.
+struct FusedActivation {
+  std::string kind;  // "", "Relu", "Clip", "Gelu"
+  float lo = 0, hi = 0;
+  static FusedActivation of(const Node& n) {
+    FusedActivation a;
+    a.kind = n.attr_string("activation");
+    const std::vector<float> p = n.attr_floats("activation_params");
+    if (a.kind == "Clip" && p.size() == 2) {
+      a.lo = p[0];
+      a.hi = p[1];
+    } else if (!a.kind.empty() && a.kind != "Relu" && a.kind != "Gelu") {
+      fail(ErrorCode::kNotImplemented, "cuda: ", n.label(), ": activation '", a.kind, "'");
+    }
+    return a;
+  }
+  bool any() const { return !kind.empty(); }
+  bool relu() const { return kind == "Relu"; }
+  /// For the bias pass after a convolution (Relu or Clip).
+  ConvAct conv() const { return relu() ? ConvAct::kRelu : kind == "Clip" ? ConvAct::kClip : ConvAct::kNone; }
+  /// For a pass of its own after a product.
+  UnaryOp unary() const { return relu() ? UnaryOp::kRelu : kind == "Clip" ? UnaryOp::kClip : UnaryOp::kGelu; }
+};
+
 constexpr size_t kLtWorkspace = size_t(32) << 20;
 
 // ---------------------------------------------------------------------------------------------
@@ -136,13 +160,7 @@ class MatMulKernel final : public CudaKernel {
   MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), lt_(s->opt.use_tf32) {
     if (info.node.op_type == "FusedMatMul") {  // onyx::FusedMatMul: bias (and Relu) in the epilogue
       fused_ = true;
-      const std::string a = info.node.attr_string("activation");
-      const std::vector<float> p = info.node.attr_floats("activation_params");
-      if (a == "Relu") act_ = UnaryOp::kRelu;
-      else if (a == "Gelu") act_ = UnaryOp::kGelu;
-      else if (a == "Clip" && p.size() == 2) act_ = UnaryOp::kClip, lo_ = p[0], hi_ = p[1];
-      else if (!a.empty()) fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": activation '", a, "'");
-      has_act_ = !a.empty();
+      act_ = FusedActivation::of(info.node);
     }
   }
   void compute(KernelContext& ctx) const override {
@@ -175,11 +193,11 @@ class MatMulKernel final : public CudaKernel {
       if (fused_) {
         if (in(ctx, 2).numel() != n) fail(ErrorCode::kInvalidArgument, "cuda: ", node_.label(), ": bias must hold one value per column");
         p.bias = devf(ctx, 2);
-        p.relu = has_act_ && act_ == UnaryOp::kRelu;
+        p.relu = act_.relu();
       }
       lt_.run(rs, p, A, B, Y);
-      if (has_act_ && !p.relu) {
-        unary_f32(act_, Y, Y, y.numel(), lo_, hi_, rs.stream);
+      if (act_.any() && !p.relu) {
+        unary_f32(act_.unary(), Y, Y, y.numel(), act_.lo, act_.hi, rs.stream);
         ONYX_CUDA_LAUNCHED();
       }
       return;
@@ -222,9 +240,8 @@ class MatMulKernel final : public CudaKernel {
 
  private:
   LtRunner lt_;
-  bool fused_ = false, has_act_ = false;
-  UnaryOp act_ = UnaryOp::kRelu;
-  float lo_ = 0, hi_ = 0;
+  bool fused_ = false;
+  FusedActivation act_;
 };
 
 class GemmKernel final : public CudaKernel {
@@ -236,19 +253,7 @@ class GemmKernel final : public CudaKernel {
         beta_(info.node.attr_float("beta", 1.f)),
         ta_(info.node.attr_int("transA", 0) != 0),
         tb_(info.node.attr_int("transB", 0) != 0) {
-    if (info.node.op_type == "FusedGemm") {  // onyx::FusedGemm: Relu in cuBLASLt's epilogue, Clip after
-      const std::string a = info.node.attr_string("activation");
-      const std::vector<float> p = info.node.attr_floats("activation_params");
-      if (a == "Relu") {
-        act_ = ConvAct::kRelu;
-      } else if (a == "Clip" && p.size() == 2) {
-        act_ = ConvAct::kClip;
-        lo_ = p[0];
-        hi_ = p[1];
-      } else {
-        fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": activation '", a, "'");
-      }
-    }
+    if (info.node.op_type == "FusedGemm") act_ = FusedActivation::of(info.node);  // Relu in cuBLASLt's epilogue, Clip after
   }
   void compute(KernelContext& ctx) const override {
     const Shape& a = in(ctx, 0).shape();
@@ -282,12 +287,12 @@ class GemmKernel final : public CudaKernel {
     } else {
       // Relu goes into the epilogue when the product is plain or has the fused bias; after a
       // general C (copied into Y, beta) it runs as its own pass, like Clip.
-      p.relu = act_ == ConvAct::kRelu && p.beta == 0.f;
+      p.relu = act_.relu() && p.beta == 0.f;
       lt_.run(rs, p, devf(ctx, 0), devf(ctx, 1), Y);
-      if (act_ == ConvAct::kRelu && p.relu) return;
+      if (p.relu) return;
     }
-    if (act_ != ConvAct::kNone) {
-      unary_f32(act_ == ConvAct::kRelu ? UnaryOp::kRelu : UnaryOp::kClip, Y, Y, y.numel(), lo_, hi_, rs.stream);
+    if (act_.any()) {
+      unary_f32(act_.unary(), Y, Y, y.numel(), act_.lo, act_.hi, rs.stream);
       ONYX_CUDA_LAUNCHED();
     }
   }
@@ -296,8 +301,7 @@ class GemmKernel final : public CudaKernel {
   LtRunner lt_;
   float alpha_, beta_;
   bool ta_, tb_;
-  ConvAct act_ = ConvAct::kNone;
-  float lo_ = 0, hi_ = 0;
+  FusedActivation act_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -382,18 +386,9 @@ class ConvKernel final : public CudaKernel {
   ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), transpose_(info.node.op_type == "ConvTranspose") {
     group_ = static_cast<int>(info.node.attr_int("group", 1));
     kernel_shape_ = info.node.attr_ints("kernel_shape");
-    if (info.node.op_type == "FusedConv") {  // onyx::FusedConv: the activation joins the bias pass
-      const std::string a = info.node.attr_string("activation");
-      const std::vector<float> p = info.node.attr_floats("activation_params");
-      if (a == "Relu") {
-        act_ = ConvAct::kRelu;
-      } else if (a == "Clip" && p.size() == 2) {
-        act_ = ConvAct::kClip;
-        lo_ = p[0];
-        hi_ = p[1];
-      } else {
-        fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": activation '", a, "'");
-      }
+    if (info.node.op_type == "FusedConv") {  // the activation joins the bias pass
+      act_ = FusedActivation::of(info.node);
+      if (act_.conv() == ConvAct::kNone) fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": activation '", act_.kind, "'");
     }
   }
   void compute(KernelContext& ctx) const override {
@@ -437,9 +432,9 @@ class ConvKernel final : public CudaKernel {
       if (b.numel() != c_out) fail(ErrorCode::kInvalidArgument, node_.label(), ": bias has ", b.numel(), " values for ", c_out, " channels");
       bias = devf(ctx, 2);
     }
-    if (bias || act_ != ConvAct::kNone) {
-      channel_bias_act_f32(dptr<float>(y), bias, y.shape()[0], c_out, y.numel() / std::max<int64_t>(1, y.shape()[0] * c_out), act_,
-                           lo_, hi_, rs.stream);
+    if (bias || act_.any()) {
+      channel_bias_act_f32(dptr<float>(y), bias, y.shape()[0], c_out, y.numel() / std::max<int64_t>(1, y.shape()[0] * c_out),
+                           act_.conv(), act_.lo, act_.hi, rs.stream);
       ONYX_CUDA_LAUNCHED();
     }
   }
@@ -520,8 +515,7 @@ class ConvKernel final : public CudaKernel {
   }
 
   bool transpose_;
-  ConvAct act_ = ConvAct::kNone;
-  float lo_ = 0, hi_ = 0;
+  FusedActivation act_;
   int group_ = 1;
   std::vector<int64_t> kernel_shape_;
   mutable std::mutex mu_;

@@ -5,25 +5,11 @@
 // becomes Attention(Q, KT, V, Bias; scale = c2 / c1): scores, bias, softmax and the second
 // product in one kernel, without the [.., Sq, Sk] intermediates. The scalar Mul/Div steps are
 // optional (any number of them, on either side of the first MatMul), so is the Add.
-#include <span>
-
-#include "optimizer/passes.hpp"
+#include "optimizer/fusion.hpp"
 
 namespace onyx {
 
 namespace {
-
-/// Value of a constant float initializer holding one element, whose rank does not exceed
-/// `max_rank` (so multiplying by it cannot add dims).
-bool scalar_constant(const Graph& g, int v, size_t max_rank, float* out) {
-  if (v < 0) return false;
-  const ValueSlot& s = g.values[v];
-  if (!s.has_initializer || s.is_graph_input || s.initializer.numel() != 1 || s.initializer.dtype() != DType::kFloat)
-    return false;
-  if (static_cast<size_t>(s.initializer.rank()) > max_rank) return false;
-  *out = s.initializer.data<float>()[0];
-  return true;
-}
 
 bool float_ranked(const Graph& g, int v, size_t min_rank) {
   if (v < 0) return false;
@@ -31,29 +17,7 @@ bool float_ranked(const Graph& g, int v, size_t min_rank) {
   return t.is_tensor() && t.dtype == DType::kFloat && t.has_shape && t.shape.size() >= min_rank;
 }
 
-bool same_shape(const TypeInfo& a, const TypeInfo& b) {
-  if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return false;
-  for (size_t i = 0; i < a.shape.size(); ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
-
-struct Matcher {
-  const Graph& g;
-  const UseInfo& u;
-  const std::vector<char>& dead;
-
-  /// The plain ai.onnx node producing v when v is read only by that one consumer and is not a
-  /// graph output (so the fused node may swallow it); null otherwise.
-  const Node* sole_producer(int v) const {
-    if (v < 0 || u.uses[v] != 1 || u.is_output[v]) return nullptr;
-    const int p = g.values[v].producer;
-    if (p < 0 || dead[p]) return nullptr;
-    const Node& n = g.nodes[p];
-    if (!n.domain.empty() || !n.implicit_inputs.empty() || n.outputs.size() != 1) return nullptr;
-    return &n;
-  }
-
+struct Matcher : FusionView {
   /// If v = Mul(x, c), Mul(c, x) or Div(x, c) with c a constant scalar and v read once, the step
   /// (x and the factor); else false.
   bool scalar_step(int v, const Node** step, int* x, float* factor) const {
@@ -63,13 +27,13 @@ struct Matcher {
     float c = 0;
     if (n->op_type == "Mul") {
       for (int k = 0; k < 2; ++k)
-        if (scalar_constant(g, n->inputs[1 - k], rank, &c) && same_shape(g.values[n->inputs[k]].type, g.values[v].type)) {
+        if (scalar_float_constant(g, n->inputs[1 - k], rank, &c) && same_shape(g.values[n->inputs[k]].type, g.values[v].type)) {
           *step = n;
           *x = n->inputs[k];
           *factor = c;
           return true;
         }
-    } else if (n->op_type == "Div" && scalar_constant(g, n->inputs[1], rank, &c) && c != 0.0f &&
+    } else if (n->op_type == "Div" && scalar_float_constant(g, n->inputs[1], rank, &c) && c != 0.0f &&
                same_shape(g.values[n->inputs[0]].type, g.values[v].type)) {
       *step = n;
       *x = n->inputs[0];
@@ -105,7 +69,7 @@ int softmax_axis(const Node& sm, size_t rank) {
 int fuse_attention(Graph& g, PassContext& ctx) {
   const UseInfo u = compute_uses(g);
   std::vector<char> dead(g.nodes.size(), 0);
-  const Matcher m{g, u, dead};
+  const Matcher m{{g, u, dead}};
   int changed = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (dead[i]) continue;
@@ -149,25 +113,15 @@ int fuse_attention(Graph& g, PassContext& ctx) {
     q = m.strip_scales(q, &scale, members);
     if (!float_ranked(g, q, 2) || !float_ranked(g, kt, 2)) continue;
 
-    Node fused;
-    fused.name = mm2.name.empty() ? sm->name : mm2.name;
-    fused.op_type = "Attention";
-    fused.domain = "onyx";
-    fused.opset = 1;
-    fused.inputs = {q, kt, v};
+    Node fused = onyx_node(mm2.name.empty() ? sm->name : mm2.name, "Attention", {q, kt, v}, mm2.outputs);
     if (bias >= 0) fused.inputs.push_back(bias);
-    fused.outputs = mm2.outputs;
     Attribute a;
     a.name = "scale";
     a.type = AttrType::kFloat;
     a.f = scale;
     fused.attrs.push_back(a);
     if (!ctx.may_fuse_group(std::span<const Node* const>(members), fused)) continue;
-
-    for (const Node* n : members)
-      if (n != &mm2) dead[static_cast<size_t>(n - g.nodes.data())] = 1;
-    ctx.log.push_back("fused " + std::to_string(members.size()) + " nodes into onyx::Attention " + fused.label());
-    g.nodes[i] = std::move(fused);
+    commit_fusion(g, dead, i, members, std::move(fused), ctx);
     ++changed;
   }
   if (changed) remove_nodes(g, dead);

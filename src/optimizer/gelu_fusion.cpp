@@ -3,7 +3,7 @@
 // becomes one Gelu (opset 20, approximate = "none"): one pass over the tensor instead of five.
 #include <cmath>
 
-#include "optimizer/passes.hpp"
+#include "optimizer/fusion.hpp"
 
 namespace onyx {
 
@@ -11,26 +11,10 @@ namespace {
 
 bool near(float v, double want) { return std::fabs(static_cast<double>(v) - want) <= 1e-5 * std::fabs(want); }
 
-struct GeluMatch {
-  const Graph& g;
-  const UseInfo& u;
-  const std::vector<char>& dead;
-
-  const Node* sole_producer(int v) const {
-    if (v < 0 || u.uses[v] != 1 || u.is_output[v]) return nullptr;
-    const int p = g.values[v].producer;
-    if (p < 0 || dead[p]) return nullptr;
-    const Node& n = g.nodes[p];
-    if (!n.domain.empty() || !n.implicit_inputs.empty() || n.outputs.size() != 1) return nullptr;
-    return &n;
-  }
+struct GeluMatch : FusionView {
   bool constant(int v, double want) const {
-    if (v < 0) return false;
-    const ValueSlot& s = g.values[v];
-    if (!s.has_initializer || s.is_graph_input || s.initializer.numel() != 1 || s.initializer.dtype() != DType::kFloat ||
-        s.initializer.rank() > 1)
-      return false;
-    return near(s.initializer.data<float>()[0], want);
+    float c = 0;
+    return scalar_float_constant(g, v, 1, &c) && near(c, want);
   }
   /// For a binary node n = op(a, b) with a constant `want` on one side: the other input, else -1.
   int other_than_constant(const Node& n, const char* op, double want, bool commutes) const {
@@ -63,7 +47,7 @@ bool float_tensor(const Graph& g, int v) { return v >= 0 && g.values[v].type.is_
 int fuse_gelu(Graph& g, PassContext& ctx) {
   const UseInfo u = compute_uses(g);
   std::vector<char> dead(g.nodes.size(), 0);
-  const GeluMatch m{g, u, dead};
+  const GeluMatch m{{g, u, dead}};
   int changed = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (dead[i]) continue;
@@ -106,10 +90,7 @@ int fuse_gelu(Graph& g, PassContext& ctx) {
     gelu.inputs = {x};
     gelu.outputs = outer.outputs;
     if (!ctx.may_fuse_group(std::span<const Node* const>(members), gelu)) continue;
-    for (const Node* n : members)
-      if (n != &outer) dead[static_cast<size_t>(n - g.nodes.data())] = 1;
-    ctx.log.push_back("fused " + std::to_string(members.size()) + " nodes into Gelu " + gelu.label());
-    g.nodes[i] = std::move(gelu);
+    commit_fusion(g, dead, i, members, std::move(gelu), ctx);
     ++changed;
   }
   if (changed) remove_nodes(g, dead);

@@ -1,9 +1,7 @@
 // MatMul(A, W) + b [+ Relu | Clip | Gelu], W a constant matrix and b a constant row of W's width
 // (a Linear layer on 3-D activations, as torch exports it), becomes onyx::FusedMatMul: the bias
 // and the activation are applied in the GEMM's epilogue instead of two more passes.
-#include <limits>
-
-#include "optimizer/passes.hpp"
+#include "optimizer/fusion.hpp"
 
 namespace onyx {
 
@@ -16,27 +14,12 @@ const ValueSlot* constant_float(const Graph& g, int v) {
   return &s;
 }
 
-bool same_shape(const TypeInfo& a, const TypeInfo& b) {
-  if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return false;
-  for (size_t i = 0; i < a.shape.size(); ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
-
 }  // namespace
 
 int fuse_matmul_bias(Graph& g, PassContext& ctx) {
   const UseInfo u = compute_uses(g);
   std::vector<char> dead(g.nodes.size(), 0);
-  // The one plain node reading v (v not a graph output), else null.
-  auto sole_consumer = [&](int v) -> const Node* {
-    if (v < 0 || u.uses[v] != 1 || u.is_output[v]) return nullptr;
-    const int c = u.consumers[v][0];
-    if (dead[c]) return nullptr;
-    const Node& n = g.nodes[c];
-    if (!n.domain.empty() || !n.implicit_inputs.empty() || n.outputs.size() != 1) return nullptr;
-    return &n;
-  };
+  const FusionView view{g, u, dead};
   int changed = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (dead[i]) continue;
@@ -47,7 +30,7 @@ int fuse_matmul_bias(Graph& g, PassContext& ctx) {
     if (!w || w->initializer.rank() != 2 || ta.dtype != DType::kFloat || !ta.has_shape || ta.shape.size() < 2) continue;
     const int64_t n_cols = w->initializer.dim(1);
     const int y = mm.outputs[0];
-    const Node* add = sole_consumer(y);
+    const Node* add = view.sole_consumer(y);
     if (!add || add->op_type != "Add" || add->inputs.size() != 2) continue;
     const int bias = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
     const ValueSlot* b = constant_float(g, bias);
@@ -59,61 +42,20 @@ int fuse_matmul_bias(Graph& g, PassContext& ctx) {
     std::string act;
     std::vector<float> params;
     int out = add->outputs[0];
-    if (const Node* a = sole_consumer(out); a && !a->inputs.empty() && a->inputs[0] == out) {
-      if (a->op_type == "Relu") {
-        act = "Relu";
-      } else if (a->op_type == "Gelu" && a->attr_string("approximate", "none") == "none") {
+    if (const Node* a = view.sole_consumer(out); a && !a->inputs.empty() && a->inputs[0] == out) {
+      if (a->op_type == "Gelu" && a->domain.empty() && a->attr_string("approximate", "none") == "none")
         act = "Gelu";
-      } else if (a->op_type == "Clip") {
-        float lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
-        bool ok = true;
-        if (a->opset < 11) {
-          lo = a->attr_float("min", lo);
-          hi = a->attr_float("max", hi);
-        } else {
-          for (size_t k = 1; k < 3 && ok; ++k) {
-            if (!a->has_input(k)) continue;
-            const ValueSlot* c = constant_float(g, a->inputs[k]);
-            ok = c && c->initializer.numel() == 1;
-            if (ok) (k == 1 ? lo : hi) = c->initializer.data<float>()[0];
-          }
-        }
-        if (ok) {
-          act = "Clip";
-          params = {lo, hi};
-        }
-      }
+      else if (!epilogue_activation(g, *a, &act, &params))
+        act.clear();
       if (!act.empty()) {
         members.push_back(a);
         out = a->outputs[0];
       }
     }
-    Node fused;
-    fused.name = mm.name;
-    fused.op_type = "FusedMatMul";
-    fused.domain = "onyx";
-    fused.opset = 1;
-    fused.inputs = {mm.inputs[0], mm.inputs[1], bias};
-    fused.outputs = {out};
-    if (!act.empty()) {
-      Attribute at;
-      at.name = "activation";
-      at.type = AttrType::kString;
-      at.s = act;
-      fused.attrs.push_back(at);
-    }
-    if (!params.empty()) {
-      Attribute p;
-      p.name = "activation_params";
-      p.type = AttrType::kFloats;
-      p.floats = params;
-      fused.attrs.push_back(p);
-    }
+    Node fused = onyx_node(mm.name, "FusedMatMul", {mm.inputs[0], mm.inputs[1], bias}, {out});
+    set_activation(fused, act, params);
     if (!ctx.may_fuse_group(std::span<const Node* const>(members), fused)) continue;
-    for (const Node* n : members)
-      if (n != &mm) dead[static_cast<size_t>(n - g.nodes.data())] = 1;
-    ctx.log.push_back("fused " + std::to_string(members.size()) + " nodes into onyx::FusedMatMul " + fused.label());
-    g.nodes[i] = std::move(fused);
+    commit_fusion(g, dead, i, members, std::move(fused), ctx);
     ++changed;
   }
   if (changed) remove_nodes(g, dead);

@@ -11,7 +11,7 @@
 #include <random>
 #include <thread>
 
-#include "attention_graph.hpp"
+#include "fusion_graphs.hpp"
 #include "cuda_ep.hpp"
 #include "views.hpp"
 #include "ep/factory.hpp"
@@ -124,6 +124,29 @@ struct ClaimCase {
     n.attrs.push_back(a);
     return *this;
   }
+  ClaimCase& text(const std::string& name, std::string v) {
+    Attribute a;
+    a.name = name;
+    a.type = AttrType::kString;
+    a.s = std::move(v);
+    n.attrs.push_back(a);
+    return *this;
+  }
+  ClaimCase& floats(const std::string& name, std::vector<float> v) {
+    Attribute a;
+    a.name = name;
+    a.type = AttrType::kFloats;
+    a.floats = std::move(v);
+    n.attrs.push_back(a);
+    return *this;
+  }
+  /// An optimizer-made node of onyx's domain with an activation (FusedConv/FusedGemm/FusedMatMul).
+  ClaimCase& fused(const std::string& act, std::vector<float> params = {}) {
+    n.domain = "onyx";
+    text("activation", act);
+    if (!params.empty()) floats("activation_params", std::move(params));
+    return *this;
+  }
   ClaimCase& constant(size_t input) {
     const int v = n.inputs[input];
     graph.values[v].has_initializer = true;
@@ -174,20 +197,7 @@ TEST(CudaClaim, FusedConv) {
   Decline why;
   auto fused = [](const char* act, std::vector<float> params) {
     ClaimCase c("FusedConv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3}), f32({4})}, {f32({1, 4, 8, 8})}, 1);
-    c.n.domain = "onyx";
-    c.ints("pads", {1, 1, 1, 1});
-    Attribute a;
-    a.name = "activation";
-    a.type = AttrType::kString;
-    a.s = act;
-    c.n.attrs.push_back(a);
-    if (!params.empty()) {
-      Attribute p;
-      p.name = "activation_params";
-      p.type = AttrType::kFloats;
-      p.floats = std::move(params);
-      c.n.attrs.push_back(p);
-    }
+    c.ints("pads", {1, 1, 1, 1}).fused(act, std::move(params));
     return c;
   };
   EXPECT_TRUE(fused("Relu", {}).claim(&why)) << why.message;
@@ -196,33 +206,24 @@ TEST(CudaClaim, FusedConv) {
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
 }
 
-TEST(CudaClaim, FusedMatMul) {
+TEST(CudaClaim, FusedMatMulAndGemm) {
   Decline why;
-  ClaimCase c("FusedMatMul", {f32({2, 128, 768}), f32({768, 3072}), f32({3072})}, {f32({2, 128, 3072})}, 1);
-  c.n.domain = "onyx";
-  Attribute a;
-  a.name = "activation";
-  a.type = AttrType::kString;
-  a.s = "Gelu";
-  c.n.attrs.push_back(a);
-  EXPECT_TRUE(c.claim(&why)) << why.message;
-  c.n.attrs.back().s = "Sigmoid";
-  EXPECT_FALSE(c.claim(&why));
+  auto matmul = [](const char* act) {
+    ClaimCase c("FusedMatMul", {f32({2, 128, 768}), f32({768, 3072}), f32({3072})}, {f32({2, 128, 3072})}, 1);
+    c.fused(act);
+    return c;
+  };
+  EXPECT_TRUE(matmul("Gelu").claim(&why)) << why.message;
+  EXPECT_TRUE(matmul("Relu").claim(&why)) << why.message;
+  EXPECT_FALSE(matmul("Sigmoid").claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
-}
-
-TEST(CudaClaim, FusedGemm) {
-  Decline why;
-  ClaimCase c("FusedGemm", {f32({5, 7}), f32({7, 6}), f32({6})}, {f32({5, 6})}, 1);
-  c.n.domain = "onyx";
-  Attribute a;
-  a.name = "activation";
-  a.type = AttrType::kString;
-  a.s = "Relu";
-  c.n.attrs.push_back(a);
-  EXPECT_TRUE(c.claim(&why)) << why.message;
-  c.n.attrs.back().s = "Tanh";
-  EXPECT_FALSE(c.claim(&why));
+  auto gemm = [](const char* act) {
+    ClaimCase c("FusedGemm", {f32({5, 7}), f32({7, 6}), f32({6})}, {f32({5, 6})}, 1);
+    c.fused(act);
+    return c;
+  };
+  EXPECT_TRUE(gemm("Relu").claim(&why)) << why.message;
+  EXPECT_FALSE(gemm("Tanh").claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
 }
 
@@ -746,79 +747,27 @@ TEST(CudaGpu, FusedAttention) {
   }
 }
 
-TEST(CudaGpu, FusedConvActivations) {
+TEST(CudaGpu, FusedConvAndGemmActivations) {
   REQUIRE_CUDA();
-  // Conv + Relu and Conv (no bias) + Clip(0, 6): the optimizer makes onyx::FusedConv, which the
-  // CUDA EP runs as cuDNN's convolution and one bias+activation pass.
-  for (const char* act : {"Relu", "Clip"}) {
-    SCOPED_TRACE(act);
-    GraphSpec g;
-    const bool relu = std::string(act) == "Relu";
-    g.nodes.push_back(node("Conv", relu ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"c"},
-                           {attr_ints("pads", {1, 1, 1, 1})}));
-    g.nodes.push_back(node(act, relu ? std::vector<std::string>{"c"} : std::vector<std::string>{"c", "lo", "hi"}, {"y"}));
-    g.inputs.push_back({"x", DType::kFloat, {2, 3, 9, 8}});
-    g.outputs.push_back({"y", DType::kFloat, {2, 5, 9, 8}});
-    g.initializers.emplace_back("w", random_tensor(Shape{5, 3, 3, 3}, 21));
-    g.initializers.emplace_back("b", random_tensor(Shape{5}, 22));
-    g.initializers.emplace_back("lo", Tensor::scalar<float>(0.0f));
-    g.initializers.emplace_back("hi", Tensor::scalar<float>(0.3f));
-    check(g);
-    const Placement p = cuda_session(model_bytes(g)).placement();
-    ASSERT_EQ(p.nodes.size(), 1u);
-    EXPECT_EQ(p.nodes[0].op_type, "FusedConv");
-    EXPECT_EQ(p.nodes[0].ep, "cuda");
-  }
-}
-
-TEST(CudaGpu, FusedGemmActivations) {
-  REQUIRE_CUDA();
-  // Relu in cuBLASLt's epilogue (with the fused bias), and Clip after a general C (beta 0.5).
-  for (const char* act : {"Relu", "Clip"}) {
-    SCOPED_TRACE(act);
-    const bool relu = std::string(act) == "Relu";
-    GraphSpec g;
-    std::vector<AttrSpec> attrs;
-    if (!relu) attrs = {attr_float("beta", 0.5f), attr_int("transB", 1)};
-    g.nodes.push_back(node("Gemm", {"a", "w", "c"}, {"t"}, attrs));
-    g.nodes.push_back(node(act, relu ? std::vector<std::string>{"t"} : std::vector<std::string>{"t", "lo", "hi"}, {"y"}));
-    g.inputs.push_back({"a", DType::kFloat, {33, 70}});
-    g.outputs.push_back({"y", DType::kFloat, {33, 20}});
-    g.initializers.emplace_back("w", random_tensor(relu ? Shape{70, 20} : Shape{20, 70}, 41));
-    g.initializers.emplace_back("c", random_tensor(relu ? Shape{20} : Shape{33, 1}, 42));
-    g.initializers.emplace_back("lo", Tensor::scalar<float>(-0.2f));
-    g.initializers.emplace_back("hi", Tensor::scalar<float>(0.4f));
-    check(g);
-    const Placement p = cuda_session(model_bytes(g)).placement();
-    ASSERT_EQ(p.nodes.size(), 1u);
-    EXPECT_EQ(p.nodes[0].op_type, "FusedGemm");
-    EXPECT_EQ(p.nodes[0].ep, "cuda");
-  }
+  // onyx::FusedConv: cuDNN's convolution and one bias+activation pass. onyx::FusedGemm: Relu in
+  // cuBLASLt's epilogue (with the fused bias), Clip after a general C (beta 0.5).
+  for (const char* op : {"Conv", "Gemm"})
+    for (const char* act : {"Relu", "Clip"}) {
+      SCOPED_TRACE(std::string(op) + " + " + act);
+      const GraphSpec g = product_activation_graph(op, act, 21);
+      check(g);
+      const Placement p = cuda_session(model_bytes(g)).placement();
+      ASSERT_EQ(p.nodes.size(), 1u);
+      EXPECT_EQ(p.nodes[0].op_type, std::string("Fused") + op);
+      EXPECT_EQ(p.nodes[0].ep, "cuda");
+    }
 }
 
 TEST(CudaGpu, GeluAndMatMulBiasFusions) {
   REQUIRE_CUDA();
   // Linear + exact GELU written out (opset 17) + Linear: Gelu is fused, then each MatMul takes its
   // bias (and the first its GELU) as onyx::FusedMatMul on CUDA.
-  GraphSpec g;
-  g.nodes.push_back(node("MatMul", {"x", "w1"}, {"h"}));
-  g.nodes.push_back(node("Add", {"b1", "h"}, {"hb"}));
-  g.nodes.push_back(node("Div", {"hb", "sqrt2"}, {"d"}));
-  g.nodes.push_back(node("Erf", {"d"}, {"e"}));
-  g.nodes.push_back(node("Add", {"e", "one"}, {"e1"}));
-  g.nodes.push_back(node("Mul", {"hb", "e1"}, {"m"}));
-  g.nodes.push_back(node("Mul", {"m", "half"}, {"a"}));
-  g.nodes.push_back(node("MatMul", {"a", "w2"}, {"o"}));
-  g.nodes.push_back(node("Add", {"o", "b2"}, {"y"}));
-  g.inputs.push_back({"x", DType::kFloat, {2, 33, 64}});
-  g.outputs.push_back({"y", DType::kFloat, {2, 33, 48}});
-  g.initializers.emplace_back("w1", random_tensor(Shape{64, 256}, 61));
-  g.initializers.emplace_back("b1", random_tensor(Shape{256}, 62));
-  g.initializers.emplace_back("w2", random_tensor(Shape{256, 48}, 63));
-  g.initializers.emplace_back("b2", random_tensor(Shape{48}, 64));
-  g.initializers.emplace_back("sqrt2", Tensor::scalar<float>(1.4142135f));
-  g.initializers.emplace_back("one", Tensor::scalar<float>(1.0f));
-  g.initializers.emplace_back("half", Tensor::scalar<float>(0.5f));
+  const GraphSpec g = gelu_mlp_graph(Shape{2, 33, 64}, 256, 48, 61);
   check(g);
   const Placement p = cuda_session(model_bytes(g)).placement();
   ASSERT_EQ(p.nodes.size(), 2u);
