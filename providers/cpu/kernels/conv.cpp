@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
@@ -150,6 +154,7 @@ PhasePlane PhasePlane::make(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_
   const int64_t owr = (ow + lanes - 1) / lanes * lanes;
   p.rows = (oh - 1) * sh + (kh - 1) * dh + 1;
   p.cols = owr + ((kw - 1) * dw) / sw + 1;
+  if (sw == 1) p.cols = (p.cols + 15) / 16 * 16;  // whole 16-float vectors per row (the masked fill)
   p.row_stride = sw * p.cols;
   return p;
 }
@@ -183,6 +188,20 @@ void PhasePlane::fill(const float* x, float pad, float* buf) const {
       for (int64_t j = j1; j < cols; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
       continue;
     }
+#ifdef __AVX512F__
+    if (sw == 1) {
+      // 16 columns at a time, the lanes outside the input row masked (read nothing, get `pad`):
+      // no calls and no branches per row, which is most of the cost for small planes.
+      const __m512 padv = _mm512_set1_ps(pad);
+      const float* s0 = src - pw;
+      for (int64_t j = 0; j < row_stride; j += 16) {
+        const int64_t lo = std::clamp<int64_t>(a - j, 0, 16), hi = std::clamp<int64_t>(e - j, 0, 16);
+        const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+        _mm512_storeu_ps(rb + j, _mm512_mask_loadu_ps(padv, m, s0 + j));
+      }
+      continue;
+    }
+#endif
     float* dst = sw == 1 ? rb : prow;
     std::fill(dst, dst + a, pad);
     std::memcpy(dst + a, src + (a - pw), static_cast<size_t>(e - a) * sizeof(float));
@@ -230,9 +249,13 @@ inline void dw_tile(const DwTile& t, const float* base, int64_t rstep, float* y,
       if (left >= kLanes) {
         store(dst, a);
       } else {
+#ifdef __AVX512F__
+        _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << left) - 1u), a);
+#else
         float tail[kLanes];
         store(tail, a);
         std::memcpy(dst, tail, static_cast<size_t>(left) * sizeof(float));
+#endif
       }
     }
 }
