@@ -313,7 +313,10 @@ void run(const Operands& o, ThreadPool* pool) {
   // Split the larger dimension in panel units, a few tasks per thread.
   const bool by_cols = npan >= mpan || mpan < 2;
   const int64_t pans = by_cols ? npan : mpan;
-  const int64_t tasks = std::min<int64_t>(pans, threads * 3);
+  // Split by rows, every task packs all of B for itself (unless B is pre-packed): one task per
+  // thread then, not several.
+  const int64_t per_thread = by_cols || o.pb ? 3 : 1;
+  const int64_t tasks = std::min<int64_t>(pans, threads * per_thread);
   pool->parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p0 = pans * t / tasks, p1 = pans * (t + 1) / tasks;
