@@ -190,6 +190,34 @@ Shape split_sizes(const Node& node, int64_t dim, size_t n, const Shape* split) {
   return Shape::filled(n, dim / k);
 }
 
+std::vector<int64_t> pad_index_map(const Node& node, const std::string& mode, int64_t dim, int64_t out_dim, int64_t before) {
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    fail(ErrorCode::kInvalidGraph, node.label(), ": unknown pad mode '", mode, "'");
+  if (dim == 0 && out_dim > 0 && mode != "constant")
+    fail(ErrorCode::kInvalidArgument, node.label(), ": cannot ", mode, "-pad an empty dimension");
+  std::vector<int64_t> map(static_cast<size_t>(std::max<int64_t>(out_dim, 0)));
+  for (int64_t o = 0; o < out_dim; ++o) {
+    int64_t i = o - before;
+    if (i < 0 || i >= dim) {
+      if (mode == "constant") {
+        i = -1;
+      } else if (mode == "edge") {
+        i = std::clamp<int64_t>(i, 0, dim - 1);
+      } else if (mode == "wrap") {
+        i = ((i % dim) + dim) % dim;
+      } else if (dim == 1) {  // reflect
+        i = 0;
+      } else {
+        const int64_t period = 2 * (dim - 1);
+        i = ((i % period) + period) % period;
+        if (i >= dim) i = period - i;
+      }
+    }
+    map[static_cast<size_t>(o)] = i;
+  }
+  return map;
+}
+
 Shape pad_amounts(const Node& node, size_t rank, const Shape& pads, const Shape* axes) {
   Shape out = Shape::filled(2 * rank, 0);
   if (axes && !axes->empty()) {

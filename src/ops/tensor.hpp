@@ -2,6 +2,7 @@
 // same functions, so output shapes are computed in one place).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "ir/graph.hpp"
@@ -37,5 +38,12 @@ Shape split_sizes(const Node& node, int64_t dim, size_t num_outputs, const Shape
 
 /// Pads per dim [begin..., end...] for the legacy and current Pad forms.
 Shape pad_amounts(const Node& node, size_t rank, const Shape& pads, const Shape* axes);
+
+/// For one dim of Pad (mode "constant", "reflect", "edge" or "wrap"): the input index each of
+/// the `out_dim` output indices reads, or -1 where it takes the constant; `before` is the pad
+/// before the data (negative: cropped). Throws naming `node` for an unknown mode, or for a
+/// non-constant mode on an empty dim.
+std::vector<int64_t> pad_index_map(const Node& node, const std::string& mode, int64_t dim, int64_t out_dim, int64_t before);
+
 
 }  // namespace onyx

@@ -730,6 +730,35 @@ TEST(Vulkan, GatherIndicesComputedOnTheDeviceAreChecked) {
   }
 }
 
+TEST(Vulkan, PadEveryMode) {
+  REQUIRE_VULKAN();
+  // Each mode against the CPU EP, with a crop (negative pad) and, at opset 18, axes.
+  struct Case {
+    const char* mode;
+    std::vector<int64_t> pads;
+    int64_t opset;
+    std::vector<int64_t> axes;
+  };
+  const Case cases[] = {{"constant", {0, 1, 2, 1, 0, 3}, 13, {}}, {"reflect", {1, 2, 0, 1, 2, 1}, 13, {}},
+                        {"edge", {2, 0, 1, 0, 3, -1}, 13, {}},  {"wrap", {1, 3, 2, 2, 1, 1}, 19, {}},
+                        {"constant", {2, -1}, 18, {2}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.mode) + " opset " + std::to_string(c.opset));
+    GraphSpec g;
+    g.initializers.emplace_back("p", Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(c.pads.size())}, c.pads));
+    g.initializers.emplace_back("v", Tensor::scalar<float>(-2.5f));
+    std::vector<std::string> ins{"x", "p", "v"};
+    if (!c.axes.empty()) {
+      g.initializers.emplace_back("a", Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(c.axes.size())}, c.axes));
+      ins.push_back("a");
+    }
+    g.nodes.push_back(node("Pad", ins, {"y"}, {attr_string("mode", c.mode)}));
+    g.inputs.push_back({"x", DType::kFloat, {3, 4, 5}});
+    g.outputs.push_back({"y", DType::kFloat, {}, {}, true});
+    check(g, c.opset);
+  }
+}
+
 TEST(Vulkan, CastAndWhere) {
   REQUIRE_VULKAN();
   {

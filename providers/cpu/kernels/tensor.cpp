@@ -401,37 +401,9 @@ void pad_compute(const int&, KernelContext& ctx) {
   }
   const Shape p = pad_amounts(n, r, pads, has_axes ? &axes : nullptr);
   const std::string mode = n.attr_string("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-    fail(ErrorCode::kInvalidGraph, n.label(), ": unknown pad mode '", mode, "'");
   // Per dim: output index -> input index (-1 = pad value).
   std::vector<std::vector<int64_t>> map(r);
-  for (size_t k = 0; k < r; ++k) {
-    const int64_t dim = in.dim(k), od = out.dim(k), before = p[k];
-    if (dim == 0 && od > 0 && mode != "constant")
-      fail(ErrorCode::kInvalidArgument, n.label(), ": cannot ", mode, "-pad an empty dimension");
-    map[k].resize(od);
-    for (int64_t o = 0; o < od; ++o) {
-      int64_t i = o - before;
-      if (i < 0 || i >= dim) {
-        if (mode == "constant") {
-          i = -1;
-        } else if (mode == "edge") {
-          i = std::clamp<int64_t>(i, 0, dim - 1);
-        } else if (mode == "wrap") {
-          i = ((i % dim) + dim) % dim;
-        } else {  // reflect
-          if (dim == 1) {
-            i = 0;
-          } else {
-            const int64_t period = 2 * (dim - 1);
-            i = ((i % period) + period) % period;
-            if (i >= dim) i = period - i;
-          }
-        }
-      }
-      map[k][o] = i;
-    }
-  }
+  for (size_t k = 0; k < r; ++k) map[k] = pad_index_map(n, mode, in.dim(k), out.dim(k), p[k]);
   std::vector<int64_t> istride(r, 1);
   for (size_t k = r; k-- > 1;) istride[k - 1] = istride[k] * in.dim(k);
   const int64_t total = out.numel();

@@ -1,7 +1,9 @@
 // Data-movement kernels: Reshape / Flatten / Squeeze / Unsqueeze / Identity / Dropout as views of
 // the input's device buffer; Transpose, Slice and Expand as one strided copy; Concat; Gather.
 #include <algorithm>
+#include <cstring>
 
+#include "ops/tensor.hpp"
 #include "vulkan_ep.hpp"
 
 namespace onyx::vulkan {
@@ -324,6 +326,84 @@ class GatherKernel final : public VkKernel {
   int64_t axis_;
 };
 
+/// Pad (constant, reflect, edge, wrap; negative pads crop) of float32 data: the index maps of
+/// each dim are computed on the host (ops/tensor: the CPU EP's own rule) and uploaded with the run.
+class PadKernel final : public VkKernel {
+ public:
+  PadKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : VkKernel(info, std::move(d), 0b1110), node_(info.node) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    check_size(label(), y.numel());
+    const size_t r = x.rank();
+    if (r > 6 || y.rank() != r) fail(ErrorCode::kInvalidArgument, label(), ": rank ", r, " (the Vulkan Pad takes rank <= 6)");
+    Shape pads, axes;
+    float value = 0;
+    bool has_axes = false;
+    if (node_.opset < 11) {
+      pads = Shape(node_.attr_ints(node_.opset < 2 ? "paddings" : "pads"));
+      value = node_.attr_float("value", 0.0f);
+    } else {
+      pads = Shape(host_ints(ctx, 1, label()));
+      if (ctx.has_input(2)) {
+        const Tensor& cv = ctx.input(2);
+        if (!cv.on_host()) fail(ErrorCode::kRuntime, "vulkan: internal error: ", label(), ": constant_value is not in host memory");
+        if (cv.numel() > 0) value = static_cast<float>(cv.element_as_double(0));
+      }
+      if (ctx.has_input(3)) {
+        axes = Shape(host_ints(ctx, 3, label()));
+        has_axes = true;
+      }
+    }
+    const Shape p = pad_amounts(node_, r, pads, has_axes ? &axes : nullptr);
+    const std::string mode = node_.attr_string("mode", "constant");
+    std::vector<int32_t> maps;
+    std::vector<int64_t> moff(r), str(r, 1);
+    for (size_t k = r; k-- > 1;) str[k - 1] = str[k] * x.dim(k);
+    for (size_t k = 0; k < r; ++k) {
+      if (y.dim(k) != x.dim(k) + p[k] + p[k + r])
+        fail(ErrorCode::kInvalidArgument, label(), ": output ", y.shape().to_string(), " does not match the pads");
+      moff[k] = static_cast<int64_t>(maps.size());
+      for (int64_t i : pad_index_map(node_, mode, x.dim(k), y.dim(k), p[k])) maps.push_back(static_cast<int32_t>(i));
+    }
+    if (!y.numel()) return;
+    std::vector<int64_t> dims(y.shape().begin(), y.shape().end());
+    if (dims.empty()) {  // rank 0: a copy of the one element
+      dims.push_back(1);
+      moff.push_back(static_cast<int64_t>(maps.size()));
+      maps.push_back(0);
+      str.push_back(0);
+    }
+    auto b = dev_->buffer(maps.size() * 4, false);
+    Buffer* raw = b.get();
+    const BufRef M{raw, std::move(b), 0};
+    s.upload(maps.data(), M, maps.size() * 4);
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, 4);
+    Push pc;
+    pc.i(y.numel()).i(static_cast<int64_t>(dims.size())).i(static_cast<int32_t>(bits)).i(0).six(dims, 1).six(moff, 0).six(str, 0);
+    s.dispatch_1d(dev_->pipeline("pad", 3), {in(ctx, 0), M, device_ref(y, "output")}, pc.w, pc.bytes(), y.numel());
+  }
+
+ private:
+  const Node& node_;
+};
+
+bool check_pad(const ClaimInfo& c, Decline* why) {
+  if (in_rank(c, 0) < 0) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown");
+  if (in_rank(c, 0) > 6) return decline(why, DeclineCode::kUnsupportedType, "Pad on rank > 6");
+  const std::string mode = c.node.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return decline(why, DeclineCode::kUnsupportedAttribute, "Pad mode '" + mode + "'");
+  const TypeInfo* o = out_type(c, 0);
+  if (!o || !o->has_shape) return decline(why, DeclineCode::kDynamicShape, "the output's rank is unknown");
+  return true;
+}
+
+std::unique_ptr<Kernel> make_pad(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<PadKernel>(info, d);
+}
+
 bool check_gather(const ClaimInfo& c, Decline* why) {
   if (!check_rank_known(c, why)) return false;
   const TypeInfo* t = in_type(c, 1);
@@ -351,6 +431,7 @@ void add_tensor_ops(std::vector<OpDef>& defs) {
   defs.push_back({"", "Concat", 4, kMaxOpset, 0, 0, check_rank_known, make_concat});
   defs.push_back({"", "Split", 2, kMaxOpset, 0b10, 0b10, check_split, make_split});
   defs.push_back({"", "Gather", 1, kMaxOpset, 0b10, 0b10, check_gather, make_gather});
+  defs.push_back({"", "Pad", 1, kMaxOpset, 0b1110, 0b1110, check_pad, make_pad});
 }
 
 }  // namespace onyx::vulkan
