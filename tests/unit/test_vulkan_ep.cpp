@@ -730,6 +730,35 @@ TEST(Vulkan, GatherIndicesComputedOnTheDeviceAreChecked) {
   }
 }
 
+TEST(Vulkan, ConvTranspose) {
+  REQUIRE_VULKAN();
+  // Against the CPU EP: strides with output_padding, groups and dilations, 1-D, output_shape.
+  struct Case {
+    Shape x, w;
+    bool bias;
+    std::vector<AttrSpec> attrs;
+  };
+  const Case cases[] = {
+      {Shape{1, 4, 5, 5}, Shape{4, 3, 3, 3}, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("output_padding", {1, 0})}},
+      {Shape{2, 6, 4, 7}, Shape{6, 2, 2, 3}, false, {attr_int("group", 3), attr_ints("dilations", {2, 1}), attr_ints("strides", {1, 3})}},
+      {Shape{1, 3, 9}, Shape{3, 5, 4}, true, {attr_ints("strides", {2}), attr_ints("pads", {1, 2})}},
+      {Shape{1, 2, 3, 3}, Shape{2, 2, 3, 3}, true, {attr_ints("strides", {3, 2}), attr_ints("output_shape", {10, 8})}},
+  };
+  for (const Case& c : cases) {
+    GraphSpec g;
+    std::vector<std::string> ins{"x", "w"};
+    g.initializers.emplace_back("w", random_tensor(c.w, 7));
+    if (c.bias) {
+      g.initializers.emplace_back("b", random_tensor(Shape{c.w[1]}, 8));  // the cases with a bias have group 1
+      ins.push_back("b");
+    }
+    g.nodes.push_back(node("ConvTranspose", ins, {"y"}, c.attrs));
+    g.inputs.push_back({"x", DType::kFloat, std::vector<int64_t>(c.x.begin(), c.x.end())});
+    g.outputs.push_back({"y", DType::kFloat, {}, {}, true});
+    check(g);
+  }
+}
+
 TEST(Vulkan, PadEveryMode) {
   REQUIRE_VULKAN();
   // Each mode against the CPU EP, with a crop (negative pad) and, at opset 18, axes.

@@ -127,6 +127,66 @@ std::unique_ptr<Kernel> make_conv(const KernelCreateInfo& info, const std::share
   return std::make_unique<ConvKernel>(info, d);
 }
 
+// ConvTranspose --------------------------------------------------------------------------------
+
+/// 1-D and 2-D ConvTranspose (groups, dilations, pads, output_padding / output_shape through the
+/// shared geometry), one output element per invocation.
+class ConvTransposeKernel final : public VkKernel {
+ public:
+  ConvTransposeKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : VkKernel(info, std::move(d), 0), node_(info.node), group_(info.node.attr_int("group", 1)) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Shape& xs = ctx.input(0).shape();
+    const Shape& ws = ctx.input(1).shape();
+    Tensor& y = ctx.output(0);
+    check_size(label(), y.numel());
+    check_size(label(), ctx.input(0).numel());
+    const int64_t n = xs[0], cin = xs[1];
+    if (group_ <= 0 || cin % group_ || ws[0] != cin)
+      fail(ErrorCode::kInvalidArgument, label(), ": input channels ", cin, " do not match weight ", ws.to_string(), " and group ", group_);
+    const int64_t cin_g = cin / group_, cout_g = ws[1], cout = cout_g * group_;
+    const WindowGeometry g = conv_transpose_geometry(node_, spatial_of(xs), spatial_of(ws));
+    int64_t h, w, ho, wo;
+    spatial_hw(xs, &h, &w);
+    spatial_hw(y.shape(), &ho, &wo);
+    if (y.shape()[1] != cout || g.out.numel() != ho * wo)
+      fail(ErrorCode::kInvalidArgument, label(), ": output ", y.shape().to_string(), " does not match the geometry");
+    const auto [kh, kw] = hw(g.kernel, 1);
+    const auto [sh, sw] = hw(g.stride, 1);
+    const auto [ph, pw] = hw(g.pad_begin, 0);
+    const auto [dh, dw] = hw(g.dilation, 1);
+    if (!y.numel()) return;
+    (void)n;
+    const BufRef X = in(ctx, 0), W = in(ctx, 1);
+    const bool has_bias = ctx.has_input(2);
+    const BufRef B = has_bias ? in(ctx, 2) : W;
+    Push p;
+    p.i(y.numel()).i(cout).i(cout_g).i(group_);
+    p.i(cin).i(h).i(w).i(cin_g);
+    p.i(ho).i(wo).i(kh).i(kw);
+    p.i(sh).i(sw).i(ph).i(pw);
+    p.i(dh).i(dw).i(has_bias).i(0);
+    s.dispatch_1d(dev_->pipeline("conv_transpose", 4), {X, W, B, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
+  }
+
+ private:
+  const Node& node_;
+  int64_t group_;
+};
+
+bool check_conv_transpose(const ClaimInfo& c, Decline* why) {
+  if (!check_spatial(c, why)) return false;
+  if (in_rank(c, 1) != in_rank(c, 0))
+    return decline(why, DeclineCode::kDynamicShape, "the weight's rank is unknown or differs");
+  const TypeInfo* o = out_type(c, 0);
+  if (!o || !o->has_shape) return decline(why, DeclineCode::kDynamicShape, "the output's rank is unknown");
+  return true;
+}
+
+std::unique_ptr<Kernel> make_conv_transpose(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ConvTransposeKernel>(info, d);
+}
+
 // Pooling --------------------------------------------------------------------------------------
 
 class PoolKernel final : public VkKernel {
@@ -460,6 +520,7 @@ constexpr ReduceFactory kReduceFactories[] = {make_reduce<0>, make_reduce<1>, ma
 
 void add_nn_ops(std::vector<OpDef>& defs) {
   defs.push_back({"", "Conv", 1, kMaxOpset, 0, 0, check_conv, make_conv});
+  defs.push_back({"", "ConvTranspose", 1, kMaxOpset, 0, 0, check_conv_transpose, make_conv_transpose});
   defs.push_back({"onyx", "FusedConv", 1, 1, 0, 0, check_conv, make_conv});
   defs.push_back({"", "MaxPool", 1, kMaxOpset, 0, 0, check_pool, make_pool});
   defs.push_back({"", "AveragePool", 1, kMaxOpset, 0, 0, check_pool, make_pool});
