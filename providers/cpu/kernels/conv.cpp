@@ -490,13 +490,12 @@ class ConvTransposeKernel final : public Kernel {
       const T* px = static_cast<const T*>(x.raw_data());
       const T* pw = static_cast<const T*>(w.raw_data());
       T* py = static_cast<T*>(y.raw_data());
-      std::vector<float> colv;
-      std::vector<float> xf, wf;
       float* col = conv_scratch(static_cast<size_t>(Mg * kvol * in_size));
       Shape kidx = Shape::filled(r, 0), iidx = Shape::filled(r, 0);
-      std::vector<float> acc(static_cast<size_t>(M * out_size));
+      // The image's accumulator, from a workspace (no allocation per run once warm).
+      float* acc = reinterpret_cast<float*>(thread_workspace(Workspace::kConvTranspose, static_cast<size_t>(M * out_size) * sizeof(float)));
       for (int64_t n = 0; n < N; ++n) {
-        std::fill(acc.begin(), acc.end(), 0.0f);
+        std::fill(acc, acc + M * out_size, 0.0f);
         for (int64_t grp = 0; grp < group_; ++grp) {
           // col[Mg*kvol, in] = W_g^T [Mg*kvol, Cg] x X_g [Cg, in]
           const int64_t cols = Mg * kvol;
@@ -521,7 +520,7 @@ class ConvTransposeKernel final : public Kernel {
               kidx[d] = rem % kernel[d];
               rem /= kernel[d];
             }
-            float* dst = acc.data() + (grp * Mg + m) * out_size;
+            float* dst = acc + (grp * Mg + m) * out_size;
             const float* src = col + row * in_size;
             for (size_t d = 0; d < r; ++d) iidx[d] = 0;
             for (int64_t i = 0; i < in_size; ++i) {
