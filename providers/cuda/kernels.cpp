@@ -201,10 +201,9 @@ class SliceKernel final : public CudaKernel {
       if (has(ctx, 3)) axes = host_ints(ctx, 3);
       if (has(ctx, 4)) steps = host_ints(ctx, 4);
     }
-    if (ends.size() != starts.size())
-      fail(ErrorCode::kInvalidArgument, node_.label(), ": starts and ends differ in length");
     if (y.numel() == 0) return;
-    const Strided src = slice_view(x.shape(), starts, axes, steps, y.shape());
+    const SliceSpec spec = resolve_slice(node_, x.shape(), Shape(starts), Shape(ends), Shape(axes), Shape(steps));
+    const Strided src = slice_view(x.shape(), spec, y.shape());
     if (y.numel()) strided_copy(dev(ctx, 0), src, y.raw_data(), contiguous(y.shape()), dtype_size(y.dtype()), y.numel(), stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }

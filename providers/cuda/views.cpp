@@ -61,29 +61,16 @@ Strided transpose_view(const Shape& in, const std::vector<int64_t>& perm_in, con
   return src;
 }
 
-Strided slice_view(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& axes_in,
-                   const std::vector<int64_t>& steps_in, const Shape& out) {
+Strided slice_view(const Shape& in, const SliceSpec& spec, const Shape& out) {
   const int64_t r = static_cast<int64_t>(in.size());
-  std::vector<int64_t> axes = axes_in, steps = steps_in;
-  if (axes.empty())
-    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (axes.size() != starts.size() || steps.size() != starts.size())
-    fail(ErrorCode::kInvalidArgument, "Slice: starts, axes and steps differ in length");
-  if (out.size() != in.size()) fail(ErrorCode::kInvalidArgument, "Slice: output rank differs from the input's");
+  if (out.size() != in.size() || static_cast<int64_t>(spec.start.size()) != r)
+    fail(ErrorCode::kInvalidArgument, "Slice: output rank differs from the input's");
   const Strided xs = contiguous(in);
   Strided src = contiguous(out);
-  for (int64_t k = 0; k < r; ++k) src.strides[k] = xs.strides[k];
-  for (size_t j = 0; j < starts.size(); ++j) {
-    const int64_t a = normalize_axis(axes[j], r, "Slice axis");
-    const int64_t d = in[a];
-    const int64_t step = steps[j];
-    if (step == 0) fail(ErrorCode::kInvalidArgument, "Slice: a step is 0");
-    if (d == 0) continue;
-    int64_t st = starts[j] < 0 ? starts[j] + d : starts[j];
-    st = step > 0 ? std::clamp<int64_t>(st, 0, d) : std::clamp<int64_t>(st, 0, d - 1);
-    src.offset += st * xs.strides[a];
-    src.strides[a] = xs.strides[a] * step;
+  for (int64_t k = 0; k < r; ++k) {
+    if (out[k] != spec.count[k]) fail(ErrorCode::kInvalidArgument, "Slice: output ", out.to_string(), " does not match the slice");
+    src.offset += spec.start[k] * xs.strides[k];
+    src.strides[k] = xs.strides[k] * spec.step[k];
   }
   return src;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "onyx/shape.hpp"
+#include "ops/tensor.hpp"
 #include "strided.hpp"
 
 namespace onyx::cuda {
@@ -15,9 +16,9 @@ Strided contiguous(const Shape& shape);
 Strided broadcast_view(const Shape& shape, const Shape& out);
 /// Source view of Transpose: iterating `out` (= in permuted by perm) reads `in`.
 Strided transpose_view(const Shape& in, const std::vector<int64_t>& perm, const Shape& out);
-/// Source view of Slice: iterating `out` reads `in` at the ONNX starts/axes/steps (clamped).
-Strided slice_view(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& axes,
-                   const std::vector<int64_t>& steps, const Shape& out);
+/// Source view of Slice: iterating `out` reads `in` at the starts and steps that
+/// resolve_slice (ops/tensor, the rule of shape inference and the CPU EP) gives.
+Strided slice_view(const Shape& in, const SliceSpec& spec, const Shape& out);
 /// View of the part of a contiguous `whole` tensor that has `part`'s shape and starts at `at`
 /// along `axis` (Concat's destination for one input, Split's source for one output).
 Strided part_view(const Shape& whole, const Shape& part, int64_t axis, int64_t at);

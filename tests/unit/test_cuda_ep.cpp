@@ -305,6 +305,13 @@ std::vector<float> gather_view(const std::vector<float>& src, const cuda::Stride
   for (int64_t i = 0; i < n; ++i) out[i] = src[cuda::offset_of(s, i)];
   return out;
 }
+/// The CUDA EP's Slice source view for these operands (resolved by ops' resolve_slice).
+cuda::Strided slice_of(const Shape& in, Shape starts, Shape ends, Shape axes, Shape steps, const Shape& out) {
+  Node n;
+  n.op_type = "Slice";
+  return cuda::slice_view(in, resolve_slice(n, in, starts, ends, axes, steps), out);
+}
+
 std::vector<float> iota(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
@@ -325,11 +332,11 @@ TEST(CudaViews, TransposeSliceBroadcastConcat) {
   // Default perm reverses the dims.
   EXPECT_EQ(gather_view(iota(6), cuda::transpose_view(Shape{2, 3}, {}, Shape{3, 2})), (std::vector<float>{0, 3, 1, 4, 2, 5}));
   // Slice [6,7]: rows 5,3 (start 5, step -2), columns 1,3,5 (start 1, step 2).
-  const auto s = gather_view(iota(42), cuda::slice_view(Shape{6, 7}, {5, 1}, {0, 1}, {-2, 2}, Shape{2, 3}));
+  const auto s = gather_view(iota(42), slice_of(Shape{6, 7}, {5, 1}, {1, 7}, {0, 1}, {-2, 2}, Shape{2, 3}));
   EXPECT_EQ(s, (std::vector<float>{36, 38, 40, 22, 24, 26}));
   // Negative starts count from the end, out-of-range starts clamp, negative axes count from the back.
-  EXPECT_EQ(gather_view(iota(10), cuda::slice_view(Shape{10}, {-3}, {-1}, {}, Shape{3})), (std::vector<float>{7, 8, 9}));
-  EXPECT_EQ(gather_view(iota(10), cuda::slice_view(Shape{10}, {100}, {0}, {-1}, Shape{2})), (std::vector<float>{9, 8}));
+  EXPECT_EQ(gather_view(iota(10), slice_of(Shape{10}, {-3}, {10}, {-1}, {}, Shape{3})), (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(gather_view(iota(10), slice_of(Shape{10}, {100}, {7}, {0}, {-1}, Shape{2})), (std::vector<float>{9, 8}));
   // Broadcast [3,1] to [2,3,4].
   const auto b = gather_view({10, 20, 30}, cuda::broadcast_view(Shape{3, 1}, Shape{2, 3, 4}));
   for (int64_t i = 0; i < 24; ++i) ASSERT_EQ(b[i], 10.f * static_cast<float>((i / 4) % 3 + 1)) << i;
@@ -352,7 +359,7 @@ TEST(CudaViews, TransposeSliceBroadcastConcat) {
   // Bad input is an onyx::Error, never a wrong view.
   EXPECT_THROW(cuda::broadcast_view(Shape{3}, Shape{4}), Error);
   EXPECT_THROW(cuda::transpose_view(Shape{2, 3}, {0, 0}, Shape{2, 3}), Error);
-  EXPECT_THROW(cuda::slice_view(Shape{4}, {0}, {0}, {0}, Shape{4}), Error);
+  EXPECT_THROW(slice_of(Shape{4}, {0}, {4}, {0}, {0}, Shape{4}), Error);
   EXPECT_THROW(cuda::contiguous(Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}), Error);
 }
 

@@ -131,24 +131,14 @@ class SliceKernel final : public VkKernel {
       axes = host_ints(ctx, 3, label());
       steps = host_ints(ctx, 4, label());
     }
-    if (axes.empty())
-      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
-    if (steps.empty()) steps.assign(starts.size(), 1);
-    if (axes.size() != starts.size() || steps.size() != starts.size())
-      fail(ErrorCode::kInvalidArgument, label(), ": starts, axes and steps differ in length");
+    // The starts and steps shape inference and the CPU EP use (ops/tensor).
+    const SliceSpec spec = resolve_slice(node_, x.shape(), Shape(starts), Shape(ends), Shape(axes), Shape(steps));
     const auto st = strides_of(x.shape());
     std::vector<int64_t> str(st.begin(), st.end());
     int64_t base = 0;
-    for (size_t k = 0; k < starts.size(); ++k) {
-      const int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
-      if (a < 0 || a >= r) fail(ErrorCode::kInvalidArgument, label(), ": axis ", axes[k], " is out of range");
-      const int64_t dim = x.dim(a), step = steps[k];
-      if (step == 0) fail(ErrorCode::kInvalidArgument, label(), ": a step is 0");
-      int64_t b = starts[k];
-      if (b < 0) b += dim;
-      b = step > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
-      base += b * st[a];
-      str[a] = st[a] * step;
+    for (int64_t a = 0; a < r; ++a) {
+      base += spec.start[a] * st[a];
+      str[a] = st[a] * spec.step[a];
     }
     strided_copy(s, *dev_, in(ctx, 0), y, base, str);
   }
