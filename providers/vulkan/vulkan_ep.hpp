@@ -36,6 +36,11 @@ inline int in_rank(const ClaimInfo& c, size_t i) {
   const TypeInfo* t = in_type(c, i);
   return t && t->is_tensor() && t->has_shape ? static_cast<int>(t->shape.size()) : -1;
 }
+/// Claim check: input 0's rank is known.
+inline bool check_rank_known(const ClaimInfo& c, Decline* why) {
+  if (in_rank(c, 0) < 0) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown");
+  return true;
+}
 /// Whether input i is a constant initializer (known when kernels are prepared).
 inline bool is_constant(const Graph& g, const Node& n, size_t i) {
   if (!n.has_input(i)) return false;

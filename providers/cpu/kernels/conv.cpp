@@ -25,49 +25,6 @@ namespace {
 
 Shape spatial_of(const Shape& s) { return Shape(std::span<const int64_t>(s.data() + 2, s.size() - 2)); }
 
-/// im2col for one image and one group: col[(c, k...), out positions]; 2-D rows are copied with
-/// memcpy where the stride allows, other ranks go through im2col_mapped.
-void im2col(const float* x, int64_t channels, const Shape& in, const WindowGeometry& g, float* col, ThreadPool& pool) {
-  const size_t r = in.size();
-  const int64_t kvol = g.kernel.numel(), out_size = g.out.numel(), in_size = in.numel();
-  if (r == 2) {
-    const int64_t H = in[0], W = in[1], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
-    const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
-    const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
-    parallel_range(pool, channels * kvol, out_size, [&](int64_t r0, int64_t r1) {
-      for (int64_t row = r0; row < r1; ++row) {
-        const int64_t c = row / kvol, ki = (row % kvol) / KW, kj = row % KW;
-        const float* xc = x + c * in_size;
-        float* dst = col + row * out_size;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          const int64_t ih = oh * sh - ph + ki * dh;
-          float* d = dst + oh * OW;
-          if (ih < 0 || ih >= H) {
-            std::memset(d, 0, OW * sizeof(float));
-            continue;
-          }
-          const float* src = xc + ih * W;
-          const int64_t off = kj * dw - pw;
-          if (sw == 1) {
-            // Valid ow range: 0 <= ow + off < W.
-            const int64_t lo = std::clamp<int64_t>(-off, 0, OW), hi = std::clamp<int64_t>(W - off, lo, OW);
-            for (int64_t ow = 0; ow < lo; ++ow) d[ow] = 0;
-            std::memcpy(d + lo, src + lo + off, (hi - lo) * sizeof(float));
-            for (int64_t ow = hi; ow < OW; ++ow) d[ow] = 0;
-          } else {
-            for (int64_t ow = 0; ow < OW; ++ow) {
-              const int64_t iw = ow * sw + off;
-              d[ow] = (iw >= 0 && iw < W) ? src[iw] : 0.0f;
-            }
-          }
-        }
-      }
-    });
-    return;
-  }
-  im2col_mapped(x, channels, in, g, col, pool, [](float v) { return v; });
-}
-
 /// Rows [k0, k0 + kc) x output positions [p0, p0 + cols) of the 2-D im2col matrix of one image
 /// and group, row-major (row stride cols): the block of B the GEMM packs next, built in cache.
 void im2col_block_2d(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
@@ -437,7 +394,7 @@ void ConvKernel::compute(KernelContext& ctx) const {
       const float* xg = px + (n * C + grp * Cg) * in_size;
       const float* bmat = xg;
       if (!pointwise) {
-        im2col(xg, Cg, in, g, col, ctx.pool());
+        im2col_mapped(xg, Cg, in, g, col, ctx.pool(), [](float v) { return v; });  // 1-D and 3-D (2-D: the packer above)
         bmat = col;
       }
       GemmEpilogue ep = act_;

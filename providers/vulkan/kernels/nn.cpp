@@ -255,9 +255,8 @@ class GlobalPoolKernel final : public VkKernel {
     if (!size) fail(ErrorCode::kInvalidArgument, label(), ": global pooling over an empty spatial extent");
     Push p;
     p.i(planes).i(size).i(max_ ? 1 : 0);
-    const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(planes, 65535));
-    s.dispatch(dev_->pipeline("global_pool", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), gx,
-               static_cast<uint32_t>((planes + gx - 1) / gx));
+    // One work group per plane (spread over x and y within the device limits).
+    s.dispatch_1d(dev_->pipeline("global_pool", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), planes, 1);
   }
 
  private:
@@ -347,20 +346,13 @@ class SoftmaxKernel final : public VkKernel {
     if (!rows || !sp.dim) return;
     Push p;
     p.i(rows).i(sp.dim).i(sp.inner).i(log_ ? 1 : 0);
-    const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(rows, 65535));
-    s.dispatch(dev_->pipeline("softmax", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), gx,
-               static_cast<uint32_t>((rows + gx - 1) / gx));
+    s.dispatch_1d(dev_->pipeline("softmax", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), rows, 1);  // a group per row
   }
 
  private:
   const Node& node_;
   bool log_;
 };
-
-bool check_known_rank(const ClaimInfo& c, Decline* why) {
-  if (in_rank(c, 0) < 0) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown");
-  return true;
-}
 
 std::unique_ptr<Kernel> make_softmax(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
   return std::make_unique<SoftmaxKernel>(info, d);
@@ -393,9 +385,8 @@ class LayerNormKernel final : public VkKernel {
     const bool has_b = ctx.has_input(2);
     Push p;
     p.i(rows).i(d).f(eps_).i(has_b ? 1 : 0);
-    const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(rows, 65535));
-    s.dispatch(dev_->pipeline("layer_norm", 4), {in(ctx, 0), G, has_b ? in(ctx, 2) : G, device_ref(y, "output")}, p.w,
-               p.bytes(), gx, static_cast<uint32_t>((rows + gx - 1) / gx));
+    s.dispatch_1d(dev_->pipeline("layer_norm", 4), {in(ctx, 0), G, has_b ? in(ctx, 2) : G, device_ref(y, "output")}, p.w,
+                  p.bytes(), rows, 1);  // a group per row
   }
 
  private:
@@ -407,7 +398,7 @@ bool check_layer_norm(const ClaimInfo& c, Decline* why) {
   if (c.node.has_output(1) || c.node.has_output(2))
     return decline(why, DeclineCode::kUnsupportedAttribute,
                    "LayerNormalization's Mean / InvStdDev outputs are not supported");
-  if (!check_known_rank(c, why)) return false;
+  if (!check_rank_known(c, why)) return false;
   const int r = in_rank(c, 0);
   int64_t axis = c.node.attr_int("axis", -1);
   if (axis < 0) axis += r;
@@ -498,7 +489,7 @@ class ReduceKernel final : public VkKernel {
 };
 
 bool check_reduce(const ClaimInfo& c, Decline* why) {
-  if (!check_known_rank(c, why)) return false;
+  if (!check_rank_known(c, why)) return false;
   if (reduce_axes_from_input(c.node) && c.node.has_input(1)) {
     const TypeInfo* t = in_type(c, 1);
     if (!t || t->dtype != DType::kInt64) return decline(why, DeclineCode::kUnsupportedType, "axes must be int64");
@@ -527,8 +518,8 @@ void add_nn_ops(std::vector<OpDef>& defs) {
   defs.push_back({"", "GlobalAveragePool", 1, kMaxOpset, 0, 0, check_global_pool, make_global_pool});
   defs.push_back({"", "GlobalMaxPool", 1, kMaxOpset, 0, 0, check_global_pool, make_global_pool});
   defs.push_back({"", "BatchNormalization", 7, kMaxOpset, 0, 0b11110, check_batch_norm, make_batch_norm});
-  defs.push_back({"", "Softmax", 1, kMaxOpset, 0, 0, check_known_rank, make_softmax});
-  defs.push_back({"", "LogSoftmax", 1, kMaxOpset, 0, 0, check_known_rank, make_softmax});
+  defs.push_back({"", "Softmax", 1, kMaxOpset, 0, 0, check_rank_known, make_softmax});
+  defs.push_back({"", "LogSoftmax", 1, kMaxOpset, 0, 0, check_rank_known, make_softmax});
   defs.push_back({"", "LayerNormalization", 17, kMaxOpset, 0, 0, check_layer_norm, make_layer_norm});
   for (size_t k = 0; k < std::size(kReduce); ++k)
     defs.push_back({"", kReduce[k].name, 1, kMaxOpset, 0b10, 0b10, check_reduce, kReduceFactories[k]});

@@ -95,10 +95,6 @@ std::unique_ptr<Kernel> make_transpose(const KernelCreateInfo& info, const std::
   return std::make_unique<TransposeKernel>(info, d);
 }
 
-bool check_rank_known(const ClaimInfo& c, Decline* why) {
-  if (in_rank(c, 0) < 0) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown");
-  return true;
-}
 
 /// The integers of a host tensor (shape operands).
 std::vector<int64_t> host_ints(const KernelContext& ctx, size_t i, const std::string& label) {
@@ -380,7 +376,7 @@ class PadKernel final : public VkKernel {
 };
 
 bool check_pad(const ClaimInfo& c, Decline* why) {
-  if (in_rank(c, 0) < 0) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown");
+  if (!check_rank_known(c, why)) return false;
   if (in_rank(c, 0) > 6) return decline(why, DeclineCode::kUnsupportedType, "Pad on rank > 6");
   const std::string mode = c.node.attr_string("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
