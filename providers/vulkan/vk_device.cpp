@@ -622,24 +622,23 @@ void Stream::flush() {
   ++submissions_;
   device_->submit_and_wait(cmd_, fence_);
   if (!checks_.empty()) {
-    std::vector<std::string> checks = std::move(checks_);
-    checks_.clear();
     uint32_t code = 0;
     std::memcpy(&code, error_->mapped, 4);
+    const std::string* msg = code != 0 && code <= checks_.size() ? checks_[code - 1] : nullptr;
+    checks_.clear();  // keeps its capacity: no allocation per run once warm
     if (code != 0) {
       std::memset(error_->mapped, 0, 4);
-      const std::string msg = code <= checks.size() ? checks[code - 1] : "a kernel found bad data";
-      fail(ErrorCode::kRuntime, "vulkan: ", msg);
+      fail(ErrorCode::kRuntime, "vulkan: ", msg ? *msg : std::string("a kernel found bad data"));
     }
   }
 }
 
-uint32_t Stream::check_code(std::string message) {
+uint32_t Stream::check_code(const std::string* message) {
   if (!error_) {
     error_ = device_->buffer(4, true);
     std::memset(error_->mapped, 0, 4);
   }
-  checks_.push_back(std::move(message));
+  checks_.push_back(message);
   return static_cast<uint32_t>(checks_.size());
 }
 

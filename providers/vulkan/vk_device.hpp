@@ -174,8 +174,8 @@ class Stream {
   void flush();
   /// For a kernel that validates data only the device sees (Gather indices computed on the
   /// device): a code to pass the shader and the device word it sets to that code when the data
-  /// is bad; flush() then throws with `message`.
-  uint32_t check_code(std::string message);
+  /// is bad; flush() then throws with `*message` (owned by the kernel, which outlives the run).
+  uint32_t check_code(const std::string* message);
   BufRef error_word();
   /// Number of queue submissions so far.
   uint64_t submissions() const { return submissions_; }
@@ -195,7 +195,7 @@ class Stream {
   std::vector<std::shared_ptr<void>> keep_;
   uint64_t submissions_ = 0;
   std::shared_ptr<Buffer> error_;       // host-visible uint, 0 while no kernel found bad data
-  std::vector<std::string> checks_;     // message per code - 1, for the work recorded since the last flush
+  std::vector<const std::string*> checks_;  // message per code - 1, for the work recorded since the last flush
 };
 
 }  // namespace onyx::vulkan

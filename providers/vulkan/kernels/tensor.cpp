@@ -264,7 +264,9 @@ std::unique_ptr<Kernel> make_concat(const KernelCreateInfo& info, const std::sha
 class GatherKernel final : public VkKernel {
  public:
   GatherKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
-      : VkKernel(info, std::move(d), 0b10), axis_(info.node.attr_int("axis", 0)) {}
+      : VkKernel(info, std::move(d), 0b10),
+        axis_(info.node.attr_int("axis", 0)),
+        bad_index_(str(label(), ": an index computed on the device is out of range for axis ", axis_)) {}
   void run(KernelContext& ctx, Stream& s) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& idx = ctx.input(1);
@@ -300,8 +302,7 @@ class GatherKernel final : public VkKernel {
     }
     // Indices computed on the device are checked there: a bad one sets the stream's error word,
     // and the run fails naming this node when it next waits for the device.
-    const uint32_t code = s.check_code(str(label(), ": an index computed on the device is out of range for axis ", axis,
-                                           " of size ", d));
+    const uint32_t code = s.check_code(&bad_index_);
     Push p;
     p.i(y.numel()).i(nidx).i(d).i(inner).i(idx64).i(code);
     s.dispatch_1d(dev_->pipeline("gather", 4), {in(ctx, 0), I, device_ref(y, "output"), s.error_word()}, p.w, p.bytes(),
@@ -310,6 +311,7 @@ class GatherKernel final : public VkKernel {
 
  private:
   int64_t axis_;
+  std::string bad_index_;  // the run's error when the shader finds an index out of range
 };
 
 /// Pad (constant, reflect, edge, wrap; negative pads crop) of float32 data: the index maps of
