@@ -1,5 +1,5 @@
-// Helpers shared by the EP-against-CPU tests (oneDNN, Vulkan, CUDA): a CPU reference session,
-// seeded random inputs and an elementwise comparison with a relative and absolute tolerance.
+// Helpers shared by the EP-against-CPU tests (oneDNN, Vulkan, CUDA): sessions on one EP or the
+// CPU EP, seeded random inputs and an elementwise comparison with a relative and absolute tolerance.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,6 +22,17 @@ inline Session cpu_session(const std::string& m) {
       m.data(), m.size());
 }
 
+/// The model with exactly the EP `ep` (error_on_failure), no environment defaults; `strict`
+/// forbids CPU fallback, so every node must run on that EP.
+inline Session ep_session(const std::string& m, ep::ExecutionProviderDispatch ep, bool strict = true, int threads = 1) {
+  return Session::builder()
+      .with_no_environment_execution_providers()
+      .with_intra_threads(threads)
+      .with_execution_providers({ep.error_on_failure()})
+      .with_cpu_fallback(!strict)
+      .commit_from_memory(m.data(), m.size());
+}
+
 /// A float tensor of uniform values in [lo, hi) from a fixed seed.
 inline Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
@@ -29,6 +40,13 @@ inline Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.0f, flo
   std::vector<float> v(static_cast<size_t>(s.numel()));
   for (float& f : v) f = d(rng);
   return Tensor::from_vector<float>(s, v);
+}
+
+/// Inputs for every graph input of `g`, random with seeds seed, seed + 1, ...
+inline Inputs random_inputs(const GraphSpec& g, uint32_t seed = 1) {
+  Inputs in;
+  for (const auto& v : g.inputs) in.emplace_back(v.name, random_tensor(Shape(v.dims), seed++));
+  return in;
 }
 
 /// Every element within atol + rtol * |want| (NaN matches NaN); same shape and type.

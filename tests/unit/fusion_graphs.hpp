@@ -3,20 +3,10 @@
 // tests of the EPs that run the fused ops.
 #pragma once
 
-#include <random>
-
+#include "ep_test_util.hpp"
 #include "model_builder.hpp"
 
 namespace onyx::test {
-
-/// A float tensor of uniform values in [-1, 1) from `seed`.
-inline Tensor uniform_constant(Shape s, uint32_t seed) {
-  Tensor t(DType::kFloat, std::move(s));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
 
 struct AttentionCase {
   Shape q, k, v, bias;  // k is given as [S, BH, D] and transposed (perm 1,2,0) to KT, as torch exports it
@@ -74,7 +64,7 @@ inline GraphSpec gelu_mlp_graph(const Shape& x, int64_t hidden, int64_t out, uin
   std::vector<int64_t> y(x.begin(), x.end());
   y.back() = out;
   g.outputs.push_back({"y", DType::kFloat, y});
-  auto rnd = [&](Shape sh, uint32_t k) { return uniform_constant(std::move(sh), seed + k); };
+  auto rnd = [&](Shape sh, uint32_t k) { return random_tensor(sh, seed + k); };
   g.initializers.emplace_back("w1", rnd(Shape{x[x.size() - 1], hidden}, 1));
   g.initializers.emplace_back("b1", rnd(Shape{hidden}, 2));
   g.initializers.emplace_back("w2", rnd(Shape{hidden, out}, 3));
@@ -91,7 +81,7 @@ inline GraphSpec gelu_mlp_graph(const Shape& x, int64_t hidden, int64_t out, uin
 inline GraphSpec product_activation_graph(const std::string& op, const std::string& act, uint32_t seed) {
   GraphSpec g;
   const bool relu = act == "Relu", conv = op == "Conv";
-  auto rnd = [&](Shape sh, uint32_t k) { return uniform_constant(std::move(sh), seed + k); };
+  auto rnd = [&](Shape sh, uint32_t k) { return random_tensor(sh, seed + k); };
   if (conv) {
     std::vector<std::string> in{"x", "w"};
     if (relu) in.push_back("b");

@@ -41,20 +41,10 @@ bool cuda_usable() { return cuda_availability().usable; }
 std::string model_bytes(const GraphSpec& g, int64_t opset = 17) { return encode_model(g, opset); }
 
 Session cuda_session(const std::string& m, bool strict = true, ep::CUDA spec = ep::CUDA()) {
-  return Session::builder()
-      .with_no_environment_execution_providers()
-      .with_intra_threads(1)
-      .with_execution_providers({spec.build().error_on_failure()})
-      .with_cpu_fallback(!strict)
-      .commit_from_memory(m.data(), m.size());
+  return ep_session(m, spec.build(), strict);
 }
 
 
-Inputs random_inputs(const GraphSpec& g, uint32_t seed = 1) {
-  Inputs in;
-  for (const auto& v : g.inputs) in.emplace_back(v.name, random_tensor(Shape(v.dims), seed++));
-  return in;
-}
 
 /// Runs `g` on CUDA (strict: every node there unless `strict` is false) and on the CPU EP.
 void check(const GraphSpec& g, int64_t opset = 17, const Inputs* given = nullptr, double rtol = 1e-4, bool strict = true) {

@@ -42,21 +42,10 @@ std::string model_bytes(const GraphSpec& g, int64_t opset = 17) {
 }
 
 Session onednn_session(const std::string& m, bool strict = true, int threads = 1, int min_nodes = 1) {
-  return Session::builder()
-      .with_no_environment_execution_providers()
-      .with_intra_threads(threads)
-      .with_execution_providers({ep::OneDNN().with_min_region_nodes(min_nodes).build().error_on_failure()})
-      .with_cpu_fallback(!strict)
-      .commit_from_memory(m.data(), m.size());
+  return ep_session(m, ep::OneDNN().with_min_region_nodes(min_nodes).build(), strict, threads);
 }
 
 
-/// Inputs for every graph input of `g`, random with seeds 1, 2, ...
-Inputs random_inputs(const GraphSpec& g, uint32_t seed = 1) {
-  Inputs in;
-  for (const auto& v : g.inputs) in.emplace_back(v.name, random_tensor(Shape(v.dims), seed++));
-  return in;
-}
 
 /// Runs `g` on onednn (strict: every node there) and on the CPU EP; compares every output.
 void check(const GraphSpec& g, int64_t opset = 17, const Inputs* given = nullptr, double rtol = 1e-4) {

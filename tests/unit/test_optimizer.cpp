@@ -12,14 +12,6 @@ using namespace onyx::test;
 
 namespace {
 
-Tensor random_tensor(Shape s, uint32_t seed) {
-  Tensor t(DType::kFloat, s);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
 // y = Clip(Conv(x, Transpose(Wt)) , 0, 6) -> Identity -> Relu(Conv(...))
 GraphSpec conv_graph() {
   GraphSpec g;

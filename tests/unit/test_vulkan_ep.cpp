@@ -29,20 +29,10 @@ bool vulkan_usable() {
 std::string model_bytes(const GraphSpec& g, int64_t opset = 17) { return encode_model(g, opset); }
 
 Session vulkan_session(const std::string& m, bool strict = true, ep::Vulkan spec = ep::Vulkan()) {
-  return Session::builder()
-      .with_no_environment_execution_providers()
-      .with_intra_threads(1)
-      .with_execution_providers({spec.build().error_on_failure()})
-      .with_cpu_fallback(!strict)
-      .commit_from_memory(m.data(), m.size());
+  return ep_session(m, spec.build(), strict);
 }
 
 
-Inputs random_inputs(const GraphSpec& g, uint32_t seed = 1) {
-  Inputs in;
-  for (const auto& v : g.inputs) in.emplace_back(v.name, random_tensor(Shape(v.dims), seed++));
-  return in;
-}
 
 /// Runs `g` on Vulkan (strict: every node there) and on the CPU EP; compares every output, twice
 /// (the second run reuses the planned device buffers and the pooled command stream).
