@@ -415,11 +415,9 @@ std::unique_ptr<Kernel> make_conv(const KernelCreateInfo& info) {
 }
 
 std::unique_ptr<Kernel> make_fused_conv(const KernelCreateInfo& info) {
-  const std::string act = info.node.attr_string("activation");
-  const std::vector<float> p = info.node.attr_floats("activation_params");
-  if (act == "Relu") return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kRelu, 0.0f, 0.0f);
-  if (act == "Clip" && p.size() == 2) return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kClip, p[0], p[1]);
-  fail(ErrorCode::kInvalidGraph, info.node.label(), ": unsupported fused activation '", act, "'");
+  const GemmEpilogue ep = fused_epilogue(info.node, false);
+  if (ep.act == GemmEpilogue::Act::kNone) fail(ErrorCode::kInvalidGraph, info.node.label(), ": FusedConv without an activation");
+  return std::make_unique<ConvKernel>(info, ep.act, ep.lo, ep.hi);
 }
 
 // ---- ConvTranspose ----

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/common.hpp"
+#include "ir/graph.hpp"
 
 namespace onyx::cpu {
 namespace {
@@ -379,6 +380,24 @@ void sgemm_packed(const PackedMatrix* pa, bool trans_a, const float* a, int64_t 
   scale_c(beta, m, n, c, ldc);
   Operands o{pa, trans_a, a, lda, 1.0f, pb, trans_b, b, ldb, m, n, k, c, ldc, epilogue, beta != 0.0f};
   run(o, pool);
+}
+
+GemmEpilogue fused_epilogue(const Node& node, bool allow_gelu) {
+  GemmEpilogue ep;
+  const std::string act = node.attr_string("activation");
+  const std::vector<float> p = node.attr_floats("activation_params");
+  if (act == "Relu") {
+    ep.act = GemmEpilogue::Act::kRelu;
+  } else if (act == "Gelu" && allow_gelu) {
+    ep.act = GemmEpilogue::Act::kGelu;
+  } else if (act == "Clip" && p.size() == 2) {
+    ep.act = GemmEpilogue::Act::kClip;
+    ep.lo = p[0];
+    ep.hi = p[1];
+  } else if (!act.empty()) {
+    fail(ErrorCode::kInvalidGraph, node.label(), ": unsupported fused activation '", act, "'");
+  }
+  return ep;
 }
 
 void pack_b_rows(const float* b, int64_t ld, int64_t kc, int64_t cols, float* dst) {

@@ -8,6 +8,10 @@
 
 #include "core/thread_pool.hpp"
 
+namespace onyx {
+struct Node;
+}
+
 namespace onyx::cpu {
 
 /// Applied to each output element after accumulation (on the final k-block).
@@ -17,6 +21,11 @@ struct GemmEpilogue {
   enum class Act : uint8_t { kNone, kRelu, kClip, kGelu } act = Act::kNone;  // kGelu: the exact (erf) form
   float lo = 0, hi = 0;  // kClip bounds
 };
+
+/// The epilogue activation of an optimizer-fused node (FusedConv, FusedGemm, FusedMatMul) from
+/// its `activation` / `activation_params` attributes (none when absent); Gelu only where
+/// `allow_gelu`. Throws naming the node for anything else.
+GemmEpilogue fused_epilogue(const Node& node, bool allow_gelu);
 
 /// An operand packed once (constant weights), in the micro-kernel's panel layout.
 class PackedMatrix {

@@ -29,12 +29,7 @@ class MatMulKernel final : public Kernel {
   explicit MatMulKernel(const KernelCreateInfo& info) : node_(info.node) {
     if (info.node.domain == "onyx") {  // onyx::FusedMatMul: bias row (input 2) and activation in the epilogue
       fused_ = true;
-      const std::string act = info.node.attr_string("activation");
-      const std::vector<float> p = info.node.attr_floats("activation_params");
-      if (act == "Relu") act_ = GemmEpilogue::Act::kRelu;
-      else if (act == "Gelu") act_ = GemmEpilogue::Act::kGelu;
-      else if (act == "Clip" && p.size() == 2) act_ = GemmEpilogue::Act::kClip, lo_ = p[0], hi_ = p[1];
-      else if (!act.empty()) fail(ErrorCode::kInvalidArgument, info.node.label(), ": unknown activation '", act, "'");
+      act_ = fused_epilogue(info.node, true);
     }
     // A constant 2-D float B (the usual weight matrix) is packed once.
     const Tensor* b = info.constant(1);
@@ -87,10 +82,8 @@ class MatMulKernel final : public Kernel {
         const Tensor& bias = ctx.input(2);
         if (bias.dtype() != DType::kFloat || bias.numel() != n)
           fail(ErrorCode::kInvalidArgument, node_.label(), ": bias ", bias.shape().to_string(), " must hold one float per column (", n, ")");
+        ep = act_;
         ep.bias = bias.data<float>();
-        ep.act = act_;
-        ep.lo = lo_;
-        ep.hi = hi_;
         use_ep = &ep;
       }
       // B shared by every batch (2-D, or broadcast): one tall GEMM when A's batches are contiguous.
@@ -138,8 +131,7 @@ class MatMulKernel final : public Kernel {
   const Node& node_;
   std::shared_ptr<PackedMatrix> packed_b_;
   bool fused_ = false;
-  GemmEpilogue::Act act_ = GemmEpilogue::Act::kNone;
-  float lo_ = 0, hi_ = 0;
+  GemmEpilogue act_;  // FusedMatMul's activation (bias set per run)
 };
 
 std::unique_ptr<Kernel> make_matmul(const KernelCreateInfo& info) { return std::make_unique<MatMulKernel>(info); }
@@ -154,19 +146,7 @@ class GemmKernel final : public Kernel {
     tb_ = n.attr_int("transB", 0) != 0;
     alpha_ = n.attr_float("alpha", 1.0f);
     beta_ = n.attr_float("beta", 1.0f);
-    if (n.domain == "onyx") {  // onyx::FusedGemm: the activation runs in the GEMM's epilogue
-      const std::string act = n.attr_string("activation");
-      const std::vector<float> p = n.attr_floats("activation_params");
-      if (act == "Relu") {
-        act_ = GemmEpilogue::Act::kRelu;
-      } else if (act == "Clip" && p.size() == 2) {
-        act_ = GemmEpilogue::Act::kClip;
-        lo_ = p[0];
-        hi_ = p[1];
-      } else {
-        fail(ErrorCode::kInvalidArgument, n.label(), ": unknown activation '", act, "'");
-      }
-    }
+    if (n.domain == "onyx") act_ = fused_epilogue(n, false);  // onyx::FusedGemm: the activation in the GEMM's epilogue
     const Tensor* b = info.constant(1);
     if (b && b->dtype() == DType::kFloat && b->rank() == 2) {
       const int64_t kb = tb_ ? b->dim(1) : b->dim(0), nb = tb_ ? b->dim(0) : b->dim(1);
@@ -184,11 +164,8 @@ class GemmKernel final : public Kernel {
     if (y.numel() == 0) return;
     if (a.dtype() == DType::kFloat) {
       float* py = y.data<float>();
-      GemmEpilogue ep;
-      ep.act = act_;
-      ep.lo = lo_;
-      ep.hi = hi_;
-      const GemmEpilogue* use_ep = act_ != GemmEpilogue::Act::kNone ? &ep : nullptr;
+      GemmEpilogue ep = act_;
+      const GemmEpilogue* use_ep = act_.act != GemmEpilogue::Act::kNone ? &ep : nullptr;
       float beta = 0.0f;
       if (c && beta_ != 0.0f && c->numel() > 0) {
         const float* pc = c->data<float>();
@@ -242,8 +219,7 @@ class GemmKernel final : public Kernel {
  private:
   bool ta_, tb_;
   float alpha_, beta_;
-  GemmEpilogue::Act act_ = GemmEpilogue::Act::kNone;  // onyx::FusedGemm's activation
-  float lo_ = 0, hi_ = 0;
+  GemmEpilogue act_;  // onyx::FusedGemm's activation (no bias)
   std::shared_ptr<PackedMatrix> packed_b_;
 };
 
