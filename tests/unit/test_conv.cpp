@@ -1,10 +1,12 @@
-// The CPU EP's float32 depthwise convolution (vectorised, padded phase-split planes) against the
-// reference direct loop it replaces for other types: the same model run in double.
+// The CPU EP's float32 convolution paths (depthwise with vectors across channels, im2col blocks
+// built inside the GEMM) and vector MaxPool against the reference loops they replace for other
+// types: the same model run in double.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
+#include "kernels/vmath.hpp"
 #include "model_builder.hpp"
 
 using namespace onyx;
@@ -70,12 +72,42 @@ TEST(CpuConv, DepthwiseMatchesTheReferenceLoop) {
       {"1x7 kernel, width 5 (pads wider than the row)", Shape{1, 2, 4, 5}, 1, 7, {attr_ints("pads", {0, 4, 0, 4})}},
       {"SAME_UPPER stride 2 on an even size", Shape{1, 2, 16, 16}, 4, 4, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}},
       {"9x9 (more taps than the vector kernel keeps)", Shape{1, 2, 12, 12}, 9, 9, {attr_ints("pads", {4, 4, 4, 4})}},
+      // Channel blocks of 16: whole blocks plus a partial one, small planes, several bands.
+      {"40 channels (16 + 16 + 8), 7x7 plane", Shape{2, 40, 7, 7}, 3, 3, {attr_ints("pads", {1, 1, 1, 1})}, "Clip"},
+      {"17 channels, 14x14 stride 2", Shape{1, 17, 14, 14}, 3, 3, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}, "Relu"},
+      {"120x120 stride 2 (many bands of rows)", Shape{1, 16, 120, 120}, 3, 3, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"right columns no window reads, 2x3 kernel", Shape{1, 33, 9, 10}, 2, 3, {attr_ints("strides", {2, 2})}},
+      {"3x3 dilation 3, pads 0 3 2 1", Shape{1, 20, 25, 31}, 3, 3, {attr_ints("dilations", {3, 3}), attr_ints("pads", {0, 3, 2, 1})}},
   };
   for (const DwCase& c : cases) {
     const std::vector<double> got = run_case(c, DType::kFloat), want = run_case(c, DType::kDouble);
     ASSERT_EQ(got.size(), want.size()) << c.what;
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << c.what << " at " << i;
   }
+}
+
+TEST(CpuVmath, TransposeInRegistersMatchesTheDefinition) {
+  using namespace onyx::cpu::vmath;
+  vf a[kLanes], b[kLanes];
+  for (int i = 0; i < kLanes; ++i) {
+    float row[kLanes];
+    for (int j = 0; j < kLanes; ++j) row[j] = static_cast<float>(i * 100 + j);
+    a[i] = b[i] = load(row);
+  }
+  transpose(a);
+  transpose_scalar(b);
+  for (int i = 0; i < kLanes; ++i)
+    for (int j = 0; j < kLanes; ++j) {
+      ASSERT_EQ(a[i][j], static_cast<float>(j * 100 + i)) << i << "," << j;
+      ASSERT_EQ(b[i][j], a[i][j]) << i << "," << j;
+    }
+  // Partial loads and stores touch only their n lanes.
+  float src[kLanes + 1], dst[kLanes + 1];
+  for (int i = 0; i <= kLanes; ++i) src[i] = static_cast<float>(i + 1), dst[i] = -1.0f;
+  const vf v = load_n(src, 5);
+  for (int j = 0; j < kLanes; ++j) ASSERT_EQ(v[j], j < 5 ? src[j] : 0.0f) << j;
+  store_n(dst, v, 3);
+  for (int j = 0; j <= kLanes; ++j) ASSERT_EQ(dst[j], j < 3 ? src[j] : -1.0f) << j;
 }
 
 TEST(CpuPool, VectorMaxPoolMatchesTheReferenceLoop) {

@@ -1,12 +1,8 @@
 // CPU kernels: Conv and ConvTranspose. float32 goes through im2col (or directly, for 1x1) and the
 // packed SGEMM with weights packed at session creation and bias fused into the GEMM epilogue;
-// depthwise 2-D convolutions use a direct kernel; other types a direct reference loop.
+// depthwise 2-D convolutions use a direct kernel (depthwise.cpp); other types a direct reference loop.
 #include <cmath>
 #include <cstdlib>
-
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
@@ -64,7 +60,7 @@ void im2col_block_2d(const float* x, const Shape& in, const WindowGeometry& g, i
 }
 
 /// Direct depthwise 2-D convolution (one input channel per output channel), the general loop:
-/// kernels with more taps than the vector kernel keeps offsets for.
+/// kernels with more taps than depthwise2d_blocked() keeps weight vectors for.
 void depthwise2d_loop(const float* x, const float* w, const float* bias, float* y, int64_t planes, int64_t channels,
                       const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
   const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
@@ -104,172 +100,7 @@ void depthwise2d_loop(const float* x, const float* w, const float* bias, float* 
 
 }  // namespace
 
-PhasePlane PhasePlane::make(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
-                            int64_t dh, int64_t dw, int64_t ph, int64_t pw, int64_t lanes) {
-  PhasePlane p;
-  p.H = h, p.W = w, p.ph = ph, p.pw = pw, p.sw = sw;
-  const int64_t owr = (ow + lanes - 1) / lanes * lanes;
-  p.rows = (oh - 1) * sh + (kh - 1) * dh + 1;
-  p.cols = owr + ((kw - 1) * dw) / sw + 1;
-  if (sw == 1) p.cols = (p.cols + 15) / 16 * 16;  // whole 16-float vectors per row (the masked fill)
-  p.row_stride = sw * p.cols;
-  return p;
-}
-
-void PhasePlane::fill(const float* x, float pad, float* buf) const {
-  // The input columns of one padded row: [a, e) holds src[j - pw].
-  const int64_t a = std::clamp<int64_t>(pw, 0, row_stride), e = std::clamp<int64_t>(pw + W, a, row_stride);
-  float* prow = buf + rows * row_stride;  // one padded row before the phase split (stride > 2)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* rb = buf + r * row_stride;
-    const int64_t ih = r - ph;
-    if (ih < 0 || ih >= H) {
-      std::fill(rb, rb + row_stride, pad);
-      continue;
-    }
-    const float* src = x + ih * W;
-    if (sw == 2) {
-      // Straight from the input: d0[j] = src[2j - pw], d1[j] = src[2j + 1 - pw], `pad` outside
-      // the row; the interior (both inside) is one interleaved loop the compiler vectorises.
-      float* d0 = rb;
-      float* d1 = rb + cols;
-      const int64_t j0 = std::min<int64_t>((pw + 1) / 2, cols);
-      const int64_t j1 = std::clamp<int64_t>((W + pw - 1) / 2, j0, cols);  // 2j + 1 - pw < W
-      auto at = [&](int64_t i) { return i >= 0 && i < W ? src[i] : pad; };
-      for (int64_t j = 0; j < j0; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
-      const float* si = src + 2 * j0 - pw;
-      for (int64_t j = 0; j < j1 - j0; ++j) {
-        d0[j0 + j] = si[2 * j];
-        d1[j0 + j] = si[2 * j + 1];
-      }
-      for (int64_t j = j1; j < cols; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
-      continue;
-    }
-#ifdef __AVX512F__
-    if (sw == 1) {
-      // 16 columns at a time, the lanes outside the input row masked (read nothing, get `pad`):
-      // no calls and no branches per row, which is most of the cost for small planes.
-      const __m512 padv = _mm512_set1_ps(pad);
-      const float* s0 = src - pw;
-      for (int64_t j = 0; j < row_stride; j += 16) {
-        const int64_t lo = std::clamp<int64_t>(a - j, 0, 16), hi = std::clamp<int64_t>(e - j, 0, 16);
-        const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-        _mm512_storeu_ps(rb + j, _mm512_mask_loadu_ps(padv, m, s0 + j));
-      }
-      continue;
-    }
-#endif
-    float* dst = sw == 1 ? rb : prow;
-    std::fill(dst, dst + a, pad);
-    std::memcpy(dst + a, src + (a - pw), static_cast<size_t>(e - a) * sizeof(float));
-    std::fill(dst + e, dst + row_stride, pad);
-    if (sw > 2)
-      for (int64_t q = 0; q < sw; ++q)
-        for (int64_t j = 0; j < cols; ++j) rb[q * cols + j] = prow[j * sw + q];
-  }
-}
-
 namespace {
-
-/// What every output tile of one depthwise plane shares.
-struct DwTile {
-  const int64_t* offs;  // per tap: offset into the padded, phase-split plane
-  const vmath::vf* wv;  // per tap: the weight, splatted
-  int64_t taps;
-  vmath::vf bias;
-  GemmEpilogue::Act act;
-  vmath::vf lo, hi;
-  int64_t ow_end;  // OW: columns past it are computed (from zero padding) but not stored
-};
-
-/// R output rows x V vectors of 16 columns starting at column ow: R * V independent accumulators,
-/// so the taps' multiply-adds are not one chain of dependent instructions.
-template <int R, int V>
-inline void dw_tile(const DwTile& t, const float* base, int64_t rstep, float* y, int64_t ow) {
-  using namespace vmath;
-  vf acc[R][V];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) acc[r][v] = t.bias;
-  for (int64_t k = 0; k < t.taps; ++k) {
-    const vf w = t.wv[k];
-    const float* src = base + t.offs[k] + ow;
-    for (int r = 0; r < R; ++r)
-      for (int v = 0; v < V; ++v) acc[r][v] += w * load(src + r * rstep + v * kLanes);
-  }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) {
-      vf a = acc[r][v];
-      if (t.act == GemmEpilogue::Act::kRelu) a = vmax(a, vf{});
-      else if (t.act == GemmEpilogue::Act::kClip) a = vmin(vmax(a, t.lo), t.hi);
-      float* dst = y + r * t.ow_end + ow + v * kLanes;
-      const int64_t left = t.ow_end - (ow + v * kLanes);
-      if (left >= kLanes) {
-        store(dst, a);
-      } else {
-#ifdef __AVX512F__
-        _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << left) - 1u), a);
-#else
-        float tail[kLanes];
-        store(tail, a);
-        std::memcpy(dst, tail, static_cast<size_t>(left) * sizeof(float));
-#endif
-      }
-    }
-}
-
-/// Depthwise 2-D convolution, vectorised over output columns. Each input plane is first copied
-/// into a zero-padded buffer, split by column phase when the stride is s > 1 (phase q holds
-/// padded columns q, q + s, q + 2s, ...), so that every tap of every output vector is one
-/// contiguous load with no bounds checks; the output vector accumulates all taps in a register.
-void depthwise2d(const float* x, const float* w, const float* bias, float* y, int64_t planes, int64_t channels,
-                 const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
-  using namespace vmath;
-  constexpr int kMaxTaps = 64;
-  const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
-  const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
-  const int64_t taps = KH * KW;
-  if (taps > kMaxTaps || OH <= 0 || OW <= 0) return depthwise2d_loop(x, w, bias, y, planes, channels, in, g, ep, pool);
-  const PhasePlane pp = PhasePlane::make(H, W, KH, KW, OH, OW, sh, sw, dh, dw, g.pad_begin[0], g.pad_begin[1], kLanes);
-  const int64_t OWr = (OW + kLanes - 1) / kLanes * kLanes;
-  int64_t offs[kMaxTaps];  // tap -> offset from the output row's first padded row
-  for (int64_t ki = 0; ki < KH; ++ki)
-    for (int64_t kj = 0; kj < KW; ++kj) offs[ki * KW + kj] = pp.tap(ki, kj, dh, dw);
-  const float lo = ep.lo, hi = ep.hi;
-  const int64_t row_stride = pp.row_stride;
-  parallel_range(pool, planes, OH * OW * taps, [&](int64_t p0, int64_t p1) {
-    float* buf = reinterpret_cast<float*>(thread_workspace(Workspace::kWindow, pp.floats() * sizeof(float)));
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t c = p % channels;
-      const float* wc = w + c * taps;
-      float* yp = y + p * OH * OW;
-      pp.fill(x + p * H * W, 0.0f, buf);
-      vf wv[kMaxTaps];
-      for (int64_t t = 0; t < taps; ++t) wv[t] = splat(wc[t]);
-      const DwTile tile{offs, wv, taps, splat(bias ? bias[c] : 0.0f), ep.act, splat(lo), splat(hi), OW};
-      const int64_t nvec = OWr / kLanes, rstep = sh * row_stride;
-      for (int64_t oh = 0; oh < OH; oh += 2) {
-        const bool two = oh + 1 < OH;
-        const float* base = buf + oh * rstep;
-        float* yr = yp + oh * OW;
-        for (int64_t v = 0; v < nvec;) {
-          const int64_t n = std::min<int64_t>(4, nvec - v);
-          const int64_t ow = v * kLanes;
-          switch (n * 2 + (two ? 1 : 0)) {
-            case 2: dw_tile<1, 1>(tile, base, rstep, yr, ow); break;
-            case 3: dw_tile<2, 1>(tile, base, rstep, yr, ow); break;
-            case 4: dw_tile<1, 2>(tile, base, rstep, yr, ow); break;
-            case 5: dw_tile<2, 2>(tile, base, rstep, yr, ow); break;
-            case 6: dw_tile<1, 3>(tile, base, rstep, yr, ow); break;
-            case 7: dw_tile<2, 3>(tile, base, rstep, yr, ow); break;
-            case 8: dw_tile<1, 4>(tile, base, rstep, yr, ow); break;
-            default: dw_tile<2, 4>(tile, base, rstep, yr, ow); break;
-          }
-          v += n;
-        }
-      }
-    }
-  });
-}
 
 /// Reference direct convolution for every type (N-D, groups).
 template <class T>
@@ -360,7 +191,10 @@ void ConvKernel::compute(KernelContext& ctx) const {
   const int64_t Cg = C / group_, Mg = M / group_, kvol = kernel.numel(), Kg = Cg * kvol;
   const int64_t in_size = in.numel(), out_size = g.out.numel();
   if (Cg == 1 && Mg == 1 && in.size() == 2) {
-    depthwise2d(px, pw, pb, py, N * C, C, in, g, act_, ctx.pool());
+    if (depthwise2d_blocked_fits(g))
+      depthwise2d_blocked(px, pw, pb, py, N, C, in, g, act_, ctx.pool());
+    else
+      depthwise2d_loop(px, pw, pb, py, N * C, C, in, g, act_, ctx.pool());
     return;
   }
   bool pointwise = true;

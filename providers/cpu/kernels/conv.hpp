@@ -23,28 +23,13 @@ class ConvKernel final : public Kernel {
   std::vector<PackedMatrix> packed_;  // per group, when the weights are constant float32
 };
 
-/// A 2-D input plane laid out for vectorised sliding windows (depthwise Conv, MaxPool): copied
-/// into a buffer padded with `pad` values and split by column phase for column stride sw
-/// (phase q holds padded columns q, q + sw, q + 2sw, ...), so every tap of a vector of `lanes`
-/// consecutive outputs is one contiguous load with no bounds checks.
-struct PhasePlane {
-  int64_t H = 0, W = 0, ph = 0, pw = 0, sw = 1;
-  int64_t rows = 0;        // padded rows the windows read
-  int64_t cols = 0;        // columns per phase row (rounded-up output width plus the widest tap, plus slack)
-  int64_t row_stride = 0;  // floats per padded input row (sw phase rows)
-  /// For a window of kh x kw taps with strides (sh, sw), dilations (dh, dw) and leading pads
-  /// (ph, pw) producing oh x ow outputs from an h x w plane.
-  static PhasePlane make(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
-                         int64_t dh, int64_t dw, int64_t ph, int64_t pw, int64_t lanes);
-  size_t floats() const { return static_cast<size_t>((rows + 1) * row_stride); }  // buffer size fill() needs
-  /// Offset of tap (ki, kj) from the first padded row of an output row.
-  int64_t tap(int64_t ki, int64_t kj, int64_t dh, int64_t dw) const {
-    const int64_t t = kj * dw;
-    return ki * dh * row_stride + (t % sw) * cols + t / sw;
-  }
-  /// Lays out plane x (H x W) into buf (floats() floats).
-  void fill(const float* x, float pad, float* buf) const;
-};
+/// Depthwise 2-D convolution (one filter per channel, channel multiplier 1) of `images` NCHW
+/// images with the vector lanes across 16 channels at a time (see depthwise.cpp); `ep` is the
+/// bias-free epilogue activation. Kernels of more taps than depthwise2d_blocked_fits() allows
+/// are refused.
+bool depthwise2d_blocked_fits(const WindowGeometry& g);
+void depthwise2d_blocked(const float* x, const float* w, const float* bias, float* y, int64_t images, int64_t channels,
+                         const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool);
 
 /// Per-thread workspace for im2col (grows, never shrinks: no allocation per run).
 float* conv_scratch(size_t floats);

@@ -12,6 +12,94 @@
 namespace onyx::cpu {
 namespace {
 
+/// A 2-D input plane laid out for vectorised sliding windows (MaxPool): copied into a buffer
+/// padded with `pad` values and split by column phase for column stride sw
+/// (phase q holds padded columns q, q + sw, q + 2sw, ...), so every tap of a vector of `lanes`
+/// consecutive outputs is one contiguous load with no bounds checks.
+struct PhasePlane {
+  int64_t H = 0, W = 0, ph = 0, pw = 0, sw = 1;
+  int64_t rows = 0;        // padded rows the windows read
+  int64_t cols = 0;        // columns per phase row (rounded-up output width plus the widest tap, plus slack)
+  int64_t row_stride = 0;  // floats per padded input row (sw phase rows)
+  /// For a window of kh x kw taps with strides (sh, sw), dilations (dh, dw) and leading pads
+  /// (ph, pw) producing oh x ow outputs from an h x w plane.
+  static PhasePlane make(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                         int64_t dh, int64_t dw, int64_t ph, int64_t pw, int64_t lanes);
+  size_t floats() const { return static_cast<size_t>((rows + 1) * row_stride); }  // buffer size fill() needs
+  /// Offset of tap (ki, kj) from the first padded row of an output row.
+  int64_t tap(int64_t ki, int64_t kj, int64_t dh, int64_t dw) const {
+    const int64_t t = kj * dw;
+    return ki * dh * row_stride + (t % sw) * cols + t / sw;
+  }
+  /// Lays out plane x (H x W) into buf (floats() floats).
+  void fill(const float* x, float pad, float* buf) const;
+};
+
+PhasePlane PhasePlane::make(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                            int64_t dh, int64_t dw, int64_t ph, int64_t pw, int64_t lanes) {
+  PhasePlane p;
+  p.H = h, p.W = w, p.ph = ph, p.pw = pw, p.sw = sw;
+  const int64_t owr = (ow + lanes - 1) / lanes * lanes;
+  p.rows = (oh - 1) * sh + (kh - 1) * dh + 1;
+  p.cols = owr + ((kw - 1) * dw) / sw + 1;
+  if (sw == 1) p.cols = (p.cols + 15) / 16 * 16;  // whole 16-float vectors per row (the masked fill)
+  p.row_stride = sw * p.cols;
+  return p;
+}
+
+void PhasePlane::fill(const float* x, float pad, float* buf) const {
+  // The input columns of one padded row: [a, e) holds src[j - pw].
+  const int64_t a = std::clamp<int64_t>(pw, 0, row_stride), e = std::clamp<int64_t>(pw + W, a, row_stride);
+  float* prow = buf + rows * row_stride;  // one padded row before the phase split (stride > 2)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* rb = buf + r * row_stride;
+    const int64_t ih = r - ph;
+    if (ih < 0 || ih >= H) {
+      std::fill(rb, rb + row_stride, pad);
+      continue;
+    }
+    const float* src = x + ih * W;
+    if (sw == 2) {
+      // Straight from the input: d0[j] = src[2j - pw], d1[j] = src[2j + 1 - pw], `pad` outside
+      // the row; the interior (both inside) is one interleaved loop the compiler vectorises.
+      float* d0 = rb;
+      float* d1 = rb + cols;
+      const int64_t j0 = std::min<int64_t>((pw + 1) / 2, cols);
+      const int64_t j1 = std::clamp<int64_t>((W + pw - 1) / 2, j0, cols);  // 2j + 1 - pw < W
+      auto at = [&](int64_t i) { return i >= 0 && i < W ? src[i] : pad; };
+      for (int64_t j = 0; j < j0; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
+      const float* si = src + 2 * j0 - pw;
+      for (int64_t j = 0; j < j1 - j0; ++j) {
+        d0[j0 + j] = si[2 * j];
+        d1[j0 + j] = si[2 * j + 1];
+      }
+      for (int64_t j = j1; j < cols; ++j) d0[j] = at(2 * j - pw), d1[j] = at(2 * j + 1 - pw);
+      continue;
+    }
+#ifdef __AVX512F__
+    if (sw == 1) {
+      // 16 columns at a time, the lanes outside the input row masked (read nothing, get `pad`):
+      // no calls and no branches per row, which is most of the cost for small planes.
+      const __m512 padv = _mm512_set1_ps(pad);
+      const float* s0 = src - pw;
+      for (int64_t j = 0; j < row_stride; j += 16) {
+        const int64_t lo = std::clamp<int64_t>(a - j, 0, 16), hi = std::clamp<int64_t>(e - j, 0, 16);
+        const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+        _mm512_storeu_ps(rb + j, _mm512_mask_loadu_ps(padv, m, s0 + j));
+      }
+      continue;
+    }
+#endif
+    float* dst = sw == 1 ? rb : prow;
+    std::fill(dst, dst + a, pad);
+    std::memcpy(dst + a, src + (a - pw), static_cast<size_t>(e - a) * sizeof(float));
+    std::fill(dst + e, dst + row_stride, pad);
+    if (sw > 2)
+      for (int64_t q = 0; q < sw; ++q)
+        for (int64_t j = 0; j < cols; ++j) rb[q * cols + j] = prow[j * sw + q];
+  }
+}
+
 enum class PoolKind { kMax, kAvg, kLp };
 
 /// Geometry padded to exactly 3 spatial dims.

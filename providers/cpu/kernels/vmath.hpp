@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <cstring>
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
 namespace onyx::cpu::vmath {
 
 typedef float vf __attribute__((vector_size(64)));
@@ -86,6 +90,76 @@ inline vf sigmoid(vf x) {
   const vf e = exp(-vabs(x));
   const vf r = 1.0f / (1.0f + e);
   return x >= 0 ? r : e * r;
+}
+
+/// The first n (0..kLanes) floats at p, zeros in the other lanes (reads nothing past p + n).
+inline vf load_n(const float* p, int64_t n) {
+#ifdef __AVX512F__
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), p);
+#else
+  float buf[kLanes] = {};
+  std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(float));
+  return load(buf);
+#endif
+}
+
+/// Stores the first n (0..kLanes) lanes of v at p (writes nothing past p + n).
+inline void store_n(float* p, vf v, int64_t n) {
+#ifdef __AVX512F__
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1u), v);
+#else
+  float buf[kLanes];
+  store(buf, v);
+  std::memcpy(p, buf, static_cast<size_t>(n) * sizeof(float));
+#endif
+}
+
+/// Transposes the kLanes x kLanes block m (m[i][j] becomes m[j][i]) element by element: the
+/// definition, and the fallback where there are no AVX-512 shuffles.
+inline void transpose_scalar(vf (&m)[kLanes]) {
+  float t[kLanes][kLanes];
+  for (int i = 0; i < kLanes; ++i) store(t[i], m[i]);
+  for (int i = 0; i < kLanes; ++i) {
+    float r[kLanes];
+    for (int j = 0; j < kLanes; ++j) r[j] = t[j][i];
+    m[i] = load(r);
+  }
+}
+
+/// Same as transpose_scalar, in four rounds of two-source shuffles (32-bit pairs, 64-bit pairs,
+/// then 128-bit quarters twice), which the compiler maps to the target's permutes.
+inline void transpose(vf (&m)[kLanes]) {
+  static_assert(kLanes == 16);
+  const vi lo32 = {0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29};
+  const vi hi32 = lo32 + 2;
+  const vi lo64 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
+  const vi hi64 = lo64 + 2;
+  const vi even128 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};  // quarters a0 a2 b0 b2
+  const vi odd128 = even128 + 4;                                                 // quarters a1 a3 b1 b3
+  vf t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = __builtin_shuffle(m[2 * i], m[2 * i + 1], lo32);
+    t[2 * i + 1] = __builtin_shuffle(m[2 * i], m[2 * i + 1], hi32);
+  }
+  // u[4i + c], quarter k: column 4k + c of rows 4i .. 4i + 3.
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i] = __builtin_shuffle(t[4 * i], t[4 * i + 2], lo64);
+    u[4 * i + 1] = __builtin_shuffle(t[4 * i], t[4 * i + 2], hi64);
+    u[4 * i + 2] = __builtin_shuffle(t[4 * i + 1], t[4 * i + 3], lo64);
+    u[4 * i + 3] = __builtin_shuffle(t[4 * i + 1], t[4 * i + 3], hi64);
+  }
+  for (int c = 0; c < 4; ++c) {
+    t[c] = __builtin_shuffle(u[c], u[4 + c], even128);
+    t[4 + c] = __builtin_shuffle(u[c], u[4 + c], odd128);
+    t[8 + c] = __builtin_shuffle(u[8 + c], u[12 + c], even128);
+    t[12 + c] = __builtin_shuffle(u[8 + c], u[12 + c], odd128);
+  }
+  for (int c = 0; c < 4; ++c) {
+    m[c] = __builtin_shuffle(t[c], t[8 + c], even128);
+    m[8 + c] = __builtin_shuffle(t[c], t[8 + c], odd128);
+    m[4 + c] = __builtin_shuffle(t[4 + c], t[12 + c], even128);
+    m[12 + c] = __builtin_shuffle(t[4 + c], t[12 + c], odd128);
+  }
 }
 
 /// Applies f to n floats (vector body, scalar-safe tail through a padded block).
