@@ -55,6 +55,23 @@ TEST(Gemm, MatchesReference) {
   }
 }
 
+TEST(Gemm, ShortKWideBlocks) {
+  // A short K widens the column blocks of B (up to 8 x 512 columns): several blocks per call,
+  // the last partial, on one thread and split across two.
+  ThreadPool pool(2);
+  const int64_t sizes[][3] = {{30, 9000, 12}, {13, 5000, 40}, {25, 4100, 256}};
+  uint32_t seed = 100;
+  for (auto& s : sizes)
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      const int64_t m = s[0], n = s[1], k = s[2];
+      const auto a = random_vec(m * k, seed++), b = random_vec(k * n, seed++);
+      std::vector<float> c(m * n, NAN), want(m * n);
+      reference(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, want.data(), n);
+      sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n, p);
+      for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << m << "x" << n << "x" << k;
+    }
+}
+
 TEST(Gemm, PackedOperandsAndEpilogue) {
   ThreadPool pool(2);
   const int64_t m = 45, n = 77, k = 300;

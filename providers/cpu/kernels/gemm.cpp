@@ -247,7 +247,9 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   // of A passes over it (a B block of the whole width would be packed to, and read back from,
   // memory).
   // A pre-packed B needs no packing, so it is not blocked (A would be packed once per block).
-  const int64_t block = o.pb ? n1 - n0 : kNC;
+  // With a short K the block is wider (up to 8x, the same floats): longer runs of C per row.
+  const int64_t widen = std::clamp<int64_t>(kKC / std::max<int64_t>(1, std::min(kKC, o.k)), 1, 8);
+  const int64_t block = o.pb ? n1 - n0 : kNC * widen;
   for (int64_t jc = n0; jc < n1; jc += block) {
     const int64_t nc = std::min(block, n1 - jc);
     for (int64_t p0 = 0; p0 < o.k; p0 += kKC) {
@@ -275,12 +277,15 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
           pack_a_block(o.ta, o.a, o.lda, o.m, i0, mc, p0, kc, o.alpha, buf);
           ablock = buf;
         }
-        for (int64_t j = jc; j < jc + nc; j += kNR) {
-          const int64_t nr = std::min<int64_t>(kNR, jc + nc - j);
-          const float* bp = bblock + ((j - jc) / kNR) * kNR * kc;
-          for (int64_t i = i0; i < i0 + mc; i += kMR) {
-            const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
-            const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
+        // Row tiles outer, column panels inner: C is written MR rows at a time, each a long
+        // sequential run (the other order writes all mc rows 32 columns at a time, mc streams
+        // at once, which the prefetchers do not follow: twice the time when C is not cached).
+        for (int64_t i = i0; i < i0 + mc; i += kMR) {
+          const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
+          const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
+          for (int64_t j = jc; j < jc + nc; j += kNR) {
+            const int64_t nr = std::min<int64_t>(kNR, jc + nc - j);
+            const float* bp = bblock + ((j - jc) / kNR) * kNR * kc;
             kMicro[mr - 1](kc, ap, bp, o.c + i * o.ldc + j, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
           }
         }
