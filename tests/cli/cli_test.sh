@@ -57,9 +57,17 @@ check ep-required 1 "'tensorrt' .*could not be registered: not built into this o
 check ep-unknown 1 "unknown execution provider 'nope'" "$ONYX" run "$MODEL" --ep nope
 check strict 1 "CPU fallback is disabled" "$ONYX" run "$MODEL" --strict
 check bench-per-node 0 "slowest nodes" "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --per-node
-check bench-profile 0 "profile: " "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --profile "$TMP/trace.json"
+check bench-profile 0 "profile: .*3 runs" "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --profile "$TMP/trace.json" --profile-runs 3
+check bench-profile-runs 0 "medians of 4 profiled runs" "$ONYX" bench "$MODEL" --runs 2 --warmup 0 --per-node --profile-runs 4
+check bench-profile-runs-bad 1 "--profile-runs must be >= 1" "$ONYX" bench "$MODEL" --runs 2 --per-node --profile-runs 0
 grep -q '"traceEvents":\[{"name":"center","cat":"Sub","ph":"X"' "$TMP/trace.json" && grep -q '"ep":"cpu","device":"cpu:0"' "$TMP/trace.json" \
   && echo "ok   profile-trace" || { echo "FAIL profile-trace: $(head -c 300 "$TMP/trace.json")"; failures=$((failures + 1)); }
+# One event per node and profiled run: three runs hold three times the events of one.
+events3=$(grep -o '"ph":"X"' "$TMP/trace.json" | wc -l)
+"$ONYX" bench "$MODEL" --runs 1 --warmup 0 --profile "$TMP/trace1.json" --profile-runs 1 >/dev/null 2>&1
+events1=$(grep -o '"ph":"X"' "$TMP/trace1.json" | wc -l)
+[ "$events1" -gt 0 ] && [ "$events3" -eq $((3 * events1)) ] && echo "ok   profile-trace-runs" \
+  || { echo "FAIL profile-trace-runs: $events3 events in 3 runs, $events1 in one"; failures=$((failures + 1)); }
 
 # Operators: the table, JSON, and docs/operators.md generated from the same data.
 check ops 0 "^ai.onnx +Conv +1,11 +all" "$ONYX" ops

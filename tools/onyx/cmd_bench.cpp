@@ -59,35 +59,58 @@ int cmd_bench(const Args& a) {
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count());
     progress("bench", i + 1, runs, show);
   }
-  // --profile FILE / --per-node: one more run with node timing (kept out of the latency figures).
+  // --profile FILE / --per-node: --profile-runs more runs with node timing (kept out of the
+  // latency figures). One profiled run says little on a noisy machine: the per-node figures are
+  // medians over the runs, and the trace holds every run, one after another.
   if (a.has("--profile") || a.has("--per-node")) {
+    const int prof_runs = static_cast<int>(a.get_int("--profile-runs", 10));
+    if (prof_runs < 1) fail(ErrorCode::kInvalidArgument, "--profile-runs must be >= 1");
     b.enable_profiling();
-    s.run(b);
-    const auto& prof = b.profile();
+    std::vector<std::vector<NodeTiming>> all;
+    for (int i = 0; i < prof_runs; ++i) {
+      s.run(b);
+      all.push_back(b.profile());
+    }
     if (a.has("--profile")) {
-      // Chrome trace (chrome://tracing, Perfetto): one complete event per node, tagged with EP/device.
+      // Chrome trace (chrome://tracing, Perfetto): one complete event per node and run, tagged
+      // with EP/device; run k starts where run k - 1 ended.
       Json j;
       j.begin_object().key("traceEvents").begin_array();
-      for (const auto& t : prof) {
-        j.begin_object().key("name").value(t.node).key("cat").value(t.op_type).key("ph").value("X");
-        j.key("ts").value(t.start_us).key("dur").value(t.duration_us).key("pid").value(1).key("tid").value(t.ep);
-        j.key("args").begin_object().key("op_type").value(t.op_type).key("ep").value(t.ep).key("device").value(t.device);
-        j.end_object().end_object();
+      double base = 0;
+      for (const auto& prof : all) {
+        double end = 0;
+        for (const auto& t : prof) {
+          j.begin_object().key("name").value(t.node).key("cat").value(t.op_type).key("ph").value("X");
+          j.key("ts").value(base + t.start_us).key("dur").value(t.duration_us).key("pid").value(1).key("tid").value(t.ep);
+          j.key("args").begin_object().key("op_type").value(t.op_type).key("ep").value(t.ep).key("device").value(t.device);
+          j.end_object().end_object();
+          end = std::max(end, t.start_us + t.duration_us);
+        }
+        base += end;
       }
       j.end_array().key("displayTimeUnit").value("ms").end_object();
       std::ofstream f(a.get("--profile"));
       if (!f) fail(ErrorCode::kIo, "cannot write profile '", a.get("--profile"), "'");
       f << j.str() << "\n";
-      if (!a.has("--json")) std::printf("profile:  %s (%zu nodes)\n", a.get("--profile").c_str(), prof.size());
+      if (!a.has("--json"))
+        std::printf("profile:  %s (%zu nodes, %d runs)\n", a.get("--profile").c_str(), all.front().size(), prof_runs);
     }
     if (a.has("--per-node") && !a.has("--json")) {
-      std::vector<NodeTiming> sorted(prof.begin(), prof.end());
+      // Per node (the runs hold the same nodes in the same order): its median over the runs.
+      std::vector<NodeTiming> med(all.front());
+      std::vector<double> d(all.size());
+      for (size_t k = 0; k < med.size(); ++k) {
+        for (size_t r = 0; r < all.size(); ++r) d[r] = k < all[r].size() ? all[r][k].duration_us : 0.0;
+        std::sort(d.begin(), d.end());
+        med[k].duration_us = d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
+      }
+      std::vector<NodeTiming> sorted(med);
       std::sort(sorted.begin(), sorted.end(), [](const NodeTiming& x, const NodeTiming& y) { return x.duration_us > y.duration_us; });
       double total = 0;
-      for (const auto& t : prof) total += t.duration_us;
+      for (const auto& t : med) total += t.duration_us;
       std::map<std::string, double> per_op;
-      for (const auto& t : prof) per_op[t.op_type + " on " + t.ep] += t.duration_us;
-      std::printf("slowest nodes (one profiled run, %.3f ms in nodes):\n", total / 1000);
+      for (const auto& t : med) per_op[t.op_type + " on " + t.ep] += t.duration_us;
+      std::printf("slowest nodes (medians of %d profiled runs, %.3f ms in nodes):\n", prof_runs, total / 1000);
       for (size_t k = 0; k < std::min<size_t>(15, sorted.size()); ++k)
         std::printf("  %9.3f ms %5.1f%%  %-20s %-8s %s\n", sorted[k].duration_us / 1000, 100 * sorted[k].duration_us / total,
                     sorted[k].op_type.c_str(), sorted[k].ep.c_str(), sorted[k].node.c_str());

@@ -17,6 +17,7 @@ void usage(FILE* f) {
                "  run MODEL [--inputs DIR] [--save DIR] [--dim NAME=N]... [--threads N] [--json]\n"
                "                                      run once and summarise the outputs\n"
                "  bench MODEL [--runs N] [--warmup N] [--threads N] [--dim NAME=N]... [--json]\n"
+               "        [--per-node] [--profile FILE] [--profile-runs N]\n"
                "                                      latency (median, p90, min), load time, peak memory\n"
                "  explain MODEL [--ep LIST] [--json | --dot]\n"
                "                                      where every node runs and why, copies, summary\n"
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench")
       return cli::cmd_bench(cli::parse_args(argc, argv, 2, with({"--json", "--no-progress", "--per-node"}, ep_flags),
                                             {"--runs", "--warmup", "--threads", "--dim", "--inputs", "--int-max", "--ep",
-                                             "--ep-option", "--profile"}));
+                                             "--ep-option", "--profile", "--profile-runs"}));
     if (cmd == "explain")
       return cli::cmd_explain(cli::parse_args(argc, argv, 2, with({"--json", "--dot"}, ep_flags),
                                               {"--dim", "--threads", "--ep", "--ep-option"}));
