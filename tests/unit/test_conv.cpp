@@ -157,8 +157,8 @@ TEST(CpuPool, VectorMaxPoolMatchesTheReferenceLoop) {
 }
 
 TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
-  // Regular and grouped 2-D convolutions (B built block by block inside the GEMM) against the
-  // double reference loop; sizes give several column and K blocks and partial panels.
+  // Regular and grouped 2-D convolutions (B built block by block inside the GEMM) and 1x1 ones
+  // against the double reference loop; sizes give several column and K blocks and partial panels.
   struct Case {
     const char* what;
     Shape x, w;
@@ -172,6 +172,10 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
        {attr_int("group", 2), attr_ints("dilations", {2, 2}), attr_ints("pads", {2, 1, 0, 2})}},
       {"1x1 stride 2 (not pointwise)", Shape{1, 5, 15, 15}, Shape{7, 5, 1, 1}, {attr_ints("strides", {2, 2})}},
       {"5x3 stride (3, 1), output narrower than a panel", Shape{1, 3, 30, 9}, Shape{4, 3, 5, 3}, {attr_ints("strides", {3, 1})}},
+      // 1x1 over few pixels: computed transposed (pixels as rows), two images, K of two blocks.
+      {"1x1 on 7x7, 300 -> 160 channels (transposed)", Shape{2, 300, 7, 7}, Shape{160, 300, 1, 1}, {}},
+      {"1x1 on 14x14, 24 -> 64 channels (transposed)", Shape{1, 24, 14, 14}, Shape{64, 24, 1, 1}, {}},
+      {"1x1 on 56x56, 24 -> 40 channels (not transposed)", Shape{1, 24, 56, 56}, Shape{40, 24, 1, 1}, {}},
   };
   for (const Case& c : cases) {
     std::vector<std::vector<double>> out;

@@ -72,6 +72,54 @@ TEST(Gemm, ShortKWideBlocks) {
     }
 }
 
+TEST(Gemm, TransposedOutput) {
+  // sgemm_packed_tc stores the m x n product transposed (c[j * ldc + i]): partial row tiles and
+  // column panels, several K blocks (accumulated through the transposed store), both operands
+  // packed or not, each epilogue; one thread and two. ldc > m leaves the gaps alone.
+  ThreadPool pool(2);
+  const int64_t sizes[][3] = {{49, 160, 960}, {49, 960, 160}, {196, 64, 384}, {5, 17, 3}, {13, 33, 600}, {1, 40, 7}};
+  uint32_t seed = 300;
+  for (auto& s : sizes) {
+    const int64_t m = s[0], n = s[1], k = s[2], ldc = m + 3;
+    // A given as its transpose (k x m, as a 1x1 convolution's input), B as its transpose (the weights, n x k).
+    const auto at = random_vec(k * m, seed++), bt = random_vec(n * k, seed++), bias = random_vec(n, seed++);
+    std::vector<float> want(m * n);
+    reference(true, true, m, n, k, 1.0f, at.data(), m, bt.data(), k, 0.0f, want.data(), n);
+    const PackedMatrix pb = pack_b(true, k, n, bt.data(), k);
+    for (int act = 0; act < 4; ++act)
+      for (int variant = 0; variant < 2; ++variant) {
+        GemmEpilogue ep;
+        ep.bias = bias.data();
+        ep.act = static_cast<GemmEpilogue::Act>(act);
+        ep.lo = -0.3f;
+        ep.hi = 0.4f;
+        std::vector<float> c(n * ldc, 7.0f);
+        ThreadPool* p = variant ? &pool : nullptr;
+        if (variant == 0)
+          sgemm_packed_tc(nullptr, true, at.data(), m, &pb, false, nullptr, 0, m, n, k, c.data(), ldc, p, &ep);
+        else
+          sgemm_packed_tc(nullptr, true, at.data(), m, nullptr, true, bt.data(), k, m, n, k, c.data(), ldc, p, &ep);
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t i = 0; i < ldc; ++i) {
+            const float got = c[j * ldc + i];
+            if (i >= m) {
+              ASSERT_EQ(got, 7.0f) << "gap written at " << j << "," << i;
+              continue;
+            }
+            float x = want[i * n + j] + bias[j];
+            if (ep.act == GemmEpilogue::Act::kRelu) x = std::max(x, 0.0f);
+            if (ep.act == GemmEpilogue::Act::kClip) x = std::clamp(x, -0.3f, 0.4f);
+            if (ep.act == GemmEpilogue::Act::kGelu) x = 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
+            ASSERT_NEAR(got, x, 1e-4 * (1 + std::fabs(x))) << m << "x" << n << "x" << k << " act " << act << " at " << i << "," << j;
+          }
+      }
+  }
+  // The choice: 49 columns fill two panels of 32, 49 rows four tiles of 12 and a one-row tile.
+  EXPECT_TRUE(gemm_prefers_transposed(960, 49));
+  EXPECT_FALSE(gemm_prefers_transposed(96, 3136));
+  EXPECT_FALSE(gemm_prefers_transposed(16, 12544));
+}
+
 TEST(Gemm, PackedOperandsAndEpilogue) {
   ThreadPool pool(2);
   const int64_t m = 45, n = 77, k = 300;

@@ -155,9 +155,25 @@ ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, floa
     const int64_t M = w->dim(0), Mg = M / group_;
     const int64_t kg = w->numel() / M;
     const bool depthwise = w->dim(1) == 1 && Mg == 1 && w->rank() == 4;
-    if (!depthwise && M % group_ == 0)
+    // A 1x1 kernel over a known, small number of pixels: the product is computed transposed
+    // (pixels as the micro-kernel's rows), so the weights are packed as its B operand.
+    bool one_by_one = group_ == 1;
+    for (size_t d = 2; d < w->rank(); ++d) one_by_one &= w->dim(d) == 1;
+    for (int64_t s : info.node.attr_ints("strides")) one_by_one &= s == 1;
+    for (int64_t p : info.node.attr_ints("pads")) one_by_one &= p == 0;
+    const TypeInfo* xt = info.input_types.empty() ? nullptr : info.input_types[0];
+    int64_t pixels = -1;
+    if (one_by_one && xt && xt->has_shape && xt->shape.size() == w->rank()) {
+      pixels = 1;
+      for (size_t d = 2; d < xt->shape.size() && pixels > 0; ++d) pixels = xt->shape[d] >= 0 ? pixels * xt->shape[d] : -1;
+    }
+    if (pixels > 0 && gemm_prefers_transposed(M, pixels)) {
+      packed_t_ = pack_b(true, kg, M, w->data<float>(), kg);
+      has_packed_t_ = true;
+    } else if (!depthwise && M % group_ == 0) {
       for (int64_t g = 0; g < group_; ++g)
         packed_.push_back(pack_a(false, Mg, kg, w->data<float>() + g * Mg * kg, kg));
+    }
   }
 }
 
@@ -236,6 +252,13 @@ void ConvKernel::compute(KernelContext& ctx) const {
       ep.bias_per_row = true;
       const bool use_ep = ep.bias || ep.act != GemmEpilogue::Act::kNone;
       float* yg = py + (n * M + grp * Mg) * out_size;
+      if (has_packed_t_ && pointwise && gemm_prefers_transposed(Mg, out_size)) {
+        // Y^T (pixels x M) = X^T W^T, stored transposed into Y; the bias is per column of Y^T.
+        ep.bias_per_row = false;
+        sgemm_packed_tc(nullptr, true, bmat, out_size, &packed_t_, false, nullptr, 0, out_size, Mg, Kg, yg, out_size,
+                        &ctx.pool(), use_ep ? &ep : nullptr);
+        continue;
+      }
       const PackedMatrix* pa = packed_.empty() ? nullptr : &packed_[grp];
       sgemm_packed(pa, false, pw + grp * Mg * Kg, Kg, nullptr, false, bmat, out_size, Mg, out_size, Kg, 0.0f, yg, out_size,
                    &ctx.pool(), use_ep ? &ep : nullptr);

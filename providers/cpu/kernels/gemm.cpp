@@ -68,20 +68,26 @@ void pack_a_block(bool trans, const float* a, int64_t lda, int64_t m, int64_t r0
                   float scale, float* dst) {
   for (int64_t p = 0; p < rows; p += kMR) {
     float* panel = dst + (p / kMR) * kMR * kc;
-    const int64_t mr = std::min<int64_t>(kMR, rows - p);
+    const int64_t mr = std::min<int64_t>({kMR, rows - p, std::max<int64_t>(0, m - (r0 + p))});
+    if (trans) {
+      // op(A) = A^T: row r of op(A) is column r of A; the panel's MR rows are MR consecutive
+      // floats of each row of A, read along it.
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = a + (k0 + k) * lda + r0 + p;
+        float* d = panel + k * kMR;
+        for (int64_t i = 0; i < mr; ++i) d[i] = src[i] * scale;
+        for (int64_t i = mr; i < kMR; ++i) d[i] = 0.0f;
+      }
+      continue;
+    }
     for (int64_t i = 0; i < kMR; ++i) {
       const int64_t r = r0 + p + i;
       if (i >= mr || r >= m) {
         for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = 0.0f;
         continue;
       }
-      if (!trans) {
-        const float* src = a + r * lda + k0;
-        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = src[k] * scale;
-      } else {
-        const float* src = a + k0 * lda + r;
-        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = src[k * lda] * scale;
-      }
+      const float* src = a + r * lda + k0;
+      for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = src[k] * scale;
     }
   }
 }
@@ -159,8 +165,61 @@ inline void gelu_row(float* p, int64_t n) {
   vmath::map(p, p, n, [](vmath::vf v) { return 0.5f * v * (1.0f + vmath::erf(v * 0.70710678118654752f)); });
 }
 
-/// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block.
+/// Stores an MR x NR tile transposed: element (i, j) to c[j * ldc + i] (C (+)= acc, then the
+/// epilogue), j < nr. Each 16-column half is transposed in registers, so that every column of
+/// the tile is one masked store of MR consecutive floats.
 template <int MR>
+void store_tile_transposed(vf (&acc)[MR][kNV], float* c, int64_t ldc, int64_t nr, bool accumulate,
+                           const GemmEpilogue* ep, int64_t row0, int64_t col0) {
+  if constexpr (kVec == vmath::kLanes) {
+    for (int v = 0; v < kNV; ++v) {
+      const int64_t cols = std::clamp<int64_t>(nr - v * kVec, 0, kVec);
+      if (cols == 0) break;
+      float* cv = c + v * kVec * ldc;
+      vmath::vf t[vmath::kLanes];
+      for (int i = 0; i < vmath::kLanes; ++i) t[i] = i < MR ? acc[i][v] : vmath::vf{};
+      if (accumulate) {
+        vmath::vf old[vmath::kLanes];
+        for (int j = 0; j < vmath::kLanes; ++j) old[j] = j < cols ? vmath::load_n(cv + j * ldc, MR) : vmath::vf{};
+        vmath::transpose(old);
+        for (int i = 0; i < MR; ++i) t[i] += old[i];
+      }
+      if (ep) {
+        const vmath::vf bias_col = ep->bias && !ep->bias_per_row ? vmath::load_n(ep->bias + col0 + v * kVec, cols) : vmath::vf{};
+        for (int i = 0; i < MR; ++i) {
+          vmath::vf x = t[i];
+          if (ep->bias) x += ep->bias_per_row ? vmath::splat(ep->bias[row0 + i]) : bias_col;
+          if (ep->act == GemmEpilogue::Act::kGelu)
+            x = 0.5f * x * (1.0f + vmath::erf(x * 0.70710678118654752f));
+          else
+            x = apply_act(x, ep);
+          t[i] = x;
+        }
+      }
+      vmath::transpose(t);
+      for (int64_t j = 0; j < cols; ++j) vmath::store_n(cv + j * ldc, t[j], MR);
+    }
+  } else {
+    float tmp[MR][kNR];
+    for (int i = 0; i < MR; ++i)
+      for (int v = 0; v < kNV; ++v) storeu(tmp[i] + v * kVec, acc[i][v]);
+    for (int64_t j = 0; j < nr; ++j)
+      for (int i = 0; i < MR; ++i) {
+        float x = tmp[i][j];
+        float& d = c[j * ldc + i];
+        if (accumulate) x += d;
+        if (ep) {
+          if (ep->bias) x += ep->bias_per_row ? ep->bias[row0 + i] : ep->bias[col0 + j];
+          x = apply_act(x, ep);
+        }
+        d = x;
+      }
+  }
+}
+
+/// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block
+/// (C transposed when TC: see store_tile_transposed).
+template <int MR, bool TC>
 void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
                   int64_t nr, bool accumulate, const GemmEpilogue* ep, int64_t row0, int64_t col0) {
   vf acc[MR][kNV];
@@ -176,6 +235,10 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
       acc[i][0] += b0 * ai;
       acc[i][1] += b1 * ai;
     }
+  }
+  if constexpr (TC) {
+    store_tile_transposed<MR>(acc, c, ldc, nr, accumulate, ep, row0, col0);
+    return;
   }
   const bool full = nr == kNR;
   const bool gelu = ep && ep->act == GemmEpilogue::Act::kGelu;
@@ -213,11 +276,12 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
 using MicroFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, const GemmEpilogue*, int64_t,
                          int64_t);
 
-template <int... I>
+template <bool TC, int... I>
 constexpr auto make_table(std::integer_sequence<int, I...>) {
-  return std::array<MicroFn, sizeof...(I)>{&micro_kernel<I + 1>...};
+  return std::array<MicroFn, sizeof...(I)>{&micro_kernel<I + 1, TC>...};
 }
-constexpr auto kMicro = make_table(std::make_integer_sequence<int, kMR>{});
+constexpr auto kMicro = make_table<false>(std::make_integer_sequence<int, kMR>{});
+constexpr auto kMicroT = make_table<true>(std::make_integer_sequence<int, kMR>{});
 
 // ---- driver ----
 
@@ -237,6 +301,7 @@ struct Operands {
   const GemmEpilogue* ep;
   bool c_initialized;  // accumulate into C on the first k-block
   const BPacker* pack_b = nullptr;  // B block by block (instead of pb / b)
+  bool c_trans = false;             // C stored transposed: element (i, j) at c[j * ldc + i]
 };
 
 /// Computes C rows [m0, m1) x cols [n0, n1) (n0 multiple of NR, m0 multiple of MR).
@@ -280,13 +345,15 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         // Row tiles outer, column panels inner: C is written MR rows at a time, each a long
         // sequential run (the other order writes all mc rows 32 columns at a time, mc streams
         // at once, which the prefetchers do not follow: twice the time when C is not cached).
+        const auto& micro = o.c_trans ? kMicroT : kMicro;
         for (int64_t i = i0; i < i0 + mc; i += kMR) {
           const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
           const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
           for (int64_t j = jc; j < jc + nc; j += kNR) {
             const int64_t nr = std::min<int64_t>(kNR, jc + nc - j);
             const float* bp = bblock + ((j - jc) / kNR) * kNR * kc;
-            kMicro[mr - 1](kc, ap, bp, o.c + i * o.ldc + j, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
+            float* ct = o.c_trans ? o.c + j * o.ldc + i : o.c + i * o.ldc + j;
+            micro[mr - 1](kc, ap, bp, ct, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
           }
         }
       }
@@ -300,7 +367,7 @@ void run(const Operands& o, ThreadPool* pool) {
     // Nothing to accumulate: C = beta*C (already applied) plus the epilogue.
     for (int64_t i = 0; i < o.m; ++i)
       for (int64_t j = 0; j < o.n; ++j) {
-        float& x = o.c[i * o.ldc + j];
+        float& x = o.c_trans ? o.c[j * o.ldc + i] : o.c[i * o.ldc + j];
         if (!o.c_initialized) x = 0;
         if (o.ep) {
           if (o.ep->bias) x += o.ep->bias_per_row ? o.ep->bias[i] : o.ep->bias[j];
@@ -385,6 +452,32 @@ void sgemm_packed(const PackedMatrix* pa, bool trans_a, const float* a, int64_t 
   scale_c(beta, m, n, c, ldc);
   Operands o{pa, trans_a, a, lda, 1.0f, pb, trans_b, b, ldb, m, n, k, c, ldc, epilogue, beta != 0.0f};
   run(o, pool);
+}
+
+void sgemm_packed_tc(const PackedMatrix* pa, bool trans_a, const float* a, int64_t lda, const PackedMatrix* pb, bool trans_b,
+                     const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc, ThreadPool* pool,
+                     const GemmEpilogue* epilogue) {
+  if (pa && (pa->rows() != m || pa->cols() != k)) fail(ErrorCode::kRuntime, "packed A has the wrong shape");
+  if (pb && (pb->rows() != k || pb->cols() != n)) fail(ErrorCode::kRuntime, "packed B has the wrong shape");
+  Operands o{pa, trans_a, a, lda, 1.0f, pb, trans_b, b, ldb, m, n, k, c, ldc, epilogue, false};
+  o.c_trans = true;
+  run(o, pool);
+}
+
+namespace {
+/// Micro-tiles a GEMM of m x n computes, in units of a full MR x NR tile: a partial row tile
+/// costs its rows' multiply-adds or the B loads, whichever bounds it; a partial column panel
+/// costs a whole one (both its vectors are computed).
+double tile_cost(int64_t m, int64_t n) {
+  const int64_t r = m % kMR;
+  const double rows = static_cast<double>(m / kMR) + (r ? std::max(2.0 * r, r + 2.0) / (2.0 * kMR) : 0.0);
+  return rows * static_cast<double>((n + kNR - 1) / kNR);
+}
+}  // namespace
+
+bool gemm_prefers_transposed(int64_t m, int64_t n) {
+  // The transposed form pays for its in-register transposes (about 5% of a tile's work).
+  return tile_cost(n, m) * 1.05 < tile_cost(m, n);
 }
 
 GemmEpilogue fused_epilogue(const Node& node, bool allow_gelu) {

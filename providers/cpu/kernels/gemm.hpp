@@ -59,6 +59,18 @@ void sgemm_packed(const PackedMatrix* pa, bool trans_a, const float* a, int64_t 
                   const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float beta, float* c, int64_t ldc,
                   ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
 
+/// C^T computed as op(A) * op(B) and stored transposed: element (i, j) of the m x n product goes
+/// to c[j * ldc + i] (bias per column of the product, i.e. per row of what is stored). For an
+/// output whose natural GEMM has a dimension the micro-kernel tiles badly (a 1x1 convolution
+/// over 7 x 7 pixels: 49 columns in panels of 32), the transposed product tiles it as rows.
+void sgemm_packed_tc(const PackedMatrix* pa, bool trans_a, const float* a, int64_t lda, const PackedMatrix* pb, bool trans_b,
+                     const float* b, int64_t ldb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc, ThreadPool* pool,
+                     const GemmEpilogue* epilogue = nullptr);
+
+/// Whether an m x n product is cheaper computed as its transpose (n x m, then stored transposed
+/// by sgemm_packed_tc): by the micro-tiles each form fills.
+bool gemm_prefers_transposed(int64_t m, int64_t n);
+
 /// Supplies B block by block instead of as a matrix: fills `dst` with rows [k0, k0 + kc) x
 /// columns [c0, c0 + cols) of B in the micro-kernel's panel layout, as pack_b_rows() writes it.
 /// Called from the GEMM's threads (must be reentrant); lets a caller build B (im2col) one
