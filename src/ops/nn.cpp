@@ -162,6 +162,16 @@ void infer_conv(InferContext& ctx) {
   ctx.set_output(0, x.dtype, out);
 }
 
+/// FusedConvAdd: Conv's output, which the sum (input 3) must match exactly (no broadcasting).
+void infer_conv_add(InferContext& ctx) {
+  infer_conv(ctx);
+  if (!ctx.has_input(3)) ctx.fail_node("the sum input (3) is required");
+  const TypeInfo& z = ctx.input_type(3);
+  const TypeInfo& x = ctx.input_type(0);
+  if (z.has_shape && x.has_shape && z.shape.size() != x.shape.size())
+    ctx.fail_node("the sum has rank ", z.shape.size(), ", the output ", x.shape.size());
+}
+
 /// DeformConv: Conv's output shape; the offsets (and mask) must cover every tap of every offset
 /// group at every output position.
 void infer_deform_conv(InferContext& ctx) {
@@ -280,8 +290,10 @@ void register_nn_ops(OpRegistry& r) {
   r.add("", "GroupNormalization", {18, 21}, infer_same);
   r.add("", "MeanVarianceNormalization", {9, 13}, infer_same);
   r.add("", "Dropout", {1, 6, 7, 10, 12, 13}, infer_dropout);
-  // onyx's own fused op (made by the optimizer): Conv with an activation applied in its epilogue.
+  // onyx's own fused ops (made by the optimizer): Conv with an activation applied in its
+  // epilogue, and Conv + a same-shape sum (input 3) + an optional activation.
   r.add("onyx", "FusedConv", {1}, infer_conv);
+  r.add("onyx", "FusedConvAdd", {1}, infer_conv_add);
 }
 
 }  // namespace onyx

@@ -11,6 +11,7 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
   changed += eliminate_dead_nodes(g, ctx);
   if (level == GraphOptimizationLevel::kAll) {
     changed += fuse_activations(g, ctx);
+    changed += fuse_conv_add(g, ctx);
     changed += fuse_attention(g, ctx);
     changed += fuse_gelu(g, ctx);
     changed += fuse_matmul_bias(g, ctx);

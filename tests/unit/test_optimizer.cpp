@@ -147,3 +147,96 @@ TEST(Optimizer, FusesGeluAndMatMulBias) {
   }
   for (size_t i = 0; i < results[0].size(); ++i) EXPECT_NEAR(results[1][i], results[0][i], 1e-5) << i;
 }
+
+namespace {
+
+/// A residual block: Conv (kernel k, pads k/2, `group`) of x, + a shortcut (x itself, or a 1x1
+/// Conv of x written before the main one, as ResNet's downsampling branch), then an optional
+/// activation; or a sum that broadcasts ([1, C, 1, 1]), which must not fuse.
+struct ResidualCase {
+  const char* what;
+  Shape x;  // [N, C, spatial...]
+  int64_t k = 1, group = 1;
+  const char* act = nullptr;     // "Relu", "Clip" or none
+  bool conv_shortcut = false;    // the sum is another Conv's output, computed first
+  bool broadcast_sum = false;    // Add(conv, [1, C, 1, 1] constant): not a residual
+  bool conv_operand_second = false;
+};
+
+GraphSpec residual_graph(const ResidualCase& c) {
+  GraphSpec g;
+  const int64_t C = c.x[1];
+  const size_t spatial = c.x.size() - 2;
+  Shape w{C, C / c.group};
+  for (size_t d = 0; d < spatial; ++d) w.push_back(c.k);
+  std::vector<int64_t> pads(2 * spatial, c.k / 2);
+  std::string sum = "x";
+  if (c.conv_shortcut) {
+    Shape ws{C, C};
+    for (size_t d = 0; d < spatial; ++d) ws.push_back(1);
+    g.nodes.push_back({"Conv", {"x", "ws"}, {"s"}, {}, "shortcut"});
+    g.initializers.emplace_back("ws", random_tensor(ws, 71));
+    sum = "s";
+  }
+  if (c.broadcast_sum) {
+    Shape bs{1, C};
+    for (size_t d = 0; d < spatial; ++d) bs.push_back(1);
+    g.initializers.emplace_back("bsum", random_tensor(bs, 72));
+    sum = "bsum";
+  }
+  g.nodes.push_back({"Conv", {"x", "w", "b"}, {"c"}, {attr_ints("pads", pads), attr_int("group", c.group)}, "conv"});
+  g.initializers.emplace_back("w", random_tensor(w, 73));
+  g.initializers.emplace_back("b", random_tensor(Shape{C}, 74));
+  const std::string out = c.act ? "a" : "y";
+  g.nodes.push_back({"Add", c.conv_operand_second ? std::vector<std::string>{sum, "c"} : std::vector<std::string>{"c", sum},
+                     {out}, {}, "residual"});
+  if (c.act && std::string(c.act) == "Relu") g.nodes.push_back({"Relu", {"a"}, {"y"}, {}, "act"});
+  if (c.act && std::string(c.act) == "Clip") {
+    g.nodes.push_back({"Clip", {"a", "lo", "hi"}, {"y"}, {}, "act"});
+    g.initializers.emplace_back("lo", Tensor::scalar<float>(-0.3f));
+    g.initializers.emplace_back("hi", Tensor::scalar<float>(0.6f));
+  }
+  g.inputs.push_back({"x", DType::kFloat, std::vector<int64_t>(c.x.begin(), c.x.end())});
+  g.outputs.push_back({"y", DType::kFloat, {}, {}, true});
+  return g;
+}
+
+}  // namespace
+
+TEST(Optimizer, FusesResidualAddIntoTheConvolution) {
+  // Every CPU convolution path takes the sum: a 1x1 GEMM (normal and transposed), im2col (3x3,
+  // with the sum from a Conv that comes earlier in the graph), depthwise (a pass after it), 1-D.
+  const ResidualCase cases[] = {
+      {"1x1 on 8x8, Relu", Shape{2, 20, 8, 8}, 1, 1, "Relu"},
+      {"1x1 on 7x7 (transposed product), Clip", Shape{1, 64, 7, 7}, 1, 1, "Clip", false, false, true},
+      {"3x3, the sum a 1x1 Conv written first, no activation", Shape{1, 6, 9, 8}, 3, 1, nullptr, true},
+      {"depthwise 3x3, Relu", Shape{1, 20, 10, 10}, 3, 20, "Relu", false, false, true},
+      {"1-D kernel 3, Relu", Shape{2, 5, 17}, 3, 1, "Relu"},
+  };
+  for (const ResidualCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    const GraphSpec g = residual_graph(c);
+    const std::string m = encode_model(g, 13);
+    const Tensor x = random_tensor(c.x, 75);
+    std::vector<std::vector<float>> results;
+    for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
+      Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
+      const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
+      results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
+      if (level == GraphOptimizationLevel::kAll) {
+        size_t fused = 0;
+        for (const auto& p : s.placement().nodes) fused += p.op_type == "FusedConvAdd";
+        EXPECT_EQ(fused, 1u);
+        EXPECT_EQ(s.placement().nodes.size(), c.conv_shortcut ? 2u : 1u);
+      }
+    }
+    ASSERT_EQ(results[0].size(), results[1].size());
+    for (size_t i = 0; i < results[0].size(); ++i) ASSERT_NEAR(results[1][i], results[0][i], 1e-4) << i;
+  }
+  // A broadcasting Add is not a residual: Conv and Add stay.
+  ResidualCase b{"broadcast", Shape{1, 4, 6, 6}, 1, 1, "Relu"};
+  b.broadcast_sum = true;
+  const std::string m = encode_model(residual_graph(b), 13);
+  Session s = Session::builder().commit_from_memory(m.data(), m.size());
+  for (const auto& p : s.placement().nodes) EXPECT_NE(p.op_type, "FusedConvAdd");
+}

@@ -102,6 +102,20 @@ void depthwise2d_loop(const float* x, const float* w, const float* bias, float* 
 
 namespace {
 
+/// y = act(y + z) over n floats (a sum input the convolution could not take in its epilogue).
+void add_and_activate(float* y, const float* z, int64_t n, const GemmEpilogue& ep) {
+  using namespace vmath;
+  const vf lo = splat(ep.lo), hi = splat(ep.hi);
+  int64_t i = 0;
+  auto f = [&](vf v) {
+    if (ep.act == GemmEpilogue::Act::kRelu) return vmax(v, vf{});
+    if (ep.act == GemmEpilogue::Act::kClip) return vmin(vmax(v, lo), hi);
+    return v;
+  };
+  for (; i + kLanes <= n; i += kLanes) store(y + i, f(load(y + i) + load(z + i)));
+  if (i < n) store_n(y + i, f(load_n(y + i, n - i) + load_n(z + i, n - i)), n - i);
+}
+
 /// Reference direct convolution for every type (N-D, groups).
 template <class T>
 void conv_direct(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t C, int64_t M, int64_t group,
@@ -145,7 +159,8 @@ void conv_direct(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t
 
 }  // namespace
 
-ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi) : node_(info.node) {
+ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi, bool with_sum)
+    : node_(info.node), with_sum_(with_sum) {
   group_ = info.node.attr_int("group", 1);
   act_.act = act;
   act_.lo = lo;
@@ -189,6 +204,10 @@ void ConvKernel::compute(KernelContext& ctx) const {
   const Shape in = spatial_of(x.shape());
   Shape kernel = spatial_of(w.shape());
   const WindowGeometry g = window_geometry(node_, in, kernel, false);
+  const Tensor* z = with_sum_ ? &ctx.input(3) : nullptr;
+  if (z && (z->dtype() != DType::kFloat || !(z->shape() == y.shape())))
+    fail(ErrorCode::kInvalidArgument, node_.label(), ": the sum input is ", dtype_name(z->dtype()), z->shape().to_string(),
+         ", the output float", y.shape().to_string());
   if (y.numel() == 0) return;
   if (x.dtype() != DType::kFloat) {
     dispatch_numeric(x.dtype(), [&]<class T>() {
@@ -207,10 +226,13 @@ void ConvKernel::compute(KernelContext& ctx) const {
   const int64_t Cg = C / group_, Mg = M / group_, kvol = kernel.numel(), Kg = Cg * kvol;
   const int64_t in_size = in.numel(), out_size = g.out.numel();
   if (Cg == 1 && Mg == 1 && in.size() == 2) {
+    // With a sum, the activation waits for it: one pass over the output after the convolution.
+    GemmEpilogue act = z ? GemmEpilogue{} : act_;
     if (depthwise2d_blocked_fits(g))
-      depthwise2d_blocked(px, pw, pb, py, N, C, in, g, act_, ctx.pool());
+      depthwise2d_blocked(px, pw, pb, py, N, C, in, g, act, ctx.pool());
     else
-      depthwise2d_loop(px, pw, pb, py, N * C, C, in, g, act_, ctx.pool());
+      depthwise2d_loop(px, pw, pb, py, N * C, C, in, g, act, ctx.pool());
+    if (z) add_and_activate(py, z->data<float>(), y.numel(), act_);
     return;
   }
   bool pointwise = true;
@@ -231,7 +253,8 @@ void ConvKernel::compute(KernelContext& ctx) const {
         GemmEpilogue ep = act_;
         ep.bias = pb ? pb + grp * Mg : nullptr;
         ep.bias_per_row = true;
-        const bool use_ep = ep.bias || ep.act != GemmEpilogue::Act::kNone;
+        ep.sum = z ? z->data<float>() + (n * M + grp * Mg) * out_size : nullptr;
+        const bool use_ep = ep.bias || ep.sum || ep.act != GemmEpilogue::Act::kNone;
         const PackedMatrix* pa = packed_.empty() ? nullptr : &packed_[grp];
         sgemm_b_packer(pa, pw + grp * Mg * Kg, Kg, packer, Mg, out_size, Kg, py + (n * M + grp * Mg) * out_size, out_size,
                        &ctx.pool(), use_ep ? &ep : nullptr);
@@ -250,7 +273,8 @@ void ConvKernel::compute(KernelContext& ctx) const {
       GemmEpilogue ep = act_;
       ep.bias = pb ? pb + grp * Mg : nullptr;
       ep.bias_per_row = true;
-      const bool use_ep = ep.bias || ep.act != GemmEpilogue::Act::kNone;
+      ep.sum = z ? z->data<float>() + (n * M + grp * Mg) * out_size : nullptr;
+      const bool use_ep = ep.bias || ep.sum || ep.act != GemmEpilogue::Act::kNone;
       float* yg = py + (n * M + grp * Mg) * out_size;
       if (has_packed_t_ && pointwise && gemm_prefers_transposed(Mg, out_size)) {
         // Y^T (pixels x M) = X^T W^T, stored transposed into Y; the bias is per column of Y^T.
@@ -275,6 +299,13 @@ std::unique_ptr<Kernel> make_fused_conv(const KernelCreateInfo& info) {
   const GemmEpilogue ep = fused_epilogue(info.node, false);
   if (ep.act == GemmEpilogue::Act::kNone) fail(ErrorCode::kInvalidGraph, info.node.label(), ": FusedConv without an activation");
   return std::make_unique<ConvKernel>(info, ep.act, ep.lo, ep.hi);
+}
+
+std::unique_ptr<Kernel> make_fused_conv_add(const KernelCreateInfo& info) {
+  const GemmEpilogue ep = fused_epilogue(info.node, false);
+  if (info.node.inputs.size() != 4 || info.node.inputs[3] < 0)
+    fail(ErrorCode::kInvalidGraph, info.node.label(), ": FusedConvAdd needs its sum as input 3");
+  return std::make_unique<ConvKernel>(info, ep.act, ep.lo, ep.hi, true);
 }
 
 // ---- ConvTranspose ----
@@ -495,6 +526,7 @@ const KernelDef kDefs[] = {
     {"", "Conv", 1, 99, {{0, kFloats}}, make_conv},
     {"", "ConvTranspose", 1, 99, {{0, kFloats}}, make_conv_transpose},
     {"onyx", "FusedConv", 1, 1, {{0, kFloat}}, make_fused_conv},
+    {"onyx", "FusedConvAdd", 1, 1, {{0, kFloat}}, make_fused_conv_add},
     {"", "DeformConv", 19, 99, {{0, type_mask({DType::kFloat, DType::kDouble})}}, make_deform_conv},
 };
 

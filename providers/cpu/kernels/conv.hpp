@@ -12,12 +12,14 @@ namespace onyx::cpu {
 
 class ConvKernel final : public Kernel {
  public:
-  /// `act` is fused after the bias (kNone for a plain Conv).
-  ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi);
+  /// `act` is fused after the bias (kNone for a plain Conv); with_sum: input 3 is added before it
+  /// (onyx::FusedConvAdd).
+  ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi, bool with_sum = false);
   void compute(KernelContext& ctx) const override;
 
  private:
   const Node& node_;
+  bool with_sum_ = false;
   int64_t group_ = 1;
   GemmEpilogue act_;
   std::vector<PackedMatrix> packed_;  // per group, when the weights are constant float32

@@ -184,6 +184,14 @@ void store_tile_transposed(vf (&acc)[MR][kNV], float* c, int64_t ldc, int64_t nr
         vmath::transpose(old);
         for (int i = 0; i < MR; ++i) t[i] += old[i];
       }
+      if (ep && ep->sum) {
+        // The sum's tile, in C's (transposed) layout: like the accumulation above.
+        const float* sv = ep->sum + (col0 + v * kVec) * ldc + row0;
+        vmath::vf z[vmath::kLanes];
+        for (int j = 0; j < vmath::kLanes; ++j) z[j] = j < cols ? vmath::load_n(sv + j * ldc, MR) : vmath::vf{};
+        vmath::transpose(z);
+        for (int i = 0; i < MR; ++i) t[i] += z[i];
+      }
       if (ep) {
         const vmath::vf bias_col = ep->bias && !ep->bias_per_row ? vmath::load_n(ep->bias + col0 + v * kVec, cols) : vmath::vf{};
         for (int i = 0; i < MR; ++i) {
@@ -210,7 +218,8 @@ void store_tile_transposed(vf (&acc)[MR][kNV], float* c, int64_t ldc, int64_t nr
         if (accumulate) x += d;
         if (ep) {
           if (ep->bias) x += ep->bias_per_row ? ep->bias[row0 + i] : ep->bias[col0 + j];
-          x = apply_act(x, ep);
+          if (ep->sum) x += ep->sum[(col0 + j) * ldc + row0 + i];
+          x = ep->act == GemmEpilogue::Act::kGelu ? 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)) : apply_act(x, ep);
         }
         d = x;
       }
@@ -244,12 +253,14 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
   const bool gelu = ep && ep->act == GemmEpilogue::Act::kGelu;
   for (int i = 0; i < MR; ++i) {
     float* crow = c + i * ldc;
+    const float* srow = ep && ep->sum ? ep->sum + (row0 + i) * ldc + col0 : nullptr;
     if (full) {
       for (int v = 0; v < kNV; ++v) {
         vf x = acc[i][v];
         if (accumulate) x += loadu(crow + v * kVec);
         if (ep) {
           if (ep->bias) x += ep->bias_per_row ? (vf{} + ep->bias[row0 + i]) : loadu(ep->bias + col0 + v * kVec);
+          if (srow) x += loadu(srow + v * kVec);
           x = apply_act(x, ep);
         }
         storeu(crow + v * kVec, x);
@@ -264,6 +275,7 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
         if (accumulate) x += crow[j];
         if (ep) {
           if (ep->bias) x += ep->bias_per_row ? ep->bias[row0 + i] : ep->bias[col0 + j];
+          if (srow) x += srow[j];
           if (!gelu) x = apply_act(x, ep);
         }
         crow[j] = x;
@@ -367,10 +379,12 @@ void run(const Operands& o, ThreadPool* pool) {
     // Nothing to accumulate: C = beta*C (already applied) plus the epilogue.
     for (int64_t i = 0; i < o.m; ++i)
       for (int64_t j = 0; j < o.n; ++j) {
-        float& x = o.c_trans ? o.c[j * o.ldc + i] : o.c[i * o.ldc + j];
+        const int64_t at = o.c_trans ? j * o.ldc + i : i * o.ldc + j;
+        float& x = o.c[at];
         if (!o.c_initialized) x = 0;
         if (o.ep) {
           if (o.ep->bias) x += o.ep->bias_per_row ? o.ep->bias[i] : o.ep->bias[j];
+          if (o.ep->sum) x += o.ep->sum[at];
           x = apply_act(x, o.ep);
         }
       }

@@ -20,6 +20,9 @@ struct GemmEpilogue {
   bool bias_per_row = false;
   enum class Act : uint8_t { kNone, kRelu, kClip, kGelu } act = Act::kNone;  // kGelu: the exact (erf) form
   float lo = 0, hi = 0;  // kClip bounds
+  /// Added before the activation: a matrix laid out as C (same ldc, element (i, j) where C has
+  /// it; transposed too when C is stored transposed). A residual connection, in a convolution.
+  const float* sum = nullptr;
 };
 
 /// The epilogue activation of an optimizer-fused node (FusedConv, FusedGemm, FusedMatMul) from
