@@ -170,7 +170,9 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
        {attr_ints("pads", {3, 3, 3, 3}), attr_ints("strides", {2, 2})}},
       {"grouped 3x3 dilation 2, asymmetric pads", Shape{1, 8, 19, 23}, Shape{6, 4, 3, 3},
        {attr_int("group", 2), attr_ints("dilations", {2, 2}), attr_ints("pads", {2, 1, 0, 2})}},
-      {"1x1 stride 2 (not pointwise)", Shape{1, 5, 15, 15}, Shape{7, 5, 1, 1}, {attr_ints("strides", {2, 2})}},
+      {"1x1 stride 2 (pixels gathered, then pointwise)", Shape{1, 5, 15, 15}, Shape{7, 5, 1, 1}, {attr_ints("strides", {2, 2})}},
+      {"1x1 strides (2, 3) on 14x20, 160 channels (gathered, transposed)", Shape{2, 64, 14, 20}, Shape{160, 64, 1, 1},
+       {attr_ints("strides", {2, 3})}},
       {"5x3 stride (3, 1), output narrower than a panel", Shape{1, 3, 30, 9}, Shape{4, 3, 5, 3}, {attr_ints("strides", {3, 1})}},
       // 1x1 over few pixels: computed transposed (pixels as rows), two images, K of two blocks.
       {"1x1 on 7x7, 300 -> 160 channels (transposed)", Shape{2, 300, 7, 7}, Shape{160, 300, 1, 1}, {}},

@@ -172,15 +172,19 @@ ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, floa
     const bool depthwise = w->dim(1) == 1 && Mg == 1 && w->rank() == 4;
     // A 1x1 kernel over a known, small number of pixels: the product is computed transposed
     // (pixels as the micro-kernel's rows), so the weights are packed as its B operand.
+    // (With strides too: the strided pixels are gathered first, see compute().)
     bool one_by_one = group_ == 1;
     for (size_t d = 2; d < w->rank(); ++d) one_by_one &= w->dim(d) == 1;
-    for (int64_t s : info.node.attr_ints("strides")) one_by_one &= s == 1;
     for (int64_t p : info.node.attr_ints("pads")) one_by_one &= p == 0;
+    const std::vector<int64_t> strides = info.node.attr_ints("strides");
     const TypeInfo* xt = info.input_types.empty() ? nullptr : info.input_types[0];
     int64_t pixels = -1;
     if (one_by_one && xt && xt->has_shape && xt->shape.size() == w->rank()) {
       pixels = 1;
-      for (size_t d = 2; d < xt->shape.size() && pixels > 0; ++d) pixels = xt->shape[d] >= 0 ? pixels * xt->shape[d] : -1;
+      for (size_t d = 2; d < xt->shape.size() && pixels > 0; ++d) {
+        const int64_t st = d - 2 < strides.size() ? strides[d - 2] : 1;
+        pixels = xt->shape[d] > 0 && st > 0 ? pixels * ((xt->shape[d] - 1) / st + 1) : -1;
+      }
     }
     if (pixels > 0 && gemm_prefers_transposed(M, pixels)) {
       packed_t_ = pack_b(true, kg, M, w->data<float>(), kg);
@@ -235,9 +239,30 @@ void ConvKernel::compute(KernelContext& ctx) const {
     if (z) add_and_activate(py, z->data<float>(), y.numel(), act_);
     return;
   }
-  bool pointwise = true;
-  for (size_t d = 0; d < in.size(); ++d)
+  bool pointwise = true, strided_1x1 = in.size() == 2;
+  for (size_t d = 0; d < in.size(); ++d) {
     pointwise &= kernel[d] == 1 && g.stride[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
+    strided_1x1 &= kernel[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
+  }
+  const float* xin = px;  // the GEMM's B: the input, or its strided pixels gathered
+  int64_t x_plane = in_size;
+  if (!pointwise && strided_1x1) {
+    // A 1x1 kernel with strides (ResNet's downsampling): the pixels it reads, gathered once into
+    // contiguous [channels, pixels] planes, make it a pointwise product (no per-tap im2col).
+    float* gathered = conv_scratch(static_cast<size_t>(N * C * out_size));
+    const int64_t H = in[0], W = in[1], OH = g.out[0], OW = g.out[1], sh = g.stride[0], sw = g.stride[1];
+    parallel_range(ctx.pool(), N * C, out_size, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p)
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const float* src = px + p * H * W + oh * sh * W;
+          float* dst = gathered + p * out_size + oh * OW;
+          for (int64_t ow = 0; ow < OW; ++ow) dst[ow] = src[ow * sw];
+        }
+    });
+    xin = gathered;
+    x_plane = out_size;
+    pointwise = true;
+  }
   if (!pointwise && in.size() == 2) {
     // 2-D: the GEMM asks for B (the im2col matrix) one block at a time, built into a cache-sized
     // buffer and packed from there; the whole matrix never goes through memory.
@@ -264,7 +289,7 @@ void ConvKernel::compute(KernelContext& ctx) const {
   float* col = pointwise ? nullptr : conv_scratch(static_cast<size_t>(Kg * out_size));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < group_; ++grp) {
-      const float* xg = px + (n * C + grp * Cg) * in_size;
+      const float* xg = xin + (n * C + grp * Cg) * x_plane;
       const float* bmat = xg;
       if (!pointwise) {
         im2col_mapped(xg, Cg, in, g, col, ctx.pool(), [](float v) { return v; });  // 1-D and 3-D (2-D: the packer above)
