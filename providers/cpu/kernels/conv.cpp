@@ -21,6 +21,25 @@ namespace {
 
 Shape spatial_of(const Shape& s) { return Shape(std::span<const int64_t>(s.data() + 2, s.size() - 2)); }
 
+/// dst[i] = src[i * stride], i < n; stride 2 (the common strided window) 16 at a time by a
+/// two-vector shuffle instead of one element at a time.
+void strided_copy(const float* src, int64_t stride, float* dst, int64_t n) {
+  if (stride == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  int64_t i = 0;
+  if (stride == 2) {
+    using vmath::vf;
+    using vmath::vi;
+    const vi even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+    // The last vector reads src[2i + 31], one past the last element used: stop one vector early.
+    for (; i + vmath::kLanes < n; i += vmath::kLanes)
+      vmath::store(dst + i, __builtin_shuffle(vmath::load(src + 2 * i), vmath::load(src + 2 * i + vmath::kLanes), even));
+  }
+  for (; i < n; ++i) dst[i] = src[i * stride];
+}
+
 /// Rows [k0, k0 + kc) x output positions [p0, p0 + cols) of the 2-D im2col matrix of one image
 /// and group, row-major (row stride cols): the block of B the GEMM packs next, built in cache.
 void im2col_block_2d(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
@@ -48,10 +67,7 @@ void im2col_block_2d(const float* x, const Shape& in, const WindowGeometry& g, i
         const float* src = xc + ih * W + off;
         const int64_t lo = std::clamp(vlo, ow0, ow1), hi = std::clamp(vhi, lo, ow1);
         std::fill(dd + ow0, dd + lo, 0.0f);
-        if (sw == 1)
-          std::memcpy(dd + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(float));
-        else
-          for (int64_t ow = lo; ow < hi; ++ow) dd[ow] = src[ow * sw];
+        strided_copy(src + lo * sw, sw, dd + lo, hi - lo);
         std::fill(dd + hi, dd + ow1, 0.0f);
       }
       p += ow1 - ow0;
@@ -254,9 +270,7 @@ void ConvKernel::compute(KernelContext& ctx) const {
     parallel_range(ctx.pool(), N * C, out_size, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p)
         for (int64_t oh = 0; oh < OH; ++oh) {
-          const float* src = px + p * H * W + oh * sh * W;
-          float* dst = gathered + p * out_size + oh * OW;
-          for (int64_t ow = 0; ow < OW; ++ow) dst[ow] = src[ow * sw];
+          strided_copy(px + p * H * W + oh * sh * W, sw, gathered + p * out_size + oh * OW, OW);
         }
     });
     xin = gathered;
