@@ -186,20 +186,21 @@ ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, floa
     const int64_t M = w->dim(0), Mg = M / group_;
     const int64_t kg = w->numel() / M;
     const bool depthwise = w->dim(1) == 1 && Mg == 1 && w->rank() == 4;
-    // A 1x1 kernel over a known, small number of pixels: the product is computed transposed
-    // (pixels as the micro-kernel's rows), so the weights are packed as its B operand.
-    // (With strides too: the strided pixels are gathered first, see compute().)
-    bool one_by_one = group_ == 1;
+    // Over a known, small number of output pixels (a 1x1 kernel of any rank, or a 2-D one), the
+    // product is computed transposed (pixels as the micro-kernel's rows), so the weights are
+    // packed as its B operand; see compute().
+    bool one_by_one = true;
     for (size_t d = 2; d < w->rank(); ++d) one_by_one &= w->dim(d) == 1;
     for (int64_t p : info.node.attr_ints("pads")) one_by_one &= p == 0;
-    const std::vector<int64_t> strides = info.node.attr_ints("strides");
     const TypeInfo* xt = info.input_types.empty() ? nullptr : info.input_types[0];
     int64_t pixels = -1;
-    if (one_by_one && xt && xt->has_shape && xt->shape.size() == w->rank()) {
-      pixels = 1;
-      for (size_t d = 2; d < xt->shape.size() && pixels > 0; ++d) {
-        const int64_t st = d - 2 < strides.size() ? strides[d - 2] : 1;
-        pixels = xt->shape[d] > 0 && st > 0 ? pixels * ((xt->shape[d] - 1) / st + 1) : -1;
+    if (group_ == 1 && !depthwise && (one_by_one || w->rank() == 4) && xt && xt->has_shape && xt->shape.size() == w->rank()) {
+      const Shape xs = spatial_of(xt->shape), ks = spatial_of(w->shape());
+      bool known = true;
+      for (int64_t d : xs) known &= d > 0;
+      if (known) {
+        const WindowGeometry wg = window_geometry(info.node, xs, ks, false);
+        pixels = wg.out.numel();
       }
     }
     if (pixels > 0 && gemm_prefers_transposed(M, pixels)) {
@@ -276,6 +277,27 @@ void ConvKernel::compute(KernelContext& ctx) const {
     xin = gathered;
     x_plane = out_size;
     pointwise = true;
+  }
+  if (!pointwise && in.size() == 2 && has_packed_t_ && group_ == 1 && gemm_prefers_transposed(M, out_size)) {
+    // Few output pixels: Y^T = im2col^T W^T, the im2col blocks packed as A (pixels as rows).
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xn = px + n * C * in_size;
+      auto pack = [&](int64_t r0, int64_t rows, int64_t k0, int64_t kc, float* dst) {
+        // The block of im2col (kc x rows, built row by row as for B), then its columns as A panels.
+        float* tmp = reinterpret_cast<float*>(thread_workspace(Workspace::kIm2col, static_cast<size_t>(kc * rows) * sizeof(float)));
+        im2col_block_2d(xn, in, g, k0, kc, r0, rows, tmp);
+        pack_a_cols(tmp, rows, kc, rows, dst);
+      };
+      const APacker packer(pack);
+      GemmEpilogue ep = act_;
+      ep.bias = pb;
+      ep.bias_per_row = false;
+      ep.sum = z ? z->data<float>() + n * M * out_size : nullptr;
+      const bool use_ep = ep.bias || ep.sum || ep.act != GemmEpilogue::Act::kNone;
+      sgemm_a_packer_tc(packer, &packed_t_, out_size, M, Kg, py + n * M * out_size, out_size, &ctx.pool(),
+                        use_ep ? &ep : nullptr);
+    }
+    return;
   }
   if (!pointwise && in.size() == 2) {
     // 2-D: the GEMM asks for B (the im2col matrix) one block at a time, built into a cache-sized

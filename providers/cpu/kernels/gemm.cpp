@@ -28,6 +28,7 @@ constexpr int kNR = kVec * kNV;
 constexpr int64_t kKC = 256;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 16;  // columns of B packed at a time (a multiple of kNR)
+static_assert(kMR == kPanelRows, "the panel height APackers write");
 
 typedef float vf __attribute__((vector_size(kVec * sizeof(float))));
 
@@ -313,6 +314,7 @@ struct Operands {
   const GemmEpilogue* ep;
   bool c_initialized;  // accumulate into C on the first k-block
   const BPacker* pack_b = nullptr;  // B block by block (instead of pb / b)
+  const APacker* pack_a = nullptr;  // A block by block (instead of pa / a)
   bool c_trans = false;             // C stored transposed: element (i, j) at c[j * ldc + i]
 };
 
@@ -349,6 +351,10 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         const float* ablock;
         if (o.pa) {
           ablock = o.pa->data() + p0 * mpad + (i0 / kMR) * kMR * kc;
+        } else if (o.pack_a) {
+          float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
+          (*o.pack_a)(i0, mc, p0, kc, buf);
+          ablock = buf;
         } else {
           float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
           pack_a_block(o.ta, o.a, o.lda, o.m, i0, mc, p0, kc, o.alpha, buf);
@@ -402,7 +408,8 @@ void run(const Operands& o, ThreadPool* pool) {
   const int64_t pans = by_cols ? npan : mpan;
   // Split by rows, every task packs all of B for itself (unless B is pre-packed): one task per
   // thread then, not several.
-  const int64_t per_thread = by_cols || o.pb ? 3 : 1;
+  // A from a packer split by columns: every task builds all of A, so one task per thread too.
+  const int64_t per_thread = o.pack_a ? 1 : by_cols || o.pb ? 3 : 1;
   const int64_t tasks = std::min<int64_t>(pans, threads * per_thread);
   pool->parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
@@ -514,6 +521,19 @@ GemmEpilogue fused_epilogue(const Node& node, bool allow_gelu) {
 
 void pack_b_rows(const float* b, int64_t ld, int64_t kc, int64_t cols, float* dst) {
   pack_b_block(false, b, ld, cols, 0, kc, 0, cols, 1.0f, dst);
+}
+
+void pack_a_cols(const float* b, int64_t ld, int64_t kc, int64_t rows, float* dst) {
+  pack_a_block(true, b, ld, rows, 0, rows, 0, kc, 1.0f, dst);
+}
+
+void sgemm_a_packer_tc(const APacker& pack_a, const PackedMatrix* pb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc,
+                       ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (!pb || pb->rows() != k || pb->cols() != n) fail(ErrorCode::kRuntime, "packed B has the wrong shape");
+  Operands o{nullptr, false, nullptr, 0, 1.0f, pb, false, nullptr, 0, m, n, k, c, ldc, epilogue, false};
+  o.pack_a = &pack_a;
+  o.c_trans = true;
+  run(o, pool);
 }
 
 void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,

@@ -74,6 +74,26 @@ void sgemm_packed_tc(const PackedMatrix* pa, bool trans_a, const float* a, int64
 /// by sgemm_packed_tc): by the micro-tiles each form fills.
 bool gemm_prefers_transposed(int64_t m, int64_t n);
 
+/// Rows per panel of A in the micro-kernel's layout (an APacker's `dst`): rows [r0 + 12p,
+/// r0 + 12p + 12) x k-range [k0, k0 + kc) are panel p, kc groups of 12 floats (element (i, k) at
+/// dst + p * 12 * kc + k * 12 + i; 12 under AVX-512); rows past `rows` are zero.
+#if defined(__AVX512F__)
+inline constexpr int64_t kPanelRows = 12;
+#elif defined(__AVX__)
+inline constexpr int64_t kPanelRows = 6;
+#else
+inline constexpr int64_t kPanelRows = 4;
+#endif
+
+/// Supplies A block by block: fills `dst` with rows [r0, r0 + rows) x k-range [k0, k0 + kc) of A
+/// in the panel layout above. Called from the GEMM's threads (must be reentrant).
+using APacker = FunctionRef<void(int64_t r0, int64_t rows, int64_t k0, int64_t kc, float* dst)>;
+
+/// sgemm_packed_tc with A from a packer (a convolution's im2col matrix, transposed: pixels as
+/// rows) and B pre-packed.
+void sgemm_a_packer_tc(const APacker& pack_a, const PackedMatrix* pb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc,
+                       ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+
 /// Supplies B block by block instead of as a matrix: fills `dst` with rows [k0, k0 + kc) x
 /// columns [c0, c0 + cols) of B in the micro-kernel's panel layout, as pack_b_rows() writes it.
 /// Called from the GEMM's threads (must be reentrant); lets a caller build B (im2col) one
@@ -82,6 +102,9 @@ using BPacker = FunctionRef<void(int64_t k0, int64_t kc, int64_t c0, int64_t col
 
 /// Packs a row-major kc x cols matrix (row stride ld) into the panel layout a BPacker writes.
 void pack_b_rows(const float* b, int64_t ld, int64_t kc, int64_t cols, float* dst);
+/// Packs the transpose of a row-major kc x rows matrix (row stride ld), i.e. its columns as rows
+/// of A, into the panel layout an APacker writes.
+void pack_a_cols(const float* b, int64_t ld, int64_t kc, int64_t rows, float* dst);
 
 /// C[m,n] = op(A) * B + epilogue with A pre-packed (or plain, pa null) and B from `pack_b`.
 void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,
