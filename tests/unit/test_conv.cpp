@@ -173,6 +173,8 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
       {"1x1 stride 2 (pixels gathered, then pointwise)", Shape{1, 5, 15, 15}, Shape{7, 5, 1, 1}, {attr_ints("strides", {2, 2})}},
       {"3x3 stride 2 pad 1 on 64x61 (rows copied 16 at a time by shuffles)", Shape{1, 3, 64, 61}, Shape{8, 3, 3, 3},
        {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"3x3 strides (1, 3), pads 1 (a stride copied element by element)", Shape{1, 3, 20, 31}, Shape{5, 3, 3, 3},
+       {attr_ints("strides", {1, 3}), attr_ints("pads", {1, 1, 1, 1})}},
       {"1x1 stride 2 on 40x41 (gathered by shuffles)", Shape{1, 4, 40, 41}, Shape{6, 4, 1, 1}, {attr_ints("strides", {2, 2})}},
       {"1x1 strides (2, 3) on 14x20, 160 channels (gathered, transposed)", Shape{2, 64, 14, 20}, Shape{160, 64, 1, 1},
        {attr_ints("strides", {2, 3})}},

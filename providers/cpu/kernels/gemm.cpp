@@ -29,6 +29,7 @@ constexpr int64_t kKC = 256;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 16;  // columns of B packed at a time (a multiple of kNR)
 static_assert(kMR == kPanelRows, "the panel height APackers write");
+static_assert(kNR == kPanelCols, "the panel width BPackers write");
 
 typedef float vf __attribute__((vector_size(kVec * sizeof(float))));
 

@@ -74,6 +74,17 @@ void sgemm_packed_tc(const PackedMatrix* pa, bool trans_a, const float* a, int64
 /// by sgemm_packed_tc): by the micro-tiles each form fills.
 bool gemm_prefers_transposed(int64_t m, int64_t n);
 
+/// Columns per panel of B in the micro-kernel's layout (a BPacker's `dst`): rows [k0, k0 + kc) of
+/// columns [c0 + 32q, c0 + 32q + 32) are panel q, kc rows of 32 floats at dst + q * 32 * kc (32
+/// under AVX-512); a last partial panel is zero past `cols`.
+#if defined(__AVX512F__)
+inline constexpr int64_t kPanelCols = 32;
+#elif defined(__AVX__)
+inline constexpr int64_t kPanelCols = 16;
+#else
+inline constexpr int64_t kPanelCols = 8;
+#endif
+
 /// Rows per panel of A in the micro-kernel's layout (an APacker's `dst`): rows [r0 + 12p,
 /// r0 + 12p + 12) x k-range [k0, k0 + kc) are panel p, kc groups of 12 floats (element (i, k) at
 /// dst + p * 12 * kc + k * 12 + i; 12 under AVX-512); rows past `rows` are zero.
