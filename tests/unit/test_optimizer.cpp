@@ -1,6 +1,7 @@
 // Graph optimisation: every level gives the same results; passes do what they say.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -29,6 +30,24 @@ GraphSpec conv_graph() {
   g.initializers.emplace_back("hi", Tensor::scalar<float>(0.5f));
   g.initializers.emplace_back("w2", random_tensor(Shape{5, 4, 1, 1}, 3));
   return g;
+}
+
+/// Model m run on x (input "x") unoptimised and fully optimised: both outputs, and the op types
+/// the optimised session placed.
+struct LevelRuns {
+  std::vector<float> plain, optimized;
+  std::vector<std::string> ops;
+};
+LevelRuns run_both_levels(const std::string& m, const Tensor& x) {
+  LevelRuns r;
+  for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
+    Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
+    const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
+    (level == GraphOptimizationLevel::kAll ? r.optimized : r.plain).assign(y.data<float>(), y.data<float>() + y.numel());
+    if (level == GraphOptimizationLevel::kAll)
+      for (const auto& p : s.placement().nodes) r.ops.push_back(p.op_type);
+  }
+  return r;
 }
 
 }  // namespace
@@ -114,17 +133,9 @@ TEST(Optimizer, FusesGemmActivations) {
     SCOPED_TRACE(act);
     const std::string m = encode_model(product_activation_graph("Gemm", act, 31), 13);
     const Tensor a = random_tensor(Shape{33, 70}, 33);
-    std::vector<std::vector<float>> results;
-    for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
-      Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
-      const Tensor y = s.run({{"x", Value(a)}})[0].tensor();
-      results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
-      if (level == GraphOptimizationLevel::kAll) {
-        ASSERT_EQ(s.placement().nodes.size(), 1u);
-        EXPECT_EQ(s.placement().nodes[0].op_type, "FusedGemm");
-      }
-    }
-    for (size_t i = 0; i < results[0].size(); ++i) EXPECT_NEAR(results[1][i], results[0][i], 1e-5) << i;
+    const LevelRuns r = run_both_levels(m, a);
+    EXPECT_EQ(r.ops, std::vector<std::string>{"FusedGemm"});
+    for (size_t i = 0; i < r.plain.size(); ++i) EXPECT_NEAR(r.optimized[i], r.plain[i], 1e-5) << i;
   }
 }
 
@@ -134,18 +145,9 @@ TEST(Optimizer, FusesGeluAndMatMulBias) {
   const std::string m = encode_model(g, 17);
   Tensor x = random_tensor(Shape{2, 5, 8}, 55);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= 3.0f;  // across GELU's bend
-  std::vector<std::vector<float>> results;
-  for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
-    Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
-    const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
-    results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
-    if (level == GraphOptimizationLevel::kAll) {
-      std::vector<std::string> ops;
-      for (const auto& p : s.placement().nodes) ops.push_back(p.op_type);
-      EXPECT_EQ(ops, (std::vector<std::string>{"FusedMatMul", "FusedMatMul"}));  // GELU in the first one's epilogue
-    }
-  }
-  for (size_t i = 0; i < results[0].size(); ++i) EXPECT_NEAR(results[1][i], results[0][i], 1e-5) << i;
+  const LevelRuns r = run_both_levels(m, x);
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"FusedMatMul", "FusedMatMul"}));  // GELU in the first one's epilogue
+  for (size_t i = 0; i < r.plain.size(); ++i) EXPECT_NEAR(r.optimized[i], r.plain[i], 1e-5) << i;
 }
 
 namespace {
@@ -218,20 +220,11 @@ TEST(Optimizer, FusesResidualAddIntoTheConvolution) {
     const GraphSpec g = residual_graph(c);
     const std::string m = encode_model(g, 13);
     const Tensor x = random_tensor(c.x, 75);
-    std::vector<std::vector<float>> results;
-    for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
-      Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
-      const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
-      results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
-      if (level == GraphOptimizationLevel::kAll) {
-        size_t fused = 0;
-        for (const auto& p : s.placement().nodes) fused += p.op_type == "FusedConvAdd";
-        EXPECT_EQ(fused, 1u);
-        EXPECT_EQ(s.placement().nodes.size(), c.conv_shortcut ? 2u : 1u);
-      }
-    }
-    ASSERT_EQ(results[0].size(), results[1].size());
-    for (size_t i = 0; i < results[0].size(); ++i) ASSERT_NEAR(results[1][i], results[0][i], 1e-4) << i;
+    const LevelRuns r = run_both_levels(m, x);
+    EXPECT_EQ(std::count(r.ops.begin(), r.ops.end(), "FusedConvAdd"), 1);
+    EXPECT_EQ(r.ops.size(), c.conv_shortcut ? 2u : 1u);
+    ASSERT_EQ(r.plain.size(), r.optimized.size());
+    for (size_t i = 0; i < r.plain.size(); ++i) ASSERT_NEAR(r.optimized[i], r.plain[i], 1e-4) << i;
   }
   // A broadcasting Add is not a residual: Conv and Add stay.
   ResidualCase b{"broadcast", Shape{1, 4, 6, 6}, 1, 1, "Relu"};

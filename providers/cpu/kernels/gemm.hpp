@@ -74,30 +74,23 @@ void sgemm_packed_tc(const PackedMatrix* pa, bool trans_a, const float* a, int64
 /// by sgemm_packed_tc): by the micro-tiles each form fills.
 bool gemm_prefers_transposed(int64_t m, int64_t n);
 
-/// Columns per panel of B in the micro-kernel's layout (a BPacker's `dst`): rows [k0, k0 + kc) of
-/// columns [c0 + 32q, c0 + 32q + 32) are panel q, kc rows of 32 floats at dst + q * 32 * kc (32
-/// under AVX-512); a last partial panel is zero past `cols`.
+/// The micro-kernel's panel layouts (what packers write; 32 and 12 under AVX-512):
+/// - B (a BPacker's `dst`): rows [k0, k0 + kc) of columns [c0 + kPanelCols q, + kPanelCols) are
+///   panel q, kc rows of kPanelCols floats at dst + q * kPanelCols * kc; a last partial panel is
+///   zero past `cols`.
+/// - A (an APacker's `dst`): rows [r0 + kPanelRows p, + kPanelRows) x k-range [k0, k0 + kc) are
+///   panel p, element (i, k) at dst + p * kPanelRows * kc + k * kPanelRows + i; rows past `rows`
+///   are zero.
 #if defined(__AVX512F__)
-inline constexpr int64_t kPanelCols = 32;
+inline constexpr int64_t kPanelCols = 32, kPanelRows = 12;
 #elif defined(__AVX__)
-inline constexpr int64_t kPanelCols = 16;
+inline constexpr int64_t kPanelCols = 16, kPanelRows = 6;
 #else
-inline constexpr int64_t kPanelCols = 8;
-#endif
-
-/// Rows per panel of A in the micro-kernel's layout (an APacker's `dst`): rows [r0 + 12p,
-/// r0 + 12p + 12) x k-range [k0, k0 + kc) are panel p, kc groups of 12 floats (element (i, k) at
-/// dst + p * 12 * kc + k * 12 + i; 12 under AVX-512); rows past `rows` are zero.
-#if defined(__AVX512F__)
-inline constexpr int64_t kPanelRows = 12;
-#elif defined(__AVX__)
-inline constexpr int64_t kPanelRows = 6;
-#else
-inline constexpr int64_t kPanelRows = 4;
+inline constexpr int64_t kPanelCols = 8, kPanelRows = 4;
 #endif
 
 /// Supplies A block by block: fills `dst` with rows [r0, r0 + rows) x k-range [k0, k0 + kc) of A
-/// in the panel layout above. Called from the GEMM's threads (must be reentrant).
+/// in the A panel layout above. Called from the GEMM's threads (must be reentrant).
 using APacker = FunctionRef<void(int64_t r0, int64_t rows, int64_t k0, int64_t kc, float* dst)>;
 
 /// sgemm_packed_tc with A from a packer (a convolution's im2col matrix, transposed: pixels as
