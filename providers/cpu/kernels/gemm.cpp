@@ -28,6 +28,7 @@ constexpr int kNR = kVec * kNV;
 constexpr int64_t kKC = 256;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 16;  // columns of B packed at a time (a multiple of kNR)
+constexpr double kSharedAFloats = 1 << 20;  // the most of A packed once for all tasks (4 MiB)
 static_assert(kMR == kPanelRows, "the panel height APackers write");
 static_assert(kNR == kPanelCols, "the panel width BPackers write");
 
@@ -317,6 +318,7 @@ struct Operands {
   const BPacker* pack_b = nullptr;  // B block by block (instead of pb / b)
   const APacker* pack_a = nullptr;  // A block by block (instead of pa / a)
   bool c_trans = false;             // C stored transposed: element (i, j) at c[j * ldc + i]
+  const float* a_all = nullptr;     // all of A packed up front (pa's layout), shared by the tasks
 };
 
 /// Computes C rows [m0, m1) x cols [n0, n1) (n0 multiple of NR, m0 multiple of MR).
@@ -350,8 +352,8 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
       for (int64_t i0 = m0; i0 < m1; i0 += kMC) {
         const int64_t mc = std::min(kMC, m1 - i0);
         const float* ablock;
-        if (o.pa) {
-          ablock = o.pa->data() + p0 * mpad + (i0 / kMR) * kMR * kc;
+        if (o.pa || o.a_all) {
+          ablock = (o.pa ? o.pa->data() : o.a_all) + p0 * mpad + (i0 / kMR) * kMR * kc;
         } else if (o.pack_a) {
           float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
           (*o.pack_a)(i0, mc, p0, kc, buf);
@@ -407,19 +409,40 @@ void run(const Operands& o, ThreadPool* pool) {
   // Split the larger dimension in panel units, a few tasks per thread.
   const bool by_cols = npan >= mpan || mpan < 2;
   const int64_t pans = by_cols ? npan : mpan;
+  Operands shared = o;
+  const int64_t mpad = mpan * kMR;
+  if (by_cols && !o.pa && static_cast<double>(mpad) * static_cast<double>(o.k) <= kSharedAFloats) {
+    // Split by columns, every task would pack all of A for itself (a transposed product's few
+    // pixels): A is packed once, its panels in parallel, into the calling thread's buffer.
+    thread_local Scratch all;
+    float* buf = all.get(static_cast<size_t>(mpad * o.k));
+    const int64_t kblocks = (o.k + kKC - 1) / kKC;
+    pool->parallel_for(kblocks * mpan, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t p0 = (t / mpan) * kKC, kc = std::min(kKC, o.k - p0), r0 = (t % mpan) * kMR;
+        float* dst = buf + p0 * mpad + r0 * kc;
+        const int64_t rows = std::min<int64_t>(kMR, o.m - r0);
+        if (o.pack_a)
+          (*o.pack_a)(r0, rows, p0, kc, dst);
+        else
+          pack_a_block(o.ta, o.a, o.lda, o.m, r0, rows, p0, kc, o.alpha, dst);
+      }
+    });
+    shared.a_all = buf;
+  }
   // Split by rows, every task packs all of B for itself (unless B is pre-packed): one task per
-  // thread then, not several.
-  // A from a packer split by columns: every task builds all of A, so one task per thread too.
-  const int64_t per_thread = o.pack_a ? 1 : by_cols || o.pb ? 3 : 1;
+  // thread then, not several; likewise split by columns with A packed by every task.
+  const bool own_a = by_cols && o.pack_a && !shared.a_all;
+  const int64_t per_thread = by_cols ? (own_a ? 1 : 3) : (o.pb ? 3 : 1);
   const int64_t tasks = std::min<int64_t>(pans, threads * per_thread);
   pool->parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p0 = pans * t / tasks, p1 = pans * (t + 1) / tasks;
       if (p0 == p1) continue;
       if (by_cols)
-        gemm_region(o, 0, o.m, p0 * kNR, std::min(o.n, p1 * kNR));
+        gemm_region(shared, 0, o.m, p0 * kNR, std::min(o.n, p1 * kNR));
       else
-        gemm_region(o, p0 * kMR, std::min(o.m, p1 * kMR), 0, o.n);
+        gemm_region(shared, p0 * kMR, std::min(o.m, p1 * kMR), 0, o.n);
     }
   });
 }
