@@ -8,29 +8,45 @@
 namespace onyx {
 
 namespace {
-Shape attr_or(const Node& n, const char* name, size_t rank, int64_t dflt) {
-  std::vector<int64_t> v = n.attr_ints(name);
+Shape attr_or(const Node& n, const Shape& v, const char* name, size_t rank, int64_t dflt) {
   if (v.empty()) return Shape::filled(rank, dflt);
   if (v.size() != rank)
     fail(ErrorCode::kInvalidGraph, n.label(), ": attribute '", name, "' has ", v.size(), " values for ", rank, " spatial dims");
-  return Shape(v);
+  return v;
+}
+Shape attr_or(const Node& n, const char* name, size_t rank, int64_t dflt) {
+  return attr_or(n, Shape(n.attr_ints(name)), name, rank, dflt);
 }
 }  // namespace
 
+WindowAttrs WindowAttrs::of(const Node& node, bool is_pool) {
+  WindowAttrs a;
+  a.strides = Shape(node.attr_ints("strides"));
+  a.dilations = Shape(node.attr_ints("dilations"));
+  a.pads = Shape(node.attr_ints("pads"));
+  a.auto_pad = node.attr_string("auto_pad", "NOTSET");
+  a.ceil_mode = is_pool && node.attr_int("ceil_mode", 0) != 0;
+  return a;
+}
+
 WindowGeometry window_geometry(const Node& node, const Shape& in, const Shape& kernel, bool is_pool) {
+  return window_geometry(WindowAttrs::of(node, is_pool), node, in, kernel);
+}
+
+WindowGeometry window_geometry(const WindowAttrs& attrs, const Node& node, const Shape& in, const Shape& kernel) {
   const size_t r = in.size();
   WindowGeometry g;
   g.kernel = kernel;
   if (kernel.size() != r)
     fail(ErrorCode::kInvalidGraph, node.label(), ": kernel has ", kernel.size(), " spatial dims, input has ", r);
-  g.stride = attr_or(node, "strides", r, 1);
-  g.dilation = attr_or(node, "dilations", r, 1);
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  const bool ceil_mode = is_pool && node.attr_int("ceil_mode", 0) != 0;
+  g.stride = attr_or(node, attrs.strides, "strides", r, 1);
+  g.dilation = attr_or(node, attrs.dilations, "dilations", r, 1);
+  const std::string& auto_pad = attrs.auto_pad;
+  const bool ceil_mode = attrs.ceil_mode;
   g.pad_begin = Shape::filled(r, 0);
   g.pad_end = Shape::filled(r, 0);
   g.out = Shape::filled(r, 0);
-  std::vector<int64_t> pads = node.attr_ints("pads");
+  const Shape& pads = attrs.pads;
   if (auto_pad == "NOTSET" && !pads.empty()) {
     if (pads.size() != 2 * r)
       fail(ErrorCode::kInvalidGraph, node.label(), ": pads has ", pads.size(), " values for ", r, " spatial dims");

@@ -2,6 +2,8 @@
 // inference and by kernels so both agree on pads and output sizes.
 #pragma once
 
+#include <string>
+
 #include "ir/graph.hpp"
 #include "onyx/shape.hpp"
 
@@ -17,9 +19,19 @@ struct WindowGeometry {
   Shape out;        // output spatial size
 };
 
+/// A Conv / pooling node's window attributes, read once: a kernel keeps them, so that computing
+/// the geometry on each run looks nothing up and allocates nothing.
+struct WindowAttrs {
+  Shape strides, dilations, pads;  // as given (empty when absent)
+  std::string auto_pad = "NOTSET";
+  bool ceil_mode = false;          // pools only
+  static WindowAttrs of(const Node& node, bool is_pool);
+};
+
 /// Conv / pooling geometry from the node's attributes (auto_pad, pads, strides, dilations,
 /// ceil_mode for pools) and concrete input spatial dims. `kernel` comes from the weight shape
-/// (Conv) or the kernel_shape attribute (pools).
+/// (Conv) or the kernel_shape attribute (pools). `node` names the node in errors.
+WindowGeometry window_geometry(const WindowAttrs& attrs, const Node& node, const Shape& in_spatial, const Shape& kernel);
 WindowGeometry window_geometry(const Node& node, const Shape& in_spatial, const Shape& kernel, bool is_pool);
 
 /// ConvTranspose geometry: output size from output_shape, or from strides/pads/output_padding.

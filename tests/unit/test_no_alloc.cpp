@@ -48,3 +48,53 @@ TEST(NoAlloc, RunPathAfterWarmup) {
   EXPECT_EQ(allocations.load(), 0);
   EXPECT_EQ(b.outputs()[0].tensor().shape(), (Shape{8, 16}));
 }
+
+TEST(NoAlloc, ConvolutionsAfterWarmup) {
+  // The CPU EP's convolution paths (3x3 im2col, 1x1 and its transposed product over few pixels,
+  // depthwise, a residual FusedConvAdd), pooling and Gemm: no allocation per run either.
+  GraphSpec g;
+  auto w = [&](const char* name, Shape s) {
+    Tensor t(DType::kFloat, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+    g.initializers.emplace_back(name, std::move(t));
+  };
+  g.nodes.push_back({"Conv", {"x", "w1", "b1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}});
+  g.nodes.push_back({"Relu", {"c1"}, {"r1"}});
+  g.nodes.push_back({"Conv", {"r1", "w2"}, {"c2"}, {attr_ints("pads", {1, 1, 1, 1}), attr_int("group", 32)}});
+  g.nodes.push_back({"Conv", {"c2", "w3", "b3"}, {"c3"}});
+  g.nodes.push_back({"Add", {"c3", "r1"}, {"a3"}});
+  g.nodes.push_back({"Relu", {"a3"}, {"r3"}});
+  g.nodes.push_back({"MaxPool", {"r3"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})}});
+  g.nodes.push_back({"Conv", {"p", "w4"}, {"c4"}, {attr_ints("pads", {1, 1, 1, 1})}});
+  g.nodes.push_back({"GlobalAveragePool", {"c4"}, {"gp"}});
+  g.nodes.push_back({"Flatten", {"gp"}, {"f"}});
+  g.nodes.push_back({"Gemm", {"f", "w5", "b5"}, {"y"}, {attr_int("transB", 1)}});
+  g.inputs.push_back({"x", DType::kFloat, {1, 3, 28, 28}});
+  g.outputs.push_back({"y", DType::kFloat, {1, 10}});
+  w("w1", Shape{32, 3, 3, 3});
+  w("b1", Shape{32});
+  w("w2", Shape{32, 1, 3, 3});
+  w("w3", Shape{32, 32, 1, 1});
+  w("b3", Shape{32});
+  w("w4", Shape{160, 32, 3, 3});  // 7x7 output: the transposed product
+  w("w5", Shape{10, 160});
+  w("b5", Shape{10});
+  const std::string m = encode_model(g, 13);
+  for (int threads : {1, 2}) {
+    Session s = Session::builder().with_intra_threads(threads).commit_from_memory(m.data(), m.size());
+    size_t fused = 0;
+    for (const auto& p : s.placement().nodes) fused += p.op_type == "FusedConvAdd";
+    EXPECT_EQ(fused, 1u);
+    Tensor x(DType::kFloat, Shape{1, 3, 28, 28});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.001f * static_cast<float>(i % 101);
+    Binding b(s);
+    b.bind_input("x", x);
+    s.run(b);
+    s.run(b);
+    counting = true;
+    allocations = 0;
+    for (int i = 0; i < 10; ++i) s.run(b);
+    counting = false;
+    EXPECT_EQ(allocations.load(), 0) << threads << " threads";
+  }
+}

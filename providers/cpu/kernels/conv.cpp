@@ -271,7 +271,7 @@ void conv_direct(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t
 }  // namespace
 
 ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi, bool with_sum)
-    : node_(info.node), with_sum_(with_sum) {
+    : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), with_sum_(with_sum) {
   group_ = info.node.attr_int("group", 1);
   act_.act = act;
   act_.lo = lo;
@@ -319,7 +319,7 @@ void ConvKernel::compute(KernelContext& ctx) const {
   if (b && b->numel() != M) fail(ErrorCode::kInvalidArgument, "bias has ", b->numel(), " values for ", M, " output channels");
   const Shape in = spatial_of(x.shape());
   Shape kernel = spatial_of(w.shape());
-  const WindowGeometry g = window_geometry(node_, in, kernel, false);
+  const WindowGeometry g = window_geometry(attrs_, node_, in, kernel);
   const Tensor* z = with_sum_ ? &ctx.input(3) : nullptr;
   if (z && (z->dtype() != DType::kFloat || !(z->shape() == y.shape())))
     fail(ErrorCode::kInvalidArgument, node_.label(), ": the sum input is ", dtype_name(z->dtype()), z->shape().to_string(),

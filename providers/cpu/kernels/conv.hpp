@@ -19,6 +19,7 @@ class ConvKernel final : public Kernel {
 
  private:
   const Node& node_;
+  WindowAttrs attrs_;  // read once: no attribute lookups on the run path
   bool with_sum_ = false;
   int64_t group_ = 1;
   GemmEpilogue act_;

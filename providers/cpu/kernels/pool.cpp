@@ -131,6 +131,8 @@ struct PoolState {
   bool count_include_pad = false;
   int64_t storage_order = 0;
   float p = 2;
+  WindowAttrs attrs;  // read once (no attribute lookups per run)
+  Shape kernel_shape;
 };
 
 template <class T>
@@ -305,7 +307,7 @@ void pool_compute(const PoolState& st, KernelContext& ctx) {
     g.stride = g.dilation = Shape::filled(in.size(), 1);
     g.pad_begin = g.pad_end = Shape::filled(in.size(), 0);
   } else {
-    g = window_geometry(ctx.node(), in, Shape(ctx.node().attr_ints("kernel_shape")), true);
+    g = window_geometry(st.attrs, ctx.node(), in, st.kernel_shape);
   }
   const Geo3 g3 = to3(in, g);
   const int64_t planes = x.dim(0) * x.dim(1);
@@ -333,6 +335,8 @@ std::unique_ptr<Kernel> make_pool(const KernelCreateInfo& info) {
   st.storage_order = info.node.attr_int("storage_order", 0);
   st.p = static_cast<float>(info.node.attr_int("p", 2));
   if (info.node.opset < 2 && st.kind == PoolKind::kLp) st.p = info.node.attr_float("p", 2.0f);
+  st.attrs = WindowAttrs::of(info.node, true);
+  st.kernel_shape = Shape(info.node.attr_ints("kernel_shape"));
   return make_fn_kernel(st, pool_compute);
 }
 
