@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "fusion_graphs.hpp"
 #include "model_builder.hpp"
 
 namespace {
@@ -96,5 +97,27 @@ TEST(NoAlloc, ConvolutionsAfterWarmup) {
     for (int i = 0; i < 10; ++i) s.run(b);
     counting = false;
     EXPECT_EQ(allocations.load(), 0) << threads << " threads";
+  }
+}
+
+TEST(NoAlloc, TransformerPiecesAfterWarmup) {
+  // The fused attention and the Linear + GELU + Linear block, as the optimizer leaves them
+  // (onyx::Attention, onyx::FusedMatMul with GELU in its epilogue): no allocation per run.
+  for (int threads : {1, 2}) {
+    for (int which = 0; which < 2; ++which) {
+      const GraphSpec g = which == 0 ? attention_graph({Shape{4, 16, 8}, Shape{16, 4, 8}, Shape{4, 16, 8}, Shape{1, 1, 16}})
+                                     : gelu_mlp_graph(Shape{2, 16, 32}, 64, 32, 7);
+      const std::string m = encode_model(g, which == 0 ? 13 : 17);
+      Session s = Session::builder().with_intra_threads(threads).commit_from_memory(m.data(), m.size());
+      Binding b(s);
+      for (const auto& [name, v] : random_inputs(g, 3)) b.bind_input(name, v);
+      s.run(b);
+      s.run(b);
+      counting = true;
+      allocations = 0;
+      for (int i = 0; i < 10; ++i) s.run(b);
+      counting = false;
+      EXPECT_EQ(allocations.load(), 0) << (which == 0 ? "attention" : "mlp") << ", " << threads << " threads";
+    }
   }
 }
