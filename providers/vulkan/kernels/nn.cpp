@@ -40,7 +40,7 @@ bool check_spatial(const ClaimInfo& c, Decline* why) {
 class ConvKernel final : public VkKernel {
  public:
   ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
-      : VkKernel(info, std::move(d), 0), node_(info.node) {
+      : VkKernel(info, std::move(d), 0), node_(info.node), attrs_(WindowAttrs::of(info.node, false)) {
     group_ = info.node.attr_int("group", 1);
     const std::string act = info.node.attr_string("activation", "");
     if (act == "Relu") act_ = 1;
@@ -59,7 +59,7 @@ class ConvKernel final : public VkKernel {
     Tensor& y = ctx.output(0);
     check_size(label(), y.numel());
     check_size(label(), ctx.input(0).numel());
-    const WindowGeometry g = window_geometry(node_, spatial_of(xs), spatial_of(ws), false);
+    const WindowGeometry g = window_geometry(attrs_, node_, spatial_of(xs), spatial_of(ws));
     int64_t h, w, ho, wo;
     spatial_hw(xs, &h, &w);
     spatial_hw(y.shape(), &ho, &wo);
@@ -106,6 +106,7 @@ class ConvKernel final : public VkKernel {
 
  private:
   const Node& node_;
+  WindowAttrs attrs_;  // read once (no attribute lookups per run)
   int64_t group_ = 1;
   int act_ = 0;
   float lo_ = 0, hi_ = 0;
@@ -192,7 +193,7 @@ std::unique_ptr<Kernel> make_conv_transpose(const KernelCreateInfo& info, const 
 class PoolKernel final : public VkKernel {
  public:
   PoolKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
-      : VkKernel(info, std::move(d), 0), node_(info.node) {
+      : VkKernel(info, std::move(d), 0), node_(info.node), attrs_(WindowAttrs::of(info.node, true)) {
     const bool avg = info.node.op_type == "AveragePool";
     mode_ = !avg ? 0 : info.node.attr_int("count_include_pad", 0) ? 2 : 1;
     kernel_ = Shape(info.node.attr_ints("kernel_shape"));
@@ -201,7 +202,7 @@ class PoolKernel final : public VkKernel {
     const Shape& xs = ctx.input(0).shape();
     Tensor& y = ctx.output(0);
     check_size(label(), ctx.input(0).numel());
-    const WindowGeometry g = window_geometry(node_, spatial_of(xs), kernel_, true);
+    const WindowGeometry g = window_geometry(attrs_, node_, spatial_of(xs), kernel_);
     int64_t h, w, ho, wo;
     spatial_hw(xs, &h, &w);
     spatial_hw(y.shape(), &ho, &wo);
@@ -220,6 +221,7 @@ class PoolKernel final : public VkKernel {
 
  private:
   const Node& node_;
+  WindowAttrs attrs_;  // read once (no attribute lookups per run)
   int mode_ = 0;
   Shape kernel_;
 };
