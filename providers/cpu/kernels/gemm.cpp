@@ -174,7 +174,9 @@ inline void gelu_row(float* p, int64_t n) {
 template <int MR>
 void store_tile_transposed(vf (&acc)[MR][kNV], float* c, int64_t ldc, int64_t nr, bool accumulate,
                            const GemmEpilogue* ep, int64_t row0, int64_t col0) {
-  if constexpr (kVec == vmath::kLanes) {
+#if defined(__AVX512F__)
+  static_assert(kVec == vmath::kLanes);
+  {
     for (int v = 0; v < kNV; ++v) {
       const int64_t cols = std::clamp<int64_t>(nr - v * kVec, 0, kVec);
       if (cols == 0) break;
@@ -210,7 +212,9 @@ void store_tile_transposed(vf (&acc)[MR][kNV], float* c, int64_t ldc, int64_t nr
       vmath::transpose(t);
       for (int64_t j = 0; j < cols; ++j) vmath::store_n(cv + j * ldc, t[j], MR);
     }
-  } else {
+  }
+#else
+  {
     float tmp[MR][kNR];
     for (int i = 0; i < MR; ++i)
       for (int v = 0; v < kNV; ++v) storeu(tmp[i] + v * kVec, acc[i][v]);
@@ -227,6 +231,7 @@ void store_tile_transposed(vf (&acc)[MR][kNV], float* c, int64_t ldc, int64_t nr
         d = x;
       }
   }
+#endif
 }
 
 /// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block
