@@ -341,6 +341,17 @@ void ConvKernel::compute(KernelContext& ctx) const {
   float* py = y.data<float>();
   const int64_t Cg = C / group_, Mg = M / group_, kvol = kernel.numel(), Kg = Cg * kvol;
   const int64_t in_size = in.numel(), out_size = g.out.numel();
+  // The GEMM epilogue of image n, group grp: bias (per output channel: per row of Y, or per
+  // column of the transposed product), the sum input, the activation; null when there is none.
+  GemmEpilogue ep_storage;
+  auto epilogue = [&](int64_t n, int64_t grp, bool per_row) -> const GemmEpilogue* {
+    ep_storage = act_;
+    ep_storage.bias = pb ? pb + grp * Mg : nullptr;
+    ep_storage.bias_per_row = per_row;
+    ep_storage.sum = z ? z->data<float>() + (n * M + grp * Mg) * out_size : nullptr;
+    const bool any = ep_storage.bias || ep_storage.sum || ep_storage.act != GemmEpilogue::Act::kNone;
+    return any ? &ep_storage : nullptr;
+  };
   if (Cg == 1 && Mg == 1 && in.size() == 2) {
     // With a sum, the activation waits for it: one pass over the output after the convolution.
     GemmEpilogue act = z ? GemmEpilogue{} : act_;
@@ -384,13 +395,8 @@ void ConvKernel::compute(KernelContext& ctx) const {
         pack_a_cols(tmp, rows, kc, rows, dst);
       };
       const APacker packer(pack);
-      GemmEpilogue ep = act_;
-      ep.bias = pb;
-      ep.bias_per_row = false;
-      ep.sum = z ? z->data<float>() + n * M * out_size : nullptr;
-      const bool use_ep = ep.bias || ep.sum || ep.act != GemmEpilogue::Act::kNone;
       sgemm_a_packer_tc(packer, &packed_t_, out_size, M, Kg, py + n * M * out_size, out_size, &ctx.pool(),
-                        use_ep ? &ep : nullptr);
+                        epilogue(n, 0, false));
     }
     return;
   }
@@ -410,14 +416,9 @@ void ConvKernel::compute(KernelContext& ctx) const {
 #endif
         };
         const BPacker packer(pack);
-        GemmEpilogue ep = act_;
-        ep.bias = pb ? pb + grp * Mg : nullptr;
-        ep.bias_per_row = true;
-        ep.sum = z ? z->data<float>() + (n * M + grp * Mg) * out_size : nullptr;
-        const bool use_ep = ep.bias || ep.sum || ep.act != GemmEpilogue::Act::kNone;
         const PackedMatrix* pa = packed_.empty() ? nullptr : &packed_[grp];
         sgemm_b_packer(pa, pw + grp * Mg * Kg, Kg, packer, Mg, out_size, Kg, py + (n * M + grp * Mg) * out_size, out_size,
-                       &ctx.pool(), use_ep ? &ep : nullptr);
+                       &ctx.pool(), epilogue(n, grp, true));
       }
     return;
   }
@@ -430,22 +431,16 @@ void ConvKernel::compute(KernelContext& ctx) const {
         im2col_mapped(xg, Cg, in, g, col, ctx.pool(), [](float v) { return v; });  // 1-D and 3-D (2-D: the packer above)
         bmat = col;
       }
-      GemmEpilogue ep = act_;
-      ep.bias = pb ? pb + grp * Mg : nullptr;
-      ep.bias_per_row = true;
-      ep.sum = z ? z->data<float>() + (n * M + grp * Mg) * out_size : nullptr;
-      const bool use_ep = ep.bias || ep.sum || ep.act != GemmEpilogue::Act::kNone;
       float* yg = py + (n * M + grp * Mg) * out_size;
       if (has_packed_t_ && pointwise && gemm_prefers_transposed(Mg, out_size)) {
         // Y^T (pixels x M) = X^T W^T, stored transposed into Y; the bias is per column of Y^T.
-        ep.bias_per_row = false;
         sgemm_packed_tc(nullptr, true, bmat, out_size, &packed_t_, false, nullptr, 0, out_size, Mg, Kg, yg, out_size,
-                        &ctx.pool(), use_ep ? &ep : nullptr);
+                        &ctx.pool(), epilogue(n, grp, false));
         continue;
       }
       const PackedMatrix* pa = packed_.empty() ? nullptr : &packed_[grp];
       sgemm_packed(pa, false, pw + grp * Mg * Kg, Kg, nullptr, false, bmat, out_size, Mg, out_size, Kg, 0.0f, yg, out_size,
-                   &ctx.pool(), use_ep ? &ep : nullptr);
+                   &ctx.pool(), epilogue(n, grp, true));
     }
 }
 
