@@ -24,6 +24,20 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 using namespace onyx;
 using namespace onyx::test;
 
+namespace {
+/// Heap allocations in 10 runs of a warmed-up session (two runs first, so that every shape has
+/// been seen).
+long allocations_in_10_runs(Session& s, Binding& b) {
+  s.run(b);
+  s.run(b);
+  counting = true;
+  allocations = 0;
+  for (int i = 0; i < 10; ++i) s.run(b);
+  counting = false;
+  return allocations.load();
+}
+}  // namespace
+
 TEST(NoAlloc, RunPathAfterWarmup) {
   GraphSpec g;
   g.nodes.push_back({"Relu", {"x"}, {"a"}});
@@ -40,13 +54,7 @@ TEST(NoAlloc, RunPathAfterWarmup) {
   Tensor x(DType::kFloat, Shape{16, 8});
   Binding b(s);
   b.bind_input("x", x);
-  s.run(b);
-  s.run(b);
-  counting = true;
-  allocations = 0;
-  for (int i = 0; i < 10; ++i) s.run(b);
-  counting = false;
-  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(allocations_in_10_runs(s, b), 0);
   EXPECT_EQ(b.outputs()[0].tensor().shape(), (Shape{8, 16}));
 }
 
@@ -90,13 +98,7 @@ TEST(NoAlloc, ConvolutionsAfterWarmup) {
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.001f * static_cast<float>(i % 101);
     Binding b(s);
     b.bind_input("x", x);
-    s.run(b);
-    s.run(b);
-    counting = true;
-    allocations = 0;
-    for (int i = 0; i < 10; ++i) s.run(b);
-    counting = false;
-    EXPECT_EQ(allocations.load(), 0) << threads << " threads";
+    EXPECT_EQ(allocations_in_10_runs(s, b), 0) << threads << " threads";
   }
 }
 
@@ -111,13 +113,7 @@ TEST(NoAlloc, TransformerPiecesAfterWarmup) {
       Session s = Session::builder().with_intra_threads(threads).commit_from_memory(m.data(), m.size());
       Binding b(s);
       for (const auto& [name, v] : random_inputs(g, 3)) b.bind_input(name, v);
-      s.run(b);
-      s.run(b);
-      counting = true;
-      allocations = 0;
-      for (int i = 0; i < 10; ++i) s.run(b);
-      counting = false;
-      EXPECT_EQ(allocations.load(), 0) << (which == 0 ? "attention" : "mlp") << ", " << threads << " threads";
+      EXPECT_EQ(allocations_in_10_runs(s, b), 0) << (which == 0 ? "attention" : "mlp") << ", " << threads << " threads";
     }
   }
 }
