@@ -36,6 +36,20 @@ bool depthwise2d_blocked_fits(const WindowGeometry& g);
 void depthwise2d_blocked(const float* x, const float* w, const float* bias, float* y, int64_t images, int64_t channels,
                          const Shape& in, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool);
 
+/// dst[i] = src[i * stride], i < n; stride 2 (the common strided window) 16 at a time by a
+/// two-vector shuffle instead of one element at a time.
+void strided_copy(const float* src, int64_t stride, float* dst, int64_t n);
+
+/// Rows [k0, k0 + kc) x output positions [p0, p0 + cols) of the 2-D im2col matrix of one image
+/// and group (x: its channels' planes; in: H, W), in the GEMM's B panel layout: a BPacker's block,
+/// built in cache (im2col.cpp).
+void im2col_pack_b(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
+                   int64_t cols, float* dst);
+/// Output positions [r0, r0 + rows) x im2col rows [k0, k0 + kc): the im2col matrix transposed,
+/// in the A panel layout (an APacker's block, for the transposed product).
+void im2col_pack_a(const float* x, const Shape& in, const WindowGeometry& g, int64_t r0, int64_t rows, int64_t k0,
+                   int64_t kc, float* dst);
+
 /// Per-thread workspace for im2col (grows, never shrinks: no allocation per run).
 float* conv_scratch(size_t floats);
 
