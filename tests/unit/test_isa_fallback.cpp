@@ -11,9 +11,11 @@
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/vmath.hpp"
+#include "window_case.hpp"
 
 using namespace onyx;
 using namespace onyx::cpu;
+using namespace onyx::test;
 
 TEST(IsaFallback, BuiltWithoutAvx512) {
 #ifdef __AVX512F__
@@ -48,44 +50,36 @@ TEST(IsaFallback, DepthwiseMatchesTheDefinition) {
   // depthwise2d_blocked against the convolution written out, in double: channel tails, small
   // and banded planes, strides, dilations, asymmetric pads, Clip.
   struct Case {
-    int64_t n, c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    int64_t n;
+    WindowCase wc;
   };
-  const Case cases[] = {{2, 40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       {1, 17, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
-                        {1, 16, 120, 120, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, {1, 20, 25, 31, 3, 3, 1, 1, 3, 3, 0, 3, 2, 1},
-                        {1, 3, 9, 10, 2, 3, 2, 2, 1, 1, 0, 0, 0, 0}};
+  const Case cases[] = {{2, {40, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}},    {1, {17, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}},
+                        {1, {16, 120, 120, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}, {1, {20, 25, 31, 3, 3, 1, 1, 3, 3, 0, 3, 2, 1}},
+                        {1, {3, 9, 10, 2, 3, 2, 2, 1, 1, 0, 0, 0, 0}}};
   ThreadPool pool(2);
   uint32_t seed = 1;
-  for (const Case& c : cases) {
-    WindowGeometry g;
-    g.kernel = Shape{c.kh, c.kw};
-    g.stride = Shape{c.sh, c.sw};
-    g.dilation = Shape{c.dh, c.dw};
-    g.pad_begin = Shape{c.pt, c.pl};
-    g.pad_end = Shape{c.pb, c.pr};
-    const int64_t oh = (c.h + c.pt + c.pb - ((c.kh - 1) * c.dh + 1)) / c.sh + 1;
-    const int64_t ow = (c.w + c.pl + c.pr - ((c.kw - 1) * c.dw + 1)) / c.sw + 1;
-    g.out = Shape{oh, ow};
+  for (const Case& cs : cases) {
+    const WindowCase& c = cs.wc;
+    const WindowGeometry g = c.geometry();
+    const int64_t oh = g.out[0], ow = g.out[1], N = cs.n;
     std::mt19937 rng(seed++);
     std::uniform_real_distribution<float> d(-1, 1);
-    std::vector<float> x(c.n * c.c * c.h * c.w), w(c.c * c.kh * c.kw), b(c.c), y(c.n * c.c * oh * ow, NAN);
+    std::vector<float> x(N * c.c * c.h * c.w), w(c.c * c.kh * c.kw), b(c.c), y(N * c.c * oh * ow, NAN);
     for (auto* v : {&x, &w, &b})
       for (float& e : *v) e = d(rng);
     GemmEpilogue ep;
     ep.act = GemmEpilogue::Act::kClip;
     ep.lo = -0.5f;
     ep.hi = 0.7f;
-    depthwise2d_blocked(x.data(), w.data(), b.data(), y.data(), c.n, c.c, Shape{c.h, c.w}, g, ep, pool);
-    for (int64_t n = 0; n < c.n; ++n)
+    depthwise2d_blocked(x.data(), w.data(), b.data(), y.data(), N, c.c, Shape{c.h, c.w}, g, ep, pool);
+    for (int64_t n = 0; n < N; ++n)
       for (int64_t ch = 0; ch < c.c; ++ch)
         for (int64_t i = 0; i < oh; ++i)
           for (int64_t j = 0; j < ow; ++j) {
             double s = b[ch];
             for (int64_t ki = 0; ki < c.kh; ++ki)
-              for (int64_t kj = 0; kj < c.kw; ++kj) {
-                const int64_t ih = i * c.sh - c.pt + ki * c.dh, iw = j * c.sw - c.pl + kj * c.dw;
-                if (ih >= 0 && ih < c.h && iw >= 0 && iw < c.w)
-                  s += double(x[((n * c.c + ch) * c.h + ih) * c.w + iw]) * w[(ch * c.kh + ki) * c.kw + kj];
-              }
+              for (int64_t kj = 0; kj < c.kw; ++kj)
+                s += double(c.tap(x.data() + (n * c.c + ch) * c.h * c.w, i, j, ki, kj)) * w[(ch * c.kh + ki) * c.kw + kj];
             const double want = std::min(std::max(s, -0.5), 0.7);
             ASSERT_NEAR(y[((n * c.c + ch) * oh + i) * ow + j], want, 1e-5) << c.c << "x" << c.h << " at " << n << "," << ch << ","
                                                                           << i << "," << j;
