@@ -27,9 +27,7 @@ int fuse_activations(Graph& g, PassContext& ctx) {
     fused.outputs[0] = act->outputs[0];
     if (fused.name.empty()) fused.name = act->name;
     const Node* members[] = {&prod, act};
-    if (!ctx.may_fuse_group(members, fused)) continue;
-    commit_fusion(g, dead, i, members, std::move(fused), ctx);
-    ++changed;
+    if (commit_fusion(g, dead, i, members, std::move(fused), ctx)) ++changed;
   }
   if (changed) remove_nodes(g, dead);
   return changed;

@@ -120,9 +120,7 @@ int fuse_attention(Graph& g, PassContext& ctx) {
     a.type = AttrType::kFloat;
     a.f = scale;
     fused.attrs.push_back(a);
-    if (!ctx.may_fuse_group(std::span<const Node* const>(members), fused)) continue;
-    commit_fusion(g, dead, i, members, std::move(fused), ctx);
-    ++changed;
+    if (commit_fusion(g, dead, i, members, std::move(fused), ctx)) ++changed;
   }
   if (changed) remove_nodes(g, dead);
   return changed;

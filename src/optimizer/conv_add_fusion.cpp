@@ -39,11 +39,10 @@ int fuse_conv_add(Graph& g, PassContext& ctx) {
     fused.inputs = {conv.inputs[0], conv.inputs[1], conv.inputs.size() > 2 ? conv.inputs[2] : -1, z};
     fused.outputs = {out};
     set_activation(fused, act, params);
-    if (!ctx.may_fuse_group(std::span<const Node* const>(members), fused)) continue;
     // At the Add's place: the sum may come from a node after the convolution (ResNet's
     // downsampling branch), and the Add follows both.
-    commit_fusion(g, dead, static_cast<size_t>(add - g.nodes.data()), members, std::move(fused), ctx);
-    ++changed;
+    const size_t at = static_cast<size_t>(add - g.nodes.data());
+    if (commit_fusion(g, dead, at, members, std::move(fused), ctx)) ++changed;
   }
   if (changed) remove_nodes(g, dead);
   return changed;

@@ -87,8 +87,9 @@ void set_activation(Node& n, const std::string& kind, const std::vector<float>& 
   n.attrs.push_back(p);
 }
 
-void commit_fusion(Graph& g, std::vector<char>& dead, size_t at, std::span<const Node* const> members, Node fused,
+bool commit_fusion(Graph& g, std::vector<char>& dead, size_t at, std::span<const Node* const> members, Node fused,
                    PassContext& ctx) {
+  if (!ctx.may_fuse_group(members, fused)) return false;
   for (const Node* n : members) {
     const size_t k = static_cast<size_t>(n - g.nodes.data());
     if (k != at) dead[k] = 1;
@@ -96,6 +97,7 @@ void commit_fusion(Graph& g, std::vector<char>& dead, size_t at, std::span<const
   std::string what = fused.domain.empty() ? fused.op_type : fused.domain + "::" + fused.op_type;
   ctx.log.push_back("fused " + std::to_string(members.size()) + " nodes into " + what + " '" + fused.name + "'");
   g.nodes[at] = std::move(fused);
+  return true;
 }
 
 }  // namespace onyx

@@ -34,8 +34,9 @@ bool epilogue_activation(const Graph& g, const Node& act, std::string* kind, std
 Node onyx_node(std::string name, const char* op, std::vector<int> inputs, std::vector<int> outputs);
 /// Gives `n` the attributes activation (and activation_params when there are any).
 void set_activation(Node& n, const std::string& kind, const std::vector<float>& params);
-/// Puts `fused` in place of node `at` (one of `members`), marks the other members dead and logs.
-void commit_fusion(Graph& g, std::vector<char>& dead, size_t at, std::span<const Node* const> members, Node fused,
+/// When the session allows it (ctx.may_fuse_group), puts `fused` in place of node `at` (one of
+/// `members`), marks the other members dead, logs, and returns true; else changes nothing.
+bool commit_fusion(Graph& g, std::vector<char>& dead, size_t at, std::span<const Node* const> members, Node fused,
                    PassContext& ctx);
 
 }  // namespace onyx

@@ -89,9 +89,7 @@ int fuse_gelu(Graph& g, PassContext& ctx) {
     gelu.opset = 20;
     gelu.inputs = {x};
     gelu.outputs = outer.outputs;
-    if (!ctx.may_fuse_group(std::span<const Node* const>(members), gelu)) continue;
-    commit_fusion(g, dead, i, members, std::move(gelu), ctx);
-    ++changed;
+    if (commit_fusion(g, dead, i, members, std::move(gelu), ctx)) ++changed;
   }
   if (changed) remove_nodes(g, dead);
   return changed;

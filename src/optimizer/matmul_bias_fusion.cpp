@@ -54,9 +54,7 @@ int fuse_matmul_bias(Graph& g, PassContext& ctx) {
     }
     Node fused = onyx_node(mm.name, "FusedMatMul", {mm.inputs[0], mm.inputs[1], bias}, {out});
     set_activation(fused, act, params);
-    if (!ctx.may_fuse_group(std::span<const Node* const>(members), fused)) continue;
-    commit_fusion(g, dead, i, members, std::move(fused), ctx);
-    ++changed;
+    if (commit_fusion(g, dead, i, members, std::move(fused), ctx)) ++changed;
   }
   if (changed) remove_nodes(g, dead);
   return changed;
