@@ -326,6 +326,15 @@ struct Operands {
   const float* a_all = nullptr;     // all of A packed up front (pa's layout), shared by the tasks
 };
 
+/// Rows [r0, r0 + rows) x k-range [p0, p0 + kc) of an A that is not pre-packed, in panels at dst:
+/// from the caller's packer, or packed from the matrix.
+void pack_a_rows(const Operands& o, int64_t r0, int64_t rows, int64_t p0, int64_t kc, float* dst) {
+  if (o.pack_a)
+    (*o.pack_a)(r0, rows, p0, kc, dst);
+  else
+    pack_a_block(o.ta, o.a, o.lda, o.m, r0, rows, p0, kc, o.alpha, dst);
+}
+
 /// Computes C rows [m0, m1) x cols [n0, n1) (n0 multiple of NR, m0 multiple of MR).
 void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   thread_local Scratch sa, sb;
@@ -359,13 +368,9 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         const float* ablock;
         if (o.pa || o.a_all) {
           ablock = (o.pa ? o.pa->data() : o.a_all) + p0 * mpad + (i0 / kMR) * kMR * kc;
-        } else if (o.pack_a) {
-          float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
-          (*o.pack_a)(i0, mc, p0, kc, buf);
-          ablock = buf;
         } else {
           float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
-          pack_a_block(o.ta, o.a, o.lda, o.m, i0, mc, p0, kc, o.alpha, buf);
+          pack_a_rows(o, i0, mc, p0, kc, buf);
           ablock = buf;
         }
         // Row tiles outer, column panels inner: C is written MR rows at a time, each a long
@@ -426,11 +431,7 @@ void run(const Operands& o, ThreadPool* pool) {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t p0 = (t / mpan) * kKC, kc = std::min(kKC, o.k - p0), r0 = (t % mpan) * kMR;
         float* dst = buf + p0 * mpad + r0 * kc;
-        const int64_t rows = std::min<int64_t>(kMR, o.m - r0);
-        if (o.pack_a)
-          (*o.pack_a)(r0, rows, p0, kc, dst);
-        else
-          pack_a_block(o.ta, o.a, o.lda, o.m, r0, rows, p0, kc, o.alpha, dst);
+        pack_a_rows(o, r0, std::min<int64_t>(kMR, o.m - r0), p0, kc, dst);
       }
     });
     shared.a_all = buf;
