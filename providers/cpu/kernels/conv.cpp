@@ -406,7 +406,8 @@ using namespace types;
 class DeformConvKernel final : public Kernel {
  public:
   explicit DeformConvKernel(const KernelCreateInfo& info)
-      : node_(info.node), group_(info.node.attr_int("group", 1)), offset_group_(info.node.attr_int("offset_group", 1)) {
+      : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), group_(info.node.attr_int("group", 1)),
+        offset_group_(info.node.attr_int("offset_group", 1)) {
     if (group_ <= 0 || offset_group_ <= 0)
       fail(ErrorCode::kInvalidGraph, node_.label(), ": group and offset_group must be positive");
   }
@@ -440,7 +441,7 @@ class DeformConvKernel final : public Kernel {
            want_mask.to_string());
     if (b && b->numel() != M)
       fail(ErrorCode::kInvalidArgument, node_.label(), ": bias has ", b->numel(), " values for ", M, " output channels");
-    const WindowGeometry g = window_geometry(node_, Shape{H, W}, Shape{kH, kW}, false);
+    const WindowGeometry g = window_geometry(attrs_, node_, Shape{H, W}, Shape{kH, kW});
     if (g.out[0] != oH || g.out[1] != oW)
       fail(ErrorCode::kInvalidArgument, node_.label(), ": output ", y.shape().to_string(), " does not match the geometry");
     if (y.numel() == 0) return;
@@ -514,6 +515,7 @@ class DeformConvKernel final : public Kernel {
 
  private:
   const Node& node_;
+  WindowAttrs attrs_;
   int64_t group_, offset_group_;
 };
 

@@ -645,7 +645,7 @@ void im2col_q(const S* x, int32_t zp, int64_t channels, const Shape& in, const W
 class QConvKernel final : public Kernel {
  public:
   QConvKernel(const KernelCreateInfo& info, bool qlinear)
-      : node_(info.node), qlinear_(qlinear), group_(info.node.attr_int("group", 1)) {
+      : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), qlinear_(qlinear), group_(info.node.attr_int("group", 1)) {
     if (group_ <= 0) fail(ErrorCode::kInvalidGraph, info.node.label(), ": group must be positive");
     const std::vector<int64_t> ks = info.node.attr_ints("kernel_shape");
     has_kernel_shape_ = !ks.empty();
@@ -676,7 +676,7 @@ class QConvKernel final : public Kernel {
     if (has_kernel_shape_ && kernel_shape_ != kernel)
       fail(ErrorCode::kInvalidArgument, "kernel_shape ", kernel_shape_.to_string(), " does not match w (input ", wi, ") ",
            w.shape().to_string());
-    const WindowGeometry g = window_geometry(node_, in, kernel, false);
+    const WindowGeometry g = window_geometry(attrs_, node_, in, kernel);
     if (xz && xz->dtype() != x.dtype()) fail(ErrorCode::kInvalidArgument, "x_zero_point (input 2) must have x's type");
     if (wz && wz->dtype() != w.dtype())
       fail(ErrorCode::kInvalidArgument, "w_zero_point (input ", qlinear_ ? 5 : 3, ") must have w's type");
@@ -771,6 +771,7 @@ class QConvKernel final : public Kernel {
 
  private:
   const Node& node_;
+  WindowAttrs attrs_;  // read once (no attribute lookups per run)
   bool qlinear_;
   int64_t group_;
   bool has_kernel_shape_ = false;
