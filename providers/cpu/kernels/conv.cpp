@@ -151,7 +151,6 @@ ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, floa
     }
     if (pixels > 0 && gemm_prefers_transposed(M, pixels)) {
       packed_t_ = pack_b(true, kg, M, w->data<float>(), kg);
-      has_packed_t_ = true;
     } else if (!depthwise && M % group_ == 0) {
       for (int64_t g = 0; g < group_; ++g)
         packed_.push_back(pack_a(false, Mg, kg, w->data<float>() + g * Mg * kg, kg));
@@ -235,7 +234,7 @@ void ConvKernel::compute(KernelContext& ctx) const {
     x_plane = out_size;
     pointwise = true;
   }
-  if (!pointwise && in.size() == 2 && has_packed_t_ && group_ == 1 && gemm_prefers_transposed(M, out_size)) {
+  if (!pointwise && in.size() == 2 && packed_t_.data() && group_ == 1 && gemm_prefers_transposed(M, out_size)) {
     // Few output pixels: Y^T = im2col^T W^T, the im2col blocks packed as A (pixels as rows).
     for (int64_t n = 0; n < N; ++n) {
       const float* xn = px + n * C * in_size;
@@ -274,7 +273,7 @@ void ConvKernel::compute(KernelContext& ctx) const {
         bmat = col;
       }
       float* yg = py + (n * M + grp * Mg) * out_size;
-      if (has_packed_t_ && pointwise && gemm_prefers_transposed(Mg, out_size)) {
+      if (packed_t_.data() && pointwise && gemm_prefers_transposed(Mg, out_size)) {
         // Y^T (pixels x M) = X^T W^T, stored transposed into Y; the bias is per column of Y^T.
         sgemm_packed_tc(nullptr, true, bmat, out_size, &packed_t_, false, nullptr, 0, out_size, Mg, Kg, yg, out_size,
                         &ctx.pool(), epilogue(n, grp, false));

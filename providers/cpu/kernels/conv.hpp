@@ -24,8 +24,7 @@ class ConvKernel final : public Kernel {
   int64_t group_ = 1;
   GemmEpilogue act_;
   std::vector<PackedMatrix> packed_;  // per group, when the weights are constant float32
-  PackedMatrix packed_t_;             // W^T as a B operand, for a 1x1 kernel computed transposed
-  bool has_packed_t_ = false;
+  PackedMatrix packed_t_;             // W^T as a B operand (empty unless packed): the transposed product
 };
 
 /// Depthwise 2-D convolution (one filter per channel, channel multiplier 1) of `images` NCHW
