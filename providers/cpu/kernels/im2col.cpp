@@ -30,6 +30,7 @@ void strided_copy(const float* src, int64_t stride, float* dst, int64_t n) {
 
 namespace {
 
+#ifndef __AVX512F__
 /// Rows [k0, k0 + kc) x output positions [p0, p0 + cols) of the 2-D im2col matrix of one image
 /// and group, row-major (row stride cols): the block of B the GEMM packs next, built in cache.
 void im2col_block_2d(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
@@ -64,6 +65,7 @@ void im2col_block_2d(const float* x, const Shape& in, const WindowGeometry& g, i
     }
   }
 }
+#endif
 
 #ifdef __AVX512F__
 /// n (<= 32) floats src[0], src[stride], ... to dst (unit and 2 strides by masked vector loads
@@ -94,15 +96,18 @@ inline void copy_run(const float* src, int64_t stride, int64_t n, float* dst) {
   for (int64_t t = 0; t < n; ++t) dst[t] = src[t * stride];
 }
 
-/// What im2col_block_2d and pack_b_rows make together, written straight into the B panels (32
-/// columns each, no row-major copy in between). A panel's 32 output positions fall into runs
-/// within output rows, and each row of the panel copies each run's taps from one input row. The
-/// rows go in strips of 16: a strip's rows of every panel in turn (each panel gets 16 rows of
-/// contiguous memory; the input rows a strip reads stay in L1).
+/// The im2col block rows [k0, k0 + kc) x output positions [p0, p0 + cols), written straight into
+/// the GEMM's panels of P positions each (no row-major copy in between): as B (P = kPanelCols:
+/// im2col_block_2d then pack_b_rows) or, its transpose, as A (P = kPanelRows: pixels as rows) —
+/// both layouts put element (k, position p0 + P q + lane) at dst[q * P * kc + k * P + lane]. A
+/// panel's P output positions fall into runs within output rows, and each row of the panel copies
+/// each run's taps from one input row. The rows go in strips of 16: a strip's rows of every panel
+/// in turn (each panel gets 16 rows of contiguous memory; the input rows a strip reads stay in L1).
+template <int64_t P>
 void im2col_block_panels(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
                          int64_t cols, float* dst) {
-  static_assert(kPanelCols == 32);
-  constexpr int64_t P = 32, kStrip = 16;
+  static_assert(P <= 32, "copy_run copies at most 32 floats");
+  constexpr int64_t kStrip = 16;
   const int64_t H = in[0], W = in[1], KW = g.kernel[1], OW = g.out[1], kvol = g.kernel[0] * KW;
   const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
   struct Run {
@@ -143,8 +148,8 @@ void im2col_block_panels(const float* x, const Shape& in, const WindowGeometry& 
       for (int64_t kk = 0; kk < kn; ++kk) {
         const float* xc = x + plane[kk];
         float* d = panel + (ks + kk) * P;
-        _mm512_storeu_ps(d, zero);
-        _mm512_storeu_ps(d + 16, zero);
+        for (int64_t o = 0; o < P; o += 16)
+          _mm512_mask_storeu_ps(d + o, static_cast<__mmask16>((1u << std::min<int64_t>(16, P - o)) - 1u), zero);
         for (const Run* run = rb; run != re; ++run) {
           const int64_t ih = run->ih0 + tap_h[kk];
           if (ih < 0 || ih >= H) continue;
@@ -165,7 +170,8 @@ void im2col_block_panels(const float* x, const Shape& in, const WindowGeometry& 
 void im2col_pack_b(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
                    int64_t cols, float* dst) {
 #ifdef __AVX512F__
-  im2col_block_panels(x, in, g, k0, kc, p0, cols, dst);
+  static_assert(kPanelCols == 32);
+  im2col_block_panels<kPanelCols>(x, in, g, k0, kc, p0, cols, dst);
 #else
   float* tmp = reinterpret_cast<float*>(thread_workspace(Workspace::kIm2col, static_cast<size_t>(kc * cols) * sizeof(float)));
   im2col_block_2d(x, in, g, k0, kc, p0, cols, tmp);
@@ -175,10 +181,14 @@ void im2col_pack_b(const float* x, const Shape& in, const WindowGeometry& g, int
 
 void im2col_pack_a(const float* x, const Shape& in, const WindowGeometry& g, int64_t r0, int64_t rows, int64_t k0,
                    int64_t kc, float* dst) {
+#ifdef __AVX512F__
+  im2col_block_panels<kPanelRows>(x, in, g, k0, kc, r0, rows, dst);
+#else
   // The block of im2col (kc x rows, built row by row as for B), then its columns as A panels.
   float* tmp = reinterpret_cast<float*>(thread_workspace(Workspace::kIm2col, static_cast<size_t>(kc * rows) * sizeof(float)));
   im2col_block_2d(x, in, g, k0, kc, r0, rows, tmp);
   pack_a_cols(tmp, rows, kc, rows, dst);
+#endif
 }
 
 }  // namespace onyx::cpu
