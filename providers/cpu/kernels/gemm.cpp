@@ -234,6 +234,20 @@ void store_tile_transposed(vf (&acc)[MR][kNV], float* c, int64_t ldc, int64_t nr
 #endif
 }
 
+/// Asks for the cache lines of the C tile (and of the sum's tile) the micro-kernel will read and
+/// write once its k-loop is done, so that they arrive during it: C's rows are written as a dozen
+/// (or, stored transposed, 32) streams at once, more than the hardware prefetchers follow.
+template <int MR, bool TC>
+inline void prefetch_tile(const float* c, int64_t ldc, int64_t nr, const float* sum) {
+  const int rows = TC ? static_cast<int>(nr) : MR;
+  const int64_t bytes = (TC ? MR : nr) * static_cast<int64_t>(sizeof(float));
+  for (int i = 0; i < rows; ++i)
+    for (int64_t b = 0; b < bytes; b += 64) {
+      __builtin_prefetch(reinterpret_cast<const char*>(c + i * ldc) + b, 1);
+      if (sum) __builtin_prefetch(reinterpret_cast<const char*>(sum + i * ldc) + b, 0);
+    }
+}
+
 /// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block
 /// (C transposed when TC: see store_tile_transposed).
 template <int MR, bool TC>
@@ -242,6 +256,7 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
   vf acc[MR][kNV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < kNV; ++v) acc[i][v] = vf{};
+  prefetch_tile<MR, TC>(c, ldc, nr, ep && ep->sum ? ep->sum + (TC ? col0 * ldc + row0 : row0 * ldc + col0) : nullptr);
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const vf b0 = loadu(b + k * kNR);
