@@ -213,3 +213,82 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
     for (size_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0][i], out[1][i], 2e-4) << c.what << " at " << i;
   }
 }
+
+TEST(CpuConv, ShiftedGemmMatchesTheReferenceLoop) {
+  // Stride-1 convolutions computed as an implicit GEMM over the zero-padded input (the columns
+  // past each output row computed and dropped): the bias and activation in the GEMM, or, with a
+  // residual sum (Conv -> Add -> Relu, fused into onyx::FusedConvAdd), after it.
+  struct Case {
+    const char* what;
+    Shape x, w;
+    std::vector<AttrSpec> attrs;
+    bool sum;
+    const char* act;
+  };
+  const Case cases[] = {
+      {"3x3 pad 1 on 56x56, 64 -> 40, Relu", Shape{1, 64, 56, 56}, Shape{40, 64, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}, false, "Relu"},
+      {"3x3 pad 1 on 28x30, sum then Relu, two images", Shape{2, 16, 28, 30}, Shape{24, 16, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}, true,
+       "Relu"},
+      {"3x3 no pads, sum, no activation", Shape{1, 8, 20, 35}, Shape{12, 8, 3, 3}, {}, true, nullptr},
+      {"5x5 dilation 2, asymmetric pads 3 1 0 4, Clip", Shape{1, 6, 25, 80}, Shape{13, 6, 5, 5},
+       {attr_ints("dilations", {2, 2}), attr_ints("pads", {3, 1, 0, 4})}, false, "Clip"},
+      {"3x1 kernel pads 1 0 1 0 (no dropped columns)", Shape{1, 9, 17, 19}, Shape{30, 9, 3, 1}, {attr_ints("pads", {1, 0, 1, 0})}, false,
+       nullptr},
+      {"3x3 pad 1 on 128x128, 4 -> 64, sum: three bands of rows (63, 63, 2)", Shape{1, 4, 128, 128}, Shape{64, 4, 3, 3},
+       {attr_ints("pads", {1, 1, 1, 1})}, true, "Relu"},
+      {"grouped 3x3 (2 groups of 10 -> 7), pad 1 on 33x40", Shape{1, 20, 33, 40}, Shape{14, 10, 3, 3},
+       {attr_int("group", 2), attr_ints("pads", {1, 1, 1, 1})}, false, "Relu"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::vector<double>> out;
+    for (DType dt : {DType::kFloat, DType::kDouble}) {
+      const bool f = dt == DType::kFloat;
+      GraphSpec g;
+      const std::string conv_out = c.sum || c.act ? "c" : "y";
+      g.nodes.push_back({"Conv", {"x", "w", "b"}, {conv_out}, c.attrs, "conv"});
+      std::string last = conv_out;
+      if (c.sum) {
+        g.nodes.push_back({"Add", {last, "r"}, {c.act ? "s" : "y"}, {}, "add"});
+        last = "s";
+      }
+      if (c.act && std::string(c.act) == "Relu") g.nodes.push_back({"Relu", {last}, {"y"}, {}, "act"});
+      if (c.act && std::string(c.act) == "Clip") g.nodes.push_back({"Clip", {last, "lo", "hi"}, {"y"}, {}, "act"});
+      g.inputs.push_back({"x", dt, std::vector<int64_t>(c.x.begin(), c.x.end())});
+      g.outputs.push_back({"y", dt, {}, {}, true});
+      g.initializers.emplace_back("w", f ? filled<float>(dt, c.w, 2) : filled<double>(dt, c.w, 2));
+      g.initializers.emplace_back("b", f ? filled<float>(dt, Shape{c.w[0]}, 3) : filled<double>(dt, Shape{c.w[0]}, 3));
+      Tensor lo(dt, Shape{}), hi(dt, Shape{});
+      if (f) {
+        lo.data<float>()[0] = -0.5f;
+        hi.data<float>()[0] = 1.5f;
+      } else {
+        lo.data<double>()[0] = -0.5;
+        hi.data<double>()[0] = 1.5;
+      }
+      g.initializers.emplace_back("lo", lo);
+      g.initializers.emplace_back("hi", hi);
+      const Tensor x = f ? filled<float>(dt, c.x, 1) : filled<double>(dt, c.x, 1);
+      std::vector<std::pair<std::string, Value>> feeds{{"x", Value(x)}};
+      if (c.sum) {
+        // The residual has the convolution's output shape (a plain Conv run gives it).
+        GraphSpec shape_only;
+        shape_only.nodes.push_back({"Conv", {"x", "w", "b"}, {"y"}, c.attrs, "conv"});
+        shape_only.inputs = g.inputs;
+        shape_only.outputs.push_back({"y", dt, {}, {}, true});
+        shape_only.initializers = {g.initializers[0], g.initializers[1]};
+        const std::string sm = encode_model(shape_only, 13);
+        const Shape y_shape = Session::builder().commit_from_memory(sm.data(), sm.size()).run({{"x", Value(x)}})[0].tensor().shape();
+        g.inputs.push_back({"r", dt, std::vector<int64_t>(y_shape.begin(), y_shape.end())});
+        feeds.emplace_back("r", Value(f ? filled<float>(dt, y_shape, 4) : filled<double>(dt, y_shape, 4)));
+      }
+      const std::string m = encode_model(g, 13);
+      Session s = Session::builder().with_intra_threads(2).commit_from_memory(m.data(), m.size());
+      const Tensor y = s.run(feeds)[0].tensor();
+      std::vector<double> r(static_cast<size_t>(y.numel()));
+      for (int64_t i = 0; i < y.numel(); ++i) r[i] = f ? y.data<float>()[i] : y.data<double>()[i];
+      out.push_back(std::move(r));
+    }
+    ASSERT_EQ(out[0].size(), out[1].size()) << c.what;
+    for (size_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0][i], out[1][i], 2e-4) << c.what << " at " << i;
+  }
+}

@@ -146,3 +146,38 @@ TEST(Gemm, PackedOperandsAndEpilogue) {
   sgemm_packed(&pa, false, nullptr, 0, &pb, false, nullptr, 0, m, n, k, 0.0f, c.data(), n, &pool, nullptr);
   for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], want[i], 1e-4);
 }
+
+TEST(Gemm, ShiftedViewOfB) {
+  // B as a shifted view of one buffer (element (k, j) at b[koff[k] + j]): offsets out of order
+  // and overlapping, K over several blocks, n not a multiple of the panel width, with the
+  // epilogue (bias per row, Relu), one thread and two.
+  ThreadPool pool(2);
+  const int64_t sizes[][2] = {{13, 37}, {40, 300}, {5, 600}};
+  for (auto& s : sizes) {
+    const int64_t m = s[0], k = s[1];
+    for (int64_t n : {int64_t{1}, int64_t{45}, int64_t{200}}) {
+      const std::vector<float> a = random_vec(static_cast<size_t>(m * k), 3);
+      std::vector<int64_t> koff(static_cast<size_t>(k));
+      for (int64_t p = 0; p < k; ++p) koff[p] = (p * 37) % 251;
+      // Readable up to every offset plus n rounded up to a panel.
+      const std::vector<float> base = random_vec(static_cast<size_t>(251 + n + kPanelCols), 4);
+      std::vector<float> bmat(static_cast<size_t>(k * n)), bias = random_vec(static_cast<size_t>(m), 5);
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) bmat[p * n + j] = base[koff[p] + j];
+      std::vector<float> want(static_cast<size_t>(m * n));
+      reference(false, false, m, n, k, 1.0f, a.data(), k, bmat.data(), n, 0.0f, want.data(), n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) want[i * n + j] = std::max(0.0f, want[i * n + j] + bias[i]);
+      const PackedMatrix pa = pack_a(false, m, k, a.data(), k);
+      GemmEpilogue ep;
+      ep.bias = bias.data();
+      ep.bias_per_row = true;
+      ep.act = GemmEpilogue::Act::kRelu;
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> c(static_cast<size_t>(m * n), NAN);
+        sgemm_b_shifted(&pa, base.data(), koff.data(), m, n, k, c.data(), n, p, &ep);
+        for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], want[i], 1e-4) << m << "x" << n << "x" << k << " at " << i;
+      }
+    }
+  }
+}

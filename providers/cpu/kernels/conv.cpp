@@ -78,6 +78,83 @@ void add_and_activate(float* y, const float* z, int64_t n, const GemmEpilogue& e
   if (i < n) store_n(y + i, f(load_n(y + i, n - i) + load_n(z + i, n - i)), n - i);
 }
 
+/// Whether a 2-D convolution is computed as an implicit GEMM over its zero-padded input (see
+/// conv2d_shifted): stride 1, and the columns it computes and drops (KW - 1 taps' worth per
+/// padded row) at most an eighth of those it keeps.
+bool shifted_gemm_fits(const WindowGeometry& g) {
+  if (g.out.size() != 2 || g.stride[0] != 1 || g.stride[1] != 1) return false;
+  const int64_t extra = (g.kernel[1] - 1) * g.dilation[1];
+  return g.out[1] > 0 && extra * 8 <= g.out[1] + extra;
+}
+
+/// A stride-1 2-D convolution of one image and group as an implicit GEMM: the input is copied once
+/// into zero-padded planes of Hp x Wp, and then tap (c, ki, kj) of output position (oh, ow) is
+/// element c Hp Wp + ki dh Wp + kj dw of the planes past position oh Wp + ow, so the im2col matrix,
+/// with positions numbered along the padded rows, is a shifted view of the planes (B of
+/// sgemm_b_shifted, no im2col copy). The columns at ow >= OW are computed into the padded result
+/// and dropped when it is copied into Y (with the sum input and the activation, when there is a sum).
+void conv2d_shifted(const PackedMatrix& wa, const float* x, int64_t channels, const Shape& in, const WindowGeometry& g,
+                    float* y, int64_t m, const GemmEpilogue* ep, ThreadPool& pool) {
+  const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], dh = g.dilation[0], dw = g.dilation[1];
+  const int64_t OH = g.out[0], OW = g.out[1], pt = g.pad_begin[0], pl = g.pad_begin[1];
+  const int64_t Hp = OH + (KH - 1) * dh, Wp = OW + (KW - 1) * dw, plane = Hp * Wp;
+  const int64_t k = channels * KH * KW;
+  // Bands of output rows, so that the padded result (m x band positions) stays within 2 MiB.
+  const int64_t band = std::clamp<int64_t>((int64_t{1} << 19) / std::max<int64_t>(1, m * Wp), 1, OH);
+  const int64_t cols = (band - 1) * Wp + OW;  // positions of a band
+  Carver sizes;
+  sizes.take<int64_t>(k);
+  // Reads reach one panel (kPanelCols floats) past the last plane: see sgemm_b_shifted.
+  sizes.take<float>(channels * plane + kPanelCols);
+  sizes.take<float>(m * cols);
+  Carver carve{thread_workspace(Workspace::kConv, sizes.off)};
+  int64_t* koff = carve.take<int64_t>(k);
+  float* xp = carve.take<float>(channels * plane + kPanelCols);
+  float* cp = carve.take<float>(m * cols);
+  for (int64_t c = 0, t = 0; c < channels; ++c)
+    for (int64_t ki = 0; ki < KH; ++ki)
+      for (int64_t kj = 0; kj < KW; ++kj) koff[t++] = c * plane + ki * dh * Wp + kj * dw;
+  parallel_range(pool, channels, plane, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      float* d = xp + c * plane;
+      const float* s = x + c * H * W;
+      for (int64_t r = 0; r < Hp; ++r, d += Wp) {
+        const int64_t ih = r - pt;
+        if (ih < 0 || ih >= H) {
+          std::fill(d, d + Wp, 0.0f);
+          continue;
+        }
+        // Columns [pl, pl + W) of the row hold the input; pads past the plane's width are clipped.
+        const int64_t lo = std::min(pl, Wp), hi = std::clamp<int64_t>(pl + W, lo, Wp);
+        std::fill(d, d + lo, 0.0f);
+        std::copy(s + ih * W + (lo - pl), s + ih * W + (hi - pl), d + lo);
+        std::fill(d + hi, d + Wp, 0.0f);
+      }
+    }
+  });
+  std::fill(xp + channels * plane, xp + channels * plane + kPanelCols, 0.0f);
+  // The GEMM applies the bias and the activation, unless a sum has to come before the activation.
+  GemmEpilogue gep;
+  if (ep) {
+    gep = *ep;
+    gep.sum = nullptr;
+    if (ep->sum) gep.act = GemmEpilogue::Act::kNone;
+  }
+  const bool any = ep && (gep.bias || gep.act != GemmEpilogue::Act::kNone);
+  for (int64_t oh0 = 0; oh0 < OH; oh0 += band) {
+    const int64_t rows = std::min(band, OH - oh0), n = (rows - 1) * Wp + OW;
+    sgemm_b_shifted(&wa, xp + oh0 * Wp, koff, m, n, k, cp, n, &pool, any ? &gep : nullptr);
+    parallel_range(pool, m * rows, OW, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i = r / rows, oh = r % rows;
+        const int64_t at = i * OH * OW + (oh0 + oh) * OW;
+        std::copy(cp + i * n + oh * Wp, cp + i * n + oh * Wp + OW, y + at);
+        if (ep && ep->sum) add_and_activate(y + at, ep->sum + at, OW, *ep);
+      }
+    });
+  }
+}
+
 /// Reference direct convolution for every type (N-D, groups).
 template <class T>
 void conv_direct(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t C, int64_t M, int64_t group,
@@ -245,6 +322,13 @@ void ConvKernel::compute(KernelContext& ctx) const {
       sgemm_a_packer_tc(packer, &packed_t_, out_size, M, Kg, py + n * M * out_size, out_size, &ctx.pool(),
                         epilogue(n, 0, false));
     }
+    return;
+  }
+  if (!pointwise && !packed_.empty() && shifted_gemm_fits(g)) {
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t grp = 0; grp < group_; ++grp)
+        conv2d_shifted(packed_[grp], px + (n * C + grp * Cg) * in_size, Cg, in, g, py + (n * M + grp * Mg) * out_size, Mg,
+                       epilogue(n, grp, true), ctx.pool());
     return;
   }
   if (!pointwise && in.size() == 2) {

@@ -250,17 +250,21 @@ inline void prefetch_tile(const float* c, int64_t ldc, int64_t nr, const float* 
 
 /// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block
 /// (C transposed when TC: see store_tile_transposed).
-template <int MR, bool TC>
-void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
-                  int64_t nr, bool accumulate, const GemmEpilogue* ep, int64_t row0, int64_t col0) {
+/// With SHIFT, B is not a packed panel but a shifted view (see sgemm_b_shifted): row k of the
+/// panel is the kNR floats at b + koff[k].
+template <int MR, bool TC, bool SHIFT = false>
+void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b, const int64_t* __restrict koff,
+                  float* __restrict c, int64_t ldc, int64_t nr, bool accumulate, const GemmEpilogue* ep, int64_t row0,
+                  int64_t col0) {
   vf acc[MR][kNV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < kNV; ++v) acc[i][v] = vf{};
   prefetch_tile<MR, TC>(c, ldc, nr, ep && ep->sum ? ep->sum + (TC ? col0 * ldc + row0 : row0 * ldc + col0) : nullptr);
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
-    const vf b0 = loadu(b + k * kNR);
-    const vf b1 = loadu(b + k * kNR + kVec);
+    const float* bk = SHIFT ? b + koff[k] : b + k * kNR;
+    const vf b0 = loadu(bk);
+    const vf b1 = loadu(bk + kVec);
     const float* ak = a + k * kMR;
     for (int i = 0; i < MR; ++i) {
       const float ai = ak[i];
@@ -308,15 +312,16 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
   }
 }
 
-using MicroFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, const GemmEpilogue*, int64_t,
-                         int64_t);
+using MicroFn = void (*)(int64_t, const float*, const float*, const int64_t*, float*, int64_t, int64_t, bool,
+                         const GemmEpilogue*, int64_t, int64_t);
 
-template <bool TC, int... I>
+template <bool TC, bool SHIFT, int... I>
 constexpr auto make_table(std::integer_sequence<int, I...>) {
-  return std::array<MicroFn, sizeof...(I)>{&micro_kernel<I + 1, TC>...};
+  return std::array<MicroFn, sizeof...(I)>{&micro_kernel<I + 1, TC, SHIFT>...};
 }
-constexpr auto kMicro = make_table<false>(std::make_integer_sequence<int, kMR>{});
-constexpr auto kMicroT = make_table<true>(std::make_integer_sequence<int, kMR>{});
+constexpr auto kMicro = make_table<false, false>(std::make_integer_sequence<int, kMR>{});
+constexpr auto kMicroT = make_table<true, false>(std::make_integer_sequence<int, kMR>{});
+constexpr auto kMicroShifted = make_table<false, true>(std::make_integer_sequence<int, kMR>{});
 
 // ---- driver ----
 
@@ -339,6 +344,7 @@ struct Operands {
   const APacker* pack_a = nullptr;  // A block by block (instead of pa / a)
   bool c_trans = false;             // C stored transposed: element (i, j) at c[j * ldc + i]
   const float* a_all = nullptr;     // all of A packed up front (pa's layout), shared by the tasks
+  const int64_t* b_koff = nullptr;  // B is a shifted view: element (k, j) at b[b_koff[k] + j]
 };
 
 /// Rows [r0, r0 + rows) x k-range [p0, p0 + kc) of an A that is not pre-packed, in panels at dst:
@@ -360,14 +366,16 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   // A pre-packed B needs no packing, so it is not blocked (A would be packed once per block).
   // With a short K the block is wider (up to 8x, the same floats): longer runs of C per row.
   const int64_t widen = std::clamp<int64_t>(kKC / std::max<int64_t>(1, std::min(kKC, o.k)), 1, 8);
-  const int64_t block = o.pb ? n1 - n0 : kNC * widen;
+  const int64_t block = o.pb || o.b_koff ? n1 - n0 : kNC * widen;
   for (int64_t jc = n0; jc < n1; jc += block) {
     const int64_t nc = std::min(block, n1 - jc);
     for (int64_t p0 = 0; p0 < o.k; p0 += kKC) {
       const int64_t kc = std::min(kKC, o.k - p0);
       const bool first = p0 == 0, last = p0 + kc >= o.k;
       const float* bblock;
-      if (o.pb) {
+      if (o.b_koff) {
+        bblock = o.b + jc;  // panels are not packed: panel q starts kNR q columns on
+      } else if (o.pb) {
         bblock = o.pb->data() + p0 * npad + (jc / kNR) * kNR * kc;
       } else if (o.pack_b) {
         float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc));
@@ -391,15 +399,16 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         // Row tiles outer, column panels inner: C is written MR rows at a time, each a long
         // sequential run (the other order writes all mc rows 32 columns at a time, mc streams
         // at once, which the prefetchers do not follow: twice the time when C is not cached).
-        const auto& micro = o.c_trans ? kMicroT : kMicro;
+        const auto& micro = o.b_koff ? kMicroShifted : o.c_trans ? kMicroT : kMicro;
+        const int64_t* koff = o.b_koff ? o.b_koff + p0 : nullptr;
         for (int64_t i = i0; i < i0 + mc; i += kMR) {
           const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
           const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
           for (int64_t j = jc; j < jc + nc; j += kNR) {
             const int64_t nr = std::min<int64_t>(kNR, jc + nc - j);
-            const float* bp = bblock + ((j - jc) / kNR) * kNR * kc;
+            const float* bp = o.b_koff ? bblock + (j - jc) : bblock + ((j - jc) / kNR) * kNR * kc;
             float* ct = o.c_trans ? o.c + j * o.ldc + i : o.c + i * o.ldc + j;
-            micro[mr - 1](kc, ap, bp, ct, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
+            micro[mr - 1](kc, ap, bp, koff, ct, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
           }
         }
       }
@@ -454,7 +463,7 @@ void run(const Operands& o, ThreadPool* pool) {
   // Split by rows, every task packs all of B for itself (unless B is pre-packed): one task per
   // thread then, not several; likewise split by columns with A packed by every task.
   const bool own_a = by_cols && o.pack_a && !shared.a_all;
-  const int64_t per_thread = by_cols ? (own_a ? 1 : 3) : (o.pb ? 3 : 1);
+  const int64_t per_thread = by_cols ? (own_a ? 1 : 3) : (o.pb || o.b_koff ? 3 : 1);
   const int64_t tasks = std::min<int64_t>(pans, threads * per_thread);
   pool->parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
@@ -578,6 +587,14 @@ void sgemm_a_packer_tc(const APacker& pack_a, const PackedMatrix* pb, int64_t m,
   Operands o{nullptr, false, nullptr, 0, 1.0f, pb, false, nullptr, 0, m, n, k, c, ldc, epilogue, false};
   o.pack_a = &pack_a;
   o.c_trans = true;
+  run(o, pool);
+}
+
+void sgemm_b_shifted(const PackedMatrix* pa, const float* b, const int64_t* koff, int64_t m, int64_t n, int64_t k, float* c,
+                     int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (!pa || pa->rows() != m || pa->cols() != k) fail(ErrorCode::kRuntime, "packed A has the wrong shape");
+  Operands o{pa, false, nullptr, 0, 1.0f, nullptr, false, b, 0, m, n, k, c, ldc, epilogue, false};
+  o.b_koff = koff;
   run(o, pool);
 }
 

@@ -110,6 +110,14 @@ void pack_b_rows(const float* b, int64_t ld, int64_t kc, int64_t cols, float* ds
 /// of A, into the panel layout an APacker writes.
 void pack_a_cols(const float* b, int64_t ld, int64_t kc, int64_t rows, float* dst);
 
+/// C[m,n] = A * B + epilogue with A pre-packed and B a shifted view of one buffer: element (k, j)
+/// of B is b[koff[k] + j], read in place (no packing). Every b[koff[k] + j] for j below n rounded
+/// up to kPanelCols must be readable (columns past n are computed and dropped). A stride-1
+/// convolution over a zero-padded input is such a product: column j is a position of the padded
+/// plane and koff[k] the offset of tap k (conv.cpp: implicit GEMM).
+void sgemm_b_shifted(const PackedMatrix* pa, const float* b, const int64_t* koff, int64_t m, int64_t n, int64_t k, float* c,
+                     int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+
 /// C[m,n] = op(A) * B + epilogue with A pre-packed (or plain, pa null) and B from `pack_b`.
 void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,
                     int64_t k, float* c, int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
