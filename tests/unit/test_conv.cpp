@@ -165,7 +165,7 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
     std::vector<AttrSpec> attrs;
   };
   const Case cases[] = {
-      {"3x3 pad 1, K = 576 (three K blocks), 3136 positions", Shape{1, 64, 56, 56}, Shape{8, 64, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},
+      {"3x3 pad 1, K = 576 (two K blocks), 3136 positions", Shape{1, 64, 56, 56}, Shape{8, 64, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},
       {"7x7 stride 2 pad 3 (a stem), two images", Shape{2, 3, 40, 37}, Shape{6, 3, 7, 7},
        {attr_ints("pads", {3, 3, 3, 3}), attr_ints("strides", {2, 2})}},
       {"grouped 3x3 dilation 2, asymmetric pads", Shape{1, 8, 19, 23}, Shape{6, 4, 3, 3},
@@ -180,14 +180,14 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
        {attr_ints("strides", {2, 3})}},
       {"5x3 stride (3, 1), output narrower than a panel", Shape{1, 3, 30, 9}, Shape{4, 3, 5, 3}, {attr_ints("strides", {3, 1})}},
       // Few output pixels: the transposed product, the pixels' taps gathered into A panels.
-      {"3x3 pad 1 on 7x7, 64 -> 160 (transposed, K of three blocks)", Shape{1, 64, 7, 7}, Shape{160, 64, 3, 3},
+      {"3x3 pad 1 on 7x7, 64 -> 160 (transposed, K of two blocks)", Shape{1, 64, 7, 7}, Shape{160, 64, 3, 3},
        {attr_ints("pads", {1, 1, 1, 1})}},
       {"3x3 stride 2 on 14x13 -> 7x7, 96 channels, two images (transposed)", Shape{2, 32, 14, 13}, Shape{96, 32, 3, 3},
        {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
       {"3x2 dilation 2, pads 2 1 0 1, 160 channels (transposed)", Shape{2, 8, 9, 11}, Shape{160, 8, 3, 2},
        {attr_ints("dilations", {2, 2}), attr_ints("pads", {2, 1, 0, 1})}},
       // 1x1 over few pixels: computed transposed (pixels as rows), two images, K of two blocks.
-      {"1x1 on 7x7, 300 -> 160 channels (transposed)", Shape{2, 300, 7, 7}, Shape{160, 300, 1, 1}, {}},
+      {"1x1 on 7x7, 600 -> 160 channels (transposed)", Shape{2, 600, 7, 7}, Shape{160, 600, 1, 1}, {}},
       {"1x1 on 14x14, 24 -> 64 channels (transposed)", Shape{1, 24, 14, 14}, Shape{64, 24, 1, 1}, {}},
       {"1x1 on 56x56, 24 -> 40 channels (not transposed)", Shape{1, 24, 56, 56}, Shape{40, 24, 1, 1}, {}},
   };

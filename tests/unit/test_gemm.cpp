@@ -56,7 +56,7 @@ TEST(Gemm, MatchesReference) {
 }
 
 TEST(Gemm, ShortKWideBlocks) {
-  // A short K widens the column blocks of B (up to 8 x 512 columns): several blocks per call,
+  // A short K widens the column blocks of B (up to 16 x 256 columns): several blocks per call,
   // the last partial, on one thread and split across two.
   ThreadPool pool(2);
   const int64_t sizes[][3] = {{30, 9000, 12}, {13, 5000, 40}, {25, 4100, 256}};

@@ -25,9 +25,9 @@ constexpr int kMR = 4;
 #endif
 constexpr int kNV = 2;  // vectors per micro-tile row
 constexpr int kNR = kVec * kNV;
-constexpr int64_t kKC = 256;
+constexpr int64_t kKC = 512;
 constexpr int64_t kMC = kMR * 16;
-constexpr int64_t kNC = kNR * 16;  // columns of B packed at a time (a multiple of kNR)
+constexpr int64_t kNC = kNR * 8;  // columns of B packed at a time (a multiple of kNR): kKC x kNC floats, 512 KiB
 constexpr double kSharedAFloats = 1 << 20;  // the most of A packed once for all tasks (4 MiB)
 static_assert(kMR == kPanelRows, "the panel height APackers write");
 static_assert(kNR == kPanelCols, "the panel width BPackers write");
@@ -364,8 +364,8 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   // of A passes over it (a B block of the whole width would be packed to, and read back from,
   // memory).
   // A pre-packed B needs no packing, so it is not blocked (A would be packed once per block).
-  // With a short K the block is wider (up to 8x, the same floats): longer runs of C per row.
-  const int64_t widen = std::clamp<int64_t>(kKC / std::max<int64_t>(1, std::min(kKC, o.k)), 1, 8);
+  // With a short K the block is wider (up to 16x, the same floats): longer runs of C per row.
+  const int64_t widen = std::clamp<int64_t>(kKC / std::max<int64_t>(1, std::min(kKC, o.k)), 1, 16);
   const int64_t block = o.pb || o.b_koff ? n1 - n0 : kNC * widen;
   for (int64_t jc = n0; jc < n1; jc += block) {
     const int64_t nc = std::min(block, n1 - jc);
