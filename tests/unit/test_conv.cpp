@@ -217,7 +217,8 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
 TEST(CpuConv, ShiftedGemmMatchesTheReferenceLoop) {
   // Stride-1 convolutions computed as an implicit GEMM over the zero-padded input (the columns
   // past each output row computed and dropped): the bias and activation in the GEMM, or, with a
-  // residual sum (Conv -> Add -> Relu, fused into onyx::FusedConvAdd), after it.
+  // residual sum (Conv -> Add -> Relu, fused into onyx::FusedConvAdd), after it. And 1x1 ones
+  // whose input is B read in place.
   struct Case {
     const char* what;
     Shape x, w;
@@ -236,6 +237,9 @@ TEST(CpuConv, ShiftedGemmMatchesTheReferenceLoop) {
        nullptr},
       {"3x3 pad 1 on 128x128, 4 -> 64, sum: three bands of rows (63, 63, 2)", Shape{1, 4, 128, 128}, Shape{64, 4, 3, 3},
        {attr_ints("pads", {1, 1, 1, 1})}, true, "Relu"},
+      // 1x1 to few output channels: the input read in place as B (its last, partial panel copied).
+      {"1x1 96 -> 20 on 30x33, sum then Relu, two images", Shape{2, 96, 30, 33}, Shape{20, 96, 1, 1}, {}, true, "Relu"},
+      {"1x1 70 -> 24 on 9x9, Clip", Shape{1, 70, 9, 9}, Shape{24, 70, 1, 1}, {}, false, "Clip"},
       {"grouped 3x3 (2 groups of 10 -> 7), pad 1 on 33x40", Shape{1, 20, 33, 40}, Shape{14, 10, 3, 3},
        {attr_int("group", 2), attr_ints("pads", {1, 1, 1, 1})}, false, "Relu"},
   };

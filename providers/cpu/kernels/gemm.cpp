@@ -345,6 +345,7 @@ struct Operands {
   bool c_trans = false;             // C stored transposed: element (i, j) at c[j * ldc + i]
   const float* a_all = nullptr;     // all of A packed up front (pa's layout), shared by the tasks
   const int64_t* b_koff = nullptr;  // B is a shifted view: element (k, j) at b[b_koff[k] + j]
+  bool b_readable_past_n = false;   // the view's reads may go on to the end of its last panel
 };
 
 /// Rows [r0, r0 + rows) x k-range [p0, p0 + kc) of an A that is not pre-packed, in panels at dst:
@@ -358,7 +359,7 @@ void pack_a_rows(const Operands& o, int64_t r0, int64_t rows, int64_t p0, int64_
 
 /// Computes C rows [m0, m1) x cols [n0, n1) (n0 multiple of NR, m0 multiple of MR).
 void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-  thread_local Scratch sa, sb;
+  thread_local Scratch sa, sb, se;
   const int64_t mpad = round_up(o.m, kMR), npad = round_up(o.n, kNR);
   // Column blocks of kNC, so that a packed kc x nc block of B stays in L2 while every row block
   // of A passes over it (a B block of the whole width would be packed to, and read back from,
@@ -373,8 +374,19 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
       const int64_t kc = std::min(kKC, o.k - p0);
       const bool first = p0 == 0, last = p0 + kc >= o.k;
       const float* bblock;
+      float* edge = nullptr;  // a shifted view's last panel, when partial, copied (zero padded)
       if (o.b_koff) {
         bblock = o.b + jc;  // panels are not packed: panel q starts kNR q columns on
+        const int64_t tail = o.n % kNR;
+        if (tail && jc + nc == o.n && !o.b_readable_past_n) {
+          edge = se.get(static_cast<size_t>(kc * kNR));
+          const float* src = o.b + (o.n - tail);
+          for (int64_t kk = 0; kk < kc; ++kk) {
+            const float* r = src + o.b_koff[p0 + kk];
+            float* d = edge + kk * kNR;
+            for (int64_t t = 0; t < kNR; ++t) d[t] = t < tail ? r[t] : 0.0f;
+          }
+        }
       } else if (o.pb) {
         bblock = o.pb->data() + p0 * npad + (jc / kNR) * kNR * kc;
       } else if (o.pack_b) {
@@ -406,9 +418,15 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
           const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
           for (int64_t j = jc; j < jc + nc; j += kNR) {
             const int64_t nr = std::min<int64_t>(kNR, jc + nc - j);
-            const float* bp = o.b_koff ? bblock + (j - jc) : bblock + ((j - jc) / kNR) * kNR * kc;
             float* ct = o.c_trans ? o.c + j * o.ldc + i : o.c + i * o.ldc + j;
-            micro[mr - 1](kc, ap, bp, koff, ct, o.ldc, nr, !first || o.c_initialized, last ? o.ep : nullptr, i, j);
+            const bool accumulate = !first || o.c_initialized;
+            if (o.b_koff && edge && j + kNR > o.n) {
+              // The view's last, partial panel: its copy (reads stop at column n).
+              kMicro[mr - 1](kc, ap, edge, nullptr, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
+              continue;
+            }
+            const float* bp = o.b_koff ? bblock + (j - jc) : bblock + ((j - jc) / kNR) * kNR * kc;
+            micro[mr - 1](kc, ap, bp, koff, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
           }
         }
       }
@@ -591,10 +609,11 @@ void sgemm_a_packer_tc(const APacker& pack_a, const PackedMatrix* pb, int64_t m,
 }
 
 void sgemm_b_shifted(const PackedMatrix* pa, const float* b, const int64_t* koff, int64_t m, int64_t n, int64_t k, float* c,
-                     int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue) {
+                     int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue, bool readable_past_n) {
   if (!pa || pa->rows() != m || pa->cols() != k) fail(ErrorCode::kRuntime, "packed A has the wrong shape");
   Operands o{pa, false, nullptr, 0, 1.0f, nullptr, false, b, 0, m, n, k, c, ldc, epilogue, false};
   o.b_koff = koff;
+  o.b_readable_past_n = readable_past_n;
   run(o, pool);
 }
 

@@ -111,12 +111,14 @@ void pack_b_rows(const float* b, int64_t ld, int64_t kc, int64_t cols, float* ds
 void pack_a_cols(const float* b, int64_t ld, int64_t kc, int64_t rows, float* dst);
 
 /// C[m,n] = A * B + epilogue with A pre-packed and B a shifted view of one buffer: element (k, j)
-/// of B is b[koff[k] + j], read in place (no packing). Every b[koff[k] + j] for j below n rounded
-/// up to kPanelCols must be readable (columns past n are computed and dropped). A stride-1
-/// convolution over a zero-padded input is such a product: column j is a position of the padded
-/// plane and koff[k] the offset of tap k (conv.cpp: implicit GEMM).
+/// of B is b[koff[k] + j], read in place (no packing). Reads stay below column n, unless
+/// `readable_past_n` says every b[koff[k] + j] for j below n rounded up to kPanelCols may be read
+/// (then the last panel is read in place too, its columns past n computed and dropped). A
+/// stride-1 convolution over a zero-padded input is such a product (column j a position of the
+/// padded plane, koff[k] the offset of tap k: conv.cpp's implicit GEMM), and so is a row-major B
+/// (koff[k] = k ldb) that is not worth packing.
 void sgemm_b_shifted(const PackedMatrix* pa, const float* b, const int64_t* koff, int64_t m, int64_t n, int64_t k, float* c,
-                     int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+                     int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue = nullptr, bool readable_past_n = false);
 
 /// C[m,n] = op(A) * B + epilogue with A pre-packed (or plain, pa null) and B from `pack_b`.
 void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,
