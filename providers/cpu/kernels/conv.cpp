@@ -83,60 +83,71 @@ void add_and_activate(float* y, const float* z, int64_t n, const GemmEpilogue& e
 constexpr int64_t kFewRows = 2 * kPanelRows;
 
 /// Whether a 2-D convolution is computed as an implicit GEMM over its zero-padded input (see
-/// conv2d_shifted): stride 1, and the columns it computes and drops (KW - 1 taps' worth per
-/// padded row) at most an eighth of those it keeps.
+/// conv2d_shifted): a stride no longer than the dilated kernel (else some phase planes would go
+/// unread), and the columns it computes and drops per row at most an eighth of those it keeps.
 bool shifted_gemm_fits(const WindowGeometry& g) {
-  if (g.out.size() != 2 || g.stride[0] != 1 || g.stride[1] != 1) return false;
-  const int64_t extra = (g.kernel[1] - 1) * g.dilation[1];
-  return g.out[1] > 0 && extra * 8 <= g.out[1] + extra;
+  if (g.out.size() != 2 || g.out[0] <= 0 || g.out[1] <= 0) return false;
+  for (size_t d = 0; d < 2; ++d)
+    if (g.stride[d] > (g.kernel[d] - 1) * g.dilation[d] + 1) return false;
+  const int64_t extra = (g.kernel[1] - 1) * g.dilation[1] / g.stride[1];
+  return extra * 8 <= g.out[1] + extra;
 }
 
-/// A stride-1 2-D convolution of one image and group as an implicit GEMM: the input is copied once
-/// into zero-padded planes of Hp x Wp, and then tap (c, ki, kj) of output position (oh, ow) is
-/// element c Hp Wp + ki dh Wp + kj dw of the planes past position oh Wp + ow, so the im2col matrix,
-/// with positions numbered along the padded rows, is a shifted view of the planes (B of
-/// sgemm_b_shifted, no im2col copy). The columns at ow >= OW are computed into the padded result
-/// and dropped when it is copied into Y (with the sum input and the activation, when there is a sum).
+/// A 2-D convolution of one image and group as an implicit GEMM. The zero-padded input is split
+/// once into sh x sw phase planes per channel (phase (a, b) holds padded pixels (r sh + a, q sw + b)
+/// at (r, q); with stride 1, the padded plane itself), Hq x Wq each. Tap (c, ki, kj) of output
+/// (oh, ow) is then pixel (oh + ki dh / sh, ow + kj dw / sw) of phase (ki dh % sh, kj dw % sw) of
+/// channel c: with positions numbered along the phase planes' rows (oh Wq + ow), the im2col matrix
+/// is a shifted view of the planes (B of sgemm_b_shifted, no im2col copy). The columns at
+/// ow >= OW are computed into the padded result and dropped when it is copied into Y (with the
+/// sum input and the activation, when there is a sum).
 void conv2d_shifted(const PackedMatrix& wa, const float* x, int64_t channels, const Shape& in, const WindowGeometry& g,
                     float* y, int64_t m, const GemmEpilogue* ep, ThreadPool& pool) {
   const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], dh = g.dilation[0], dw = g.dilation[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1];
   const int64_t OH = g.out[0], OW = g.out[1], pt = g.pad_begin[0], pl = g.pad_begin[1];
-  const int64_t Hp = OH + (KH - 1) * dh, Wp = OW + (KW - 1) * dw, plane = Hp * Wp;
+  const int64_t Hq = OH + (KH - 1) * dh / sh, Wq = OW + (KW - 1) * dw / sw, plane = Hq * Wq, phases = sh * sw;
   const int64_t k = channels * KH * KW;
-  // Bands of output rows, so that the padded result (m x band positions) stays within 2 MiB.
-  const int64_t band = std::clamp<int64_t>((int64_t{1} << 19) / std::max<int64_t>(1, m * Wp), 1, OH);
-  const int64_t cols = (band - 1) * Wp + OW;  // positions of a band
+  // Bands of output rows, so that the padded result (m x band positions) stays within 512 KiB:
+  // still in L2 when it is copied into Y.
+  const int64_t band = std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(1, m * Wq), 1, OH);
+  const int64_t cols = (band - 1) * Wq + OW;  // positions of a band
   Carver sizes;
   sizes.take<int64_t>(k);
   // Reads reach one panel (kPanelCols floats) past the last plane: see sgemm_b_shifted.
-  sizes.take<float>(channels * plane + kPanelCols);
+  sizes.take<float>(channels * phases * plane + kPanelCols);
   sizes.take<float>(m * cols);
   Carver carve{thread_workspace(Workspace::kConv, sizes.off)};
   int64_t* koff = carve.take<int64_t>(k);
-  float* xp = carve.take<float>(channels * plane + kPanelCols);
+  float* xp = carve.take<float>(channels * phases * plane + kPanelCols);
   float* cp = carve.take<float>(m * cols);
   for (int64_t c = 0, t = 0; c < channels; ++c)
     for (int64_t ki = 0; ki < KH; ++ki)
-      for (int64_t kj = 0; kj < KW; ++kj) koff[t++] = c * plane + ki * dh * Wp + kj * dw;
-  parallel_range(pool, channels, plane, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      float* d = xp + c * plane;
+      for (int64_t kj = 0; kj < KW; ++kj) {
+        const int64_t phase = (ki * dh % sh) * sw + kj * dw % sw;
+        koff[t++] = (c * phases + phase) * plane + (ki * dh / sh) * Wq + kj * dw / sw;
+      }
+  parallel_range(pool, channels * phases, plane, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c = p / phases, a = p % phases / sw, b = p % sw;
+      float* d = xp + p * plane;
       const float* s = x + c * H * W;
-      for (int64_t r = 0; r < Hp; ++r, d += Wp) {
-        const int64_t ih = r - pt;
+      // Columns q of the phase with input column q sw + b - pl in [0, W): [lo, hi).
+      auto first_at_least = [&](int64_t v) { return v <= 0 ? 0 : (v + sw - 1) / sw; };
+      const int64_t lo = std::min(Wq, first_at_least(pl - b)), hi = std::clamp(first_at_least(W + pl - b), lo, Wq);
+      for (int64_t r = 0; r < Hq; ++r, d += Wq) {
+        const int64_t ih = r * sh + a - pt;
         if (ih < 0 || ih >= H) {
-          std::fill(d, d + Wp, 0.0f);
+          std::fill(d, d + Wq, 0.0f);
           continue;
         }
-        // Columns [pl, pl + W) of the row hold the input; pads past the plane's width are clipped.
-        const int64_t lo = std::min(pl, Wp), hi = std::clamp<int64_t>(pl + W, lo, Wp);
         std::fill(d, d + lo, 0.0f);
-        std::copy(s + ih * W + (lo - pl), s + ih * W + (hi - pl), d + lo);
-        std::fill(d + hi, d + Wp, 0.0f);
+        if (hi > lo) strided_copy(s + ih * W + lo * sw + b - pl, sw, d + lo, hi - lo);
+        std::fill(d + hi, d + Wq, 0.0f);
       }
     }
   });
-  std::fill(xp + channels * plane, xp + channels * plane + kPanelCols, 0.0f);
+  std::fill(xp + channels * phases * plane, xp + channels * phases * plane + kPanelCols, 0.0f);
   // The GEMM applies the bias and the activation, unless a sum has to come before the activation.
   GemmEpilogue gep;
   if (ep) {
@@ -146,13 +157,13 @@ void conv2d_shifted(const PackedMatrix& wa, const float* x, int64_t channels, co
   }
   const bool any = ep && (gep.bias || gep.act != GemmEpilogue::Act::kNone);
   for (int64_t oh0 = 0; oh0 < OH; oh0 += band) {
-    const int64_t rows = std::min(band, OH - oh0), n = (rows - 1) * Wp + OW;
-    sgemm_b_shifted(&wa, xp + oh0 * Wp, koff, m, n, k, cp, n, &pool, any ? &gep : nullptr, true);
+    const int64_t rows = std::min(band, OH - oh0), n = (rows - 1) * Wq + OW;
+    sgemm_b_shifted(&wa, xp + oh0 * Wq, koff, m, n, k, cp, n, &pool, any ? &gep : nullptr, true);
     parallel_range(pool, m * rows, OW, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t i = r / rows, oh = r % rows;
         const int64_t at = i * OH * OW + (oh0 + oh) * OW;
-        std::copy(cp + i * n + oh * Wp, cp + i * n + oh * Wp + OW, y + at);
+        std::copy(cp + i * n + oh * Wq, cp + i * n + oh * Wq + OW, y + at);
         if (ep && ep->sum) add_and_activate(y + at, ep->sum + at, OW, *ep);
       }
     });
@@ -328,7 +339,9 @@ void ConvKernel::compute(KernelContext& ctx) const {
     }
     return;
   }
-  if (!pointwise && !packed_.empty() && shifted_gemm_fits(g)) {
+  // The implicit GEMM trades the im2col matrix (K x pixels) for a copy of the output (M x pixels):
+  // only with K at least M (MobileNetV2's stem, 27 taps to 32 channels, is faster through im2col).
+  if (!pointwise && !packed_.empty() && Kg >= Mg && shifted_gemm_fits(g)) {
     for (int64_t n = 0; n < N; ++n)
       for (int64_t grp = 0; grp < group_; ++grp)
         conv2d_shifted(packed_[grp], px + (n * C + grp * Cg) * in_size, Cg, in, g, py + (n * M + grp * Mg) * out_size, Mg,
