@@ -413,10 +413,14 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         // at once, which the prefetchers do not follow: twice the time when C is not cached).
         const auto& micro = o.b_koff ? kMicroShifted : o.c_trans ? kMicroT : kMicro;
         const int64_t* koff = o.b_koff ? o.b_koff + p0 : nullptr;
-        for (int64_t i = i0; i < i0 + mc; i += kMR) {
-          const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
-          const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
-          for (int64_t j = jc; j < jc + nc; j += kNR) {
+        // Stored transposed (C's rows are the product's columns), column panels outer.
+        const bool cols_outer = o.c_trans;
+        const int64_t outer_end = cols_outer ? jc + nc : i0 + mc, inner_end = cols_outer ? i0 + mc : jc + nc;
+        for (int64_t u = cols_outer ? jc : i0; u < outer_end; u += cols_outer ? kNR : kMR)
+          for (int64_t v = cols_outer ? i0 : jc; v < inner_end; v += cols_outer ? kMR : kNR) {
+            const int64_t i = cols_outer ? v : u, j = cols_outer ? u : v;
+            const int64_t mr = std::min<int64_t>(kMR, i0 + mc - i);
+            const float* ap = ablock + ((i - i0) / kMR) * kMR * kc;
             const int64_t nr = std::min<int64_t>(kNR, jc + nc - j);
             float* ct = o.c_trans ? o.c + j * o.ldc + i : o.c + i * o.ldc + j;
             const bool accumulate = !first || o.c_initialized;
@@ -428,7 +432,6 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
             const float* bp = o.b_koff ? bblock + (j - jc) : bblock + ((j - jc) / kNR) * kNR * kc;
             micro[mr - 1](kc, ap, bp, koff, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
           }
-        }
       }
     }
   }
