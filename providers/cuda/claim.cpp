@@ -51,6 +51,7 @@ const Rule kRules[] = {
     {"Flatten", 1, kAny, Kind::kMove}, {"Squeeze", 1, kAny, Kind::kMove}, {"Unsqueeze", 1, kAny, Kind::kMove},
     {"Transpose", 1, kAny, Kind::kMove}, {"Concat", 4, kAny, Kind::kMove}, {"Slice", 1, kAny, Kind::kMove},
     {"Gather", 1, kAny, Kind::kMove}, {"Expand", 8, kAny, Kind::kMove}, {"Split", 2, kAny, Kind::kMove},
+    {"Pad", 2, kAny, Kind::kMove},
     {"Cast", 6, kAny, Kind::kCast}, {"Where", 9, kAny, Kind::kWhere},
     {"Softmax", 1, kAny, Kind::kFloatOp}, {"LogSoftmax", 1, kAny, Kind::kFloatOp},
     {"LayerNormalization", 17, kAny, Kind::kFloatOp},
@@ -111,15 +112,18 @@ bool check_spatial(const ClaimInfo& info, Decline* why) {
   const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
   if (rank < 3 || rank > 5) return decline(why, DeclineCode::kUnsupportedType, str(op, " on rank ", rank, ": cuDNN takes 1 to 3 spatial dims"));
   if (global) return true;
+  // A convolution's pads that cuDNN cannot express (asymmetric, SAME_*) become a zero border
+  // copied around the input; pooling and ConvTranspose take symmetric explicit pads only.
+  const bool conv = op == "Conv" || op == "FusedConv";
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !(conv && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")))
     return decline(why, DeclineCode::kUnsupportedAttribute, str(op, " auto_pad=", auto_pad, " (pads are given explicitly only)"));
   const std::vector<int64_t> pads = n.attr_ints("pads");
   const size_t sp = rank - 2;
   if (!pads.empty()) {
     if (pads.size() != 2 * sp) return decline(why, DeclineCode::kUnsupportedAttribute, op + ": pads has the wrong length");
     for (size_t k = 0; k < sp; ++k)
-      if (pads[k] != pads[k + sp])
+      if (pads[k] != pads[k + sp] && !conv)
         return decline(why, DeclineCode::kUnsupportedAttribute, op + " with asymmetric pads (cuDNN pads both sides equally)");
   }
   if (op == "MaxPool" || op == "AveragePool") {
@@ -286,6 +290,13 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
           return decline(why, DeclineCode::kUnsupportedType, "Gather indices must be int32 or int64");
         if (!x->has_shape) return decline(why, DeclineCode::kDynamicShape, "Gather needs the data's rank");
       }
+      if (op == "Pad") {
+        const std::string mode = n.attr_string("mode", "constant");
+        if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+          return decline(why, DeclineCode::kUnsupportedAttribute, "Pad mode '" + mode + "'");
+        if (n.opset < 11 && t0 != DType::kFloat)
+          return decline(why, DeclineCode::kUnsupportedType, str("CUDA Pad-", n.opset, " (a float value attribute) runs on float32 only"));
+      }
       if (op == "Slice" || op == "Squeeze" || op == "Unsqueeze" || op == "Transpose" || op == "Split" || op == "Concat" || op == "Flatten")
         if (!x->has_shape) return decline(why, DeclineCode::kDynamicShape, op + " needs the input's rank");
       return true;
@@ -323,7 +334,7 @@ bool reads_host_input(const Node& n, size_t i, const Graph& g) {
   }
   const std::string& op = n.op_type;
   if (op == "Reshape" || op == "Expand" || op == "Tile") return i == 1;
-  if (op == "Slice") return i >= 1;
+  if (op == "Slice" || op == "Pad") return i >= 1;
   if (op == "Squeeze" || op == "Unsqueeze" || op == "Split") return i == 1;
   if (op.rfind("Reduce", 0) == 0) return i == 1;
   if (op == "Clip") return i >= 1;

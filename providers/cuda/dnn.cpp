@@ -1,9 +1,11 @@
 // The CUDA EP's library kernels: MatMul and Gemm on cuBLASLt (Gemm's bias fused as an epilogue),
-// Conv, ConvTranspose, pooling and BatchNormalization on cuDNN 9 (its legacy descriptor API).
+// Conv, ConvTranspose, pooling and BatchNormalization on cuDNN 9 (its legacy descriptor API);
+// a Conv's pads that cuDNN cannot express (asymmetric, SAME_*) are a zero border copied first.
 #include <algorithm>
 #include <map>
 #include <mutex>
 
+#include "ops/nn.hpp"
 #include "runtime.hpp"
 
 namespace onyx::cuda {
@@ -383,7 +385,8 @@ constexpr size_t kConvSearchWorkspace = size_t(256) << 20;
 /// Conv (forward) and ConvTranspose (cuDNN's backward data), algorithms chosen once per input shape.
 class ConvKernel final : public CudaKernel {
  public:
-  ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), transpose_(info.node.op_type == "ConvTranspose") {
+  ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, s), transpose_(info.node.op_type == "ConvTranspose"), attrs_(WindowAttrs::of(info.node, false)) {
     group_ = static_cast<int>(info.node.attr_int("group", 1));
     kernel_shape_ = info.node.attr_ints("kernel_shape");
     if (info.node.op_type == "FusedConv") {  // the activation joins the bias pass
@@ -400,12 +403,40 @@ class ConvKernel final : public CudaKernel {
     std::vector<int64_t> ks = kernel_shape_;
     if (ks.empty())
       for (size_t k = 0; k < sp; ++k) ks.push_back(w.shape()[k + 2]);
-    const Spatial s = Spatial::of(node_, sp, ks);
+    Spatial s = Spatial::of(node_, sp, ks);
     RunState& rs = run(ctx);
+    const void* X = dev(ctx, 0);
+    Shape xs = x.shape();
+    Tensor padded;  // the input with the pads cuDNN cannot express (one side's excess) made explicit
+    if (!transpose_) {
+      // Pads from auto_pad or the pads attribute, as the CPU EP and shape inference resolve them.
+      // cuDNN pads both sides of a dim equally: the common part is its padding, the rest of the
+      // larger side is a zero border copied around the input first.
+      const WindowGeometry g = window_geometry(attrs_, node_, Shape(std::span<const int64_t>(xs.data() + 2, sp)), Shape(ks));
+      PadGeometry pg;
+      bool asymmetric = false;
+      pg.rank = static_cast<int>(xs.size());
+      for (size_t k = 0; k < xs.size(); ++k) pg.in[k] = pg.out[k] = xs[k];
+      for (size_t k = 0; k < sp; ++k) {
+        const int64_t common = std::min(g.pad_begin[k], g.pad_end[k]);
+        s.pads[k] = static_cast<int>(common);
+        pg.begin[k + 2] = g.pad_begin[k] - common;
+        pg.out[k + 2] = xs[k + 2] + g.pad_begin[k] + g.pad_end[k] - 2 * common;
+        asymmetric |= g.pad_begin[k] != g.pad_end[k];
+      }
+      if (asymmetric) {
+        for (size_t k = 0; k < xs.size(); ++k) xs[k] = pg.out[k];
+        padded = shared_->allocate(DType::kFloat, xs);
+        const float zero_value = 0.0f;
+        pad(X, padded.raw_data(), pg, PadMode::kConstant, &zero_value, sizeof(float), padded.numel(), rs.stream);
+        ONYX_CUDA_LAUNCHED();
+        X = padded.raw_data();
+      }
+    }
     TensorDesc xd, yd;
     FilterDesc wd;
     ConvDesc cd;
-    xd.set(dims_of(x.shape()));
+    xd.set(dims_of(xs));
     yd.set(dims_of(y.shape()));
     wd.set(dims_of(w.shape()));
     ONYX_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(cd.d, static_cast<int>(s.pads.size()), s.pads.data(), s.strides.data(),
@@ -413,10 +444,9 @@ class ConvKernel final : public CudaKernel {
     ONYX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(cd.d, group_));
     ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, math_type(shared_->opt.use_tf32)));
     const float one = 1.f, zero = 0.f;
-    const void* X = dev(ctx, 0);
     const void* W = dev(ctx, 1);
     void* Y = y.raw_data();
-    const Choice c = choose(rs, x.shape(), xd, wd, cd, yd, X, W, Y);
+    const Choice c = choose(rs, xs, xd, wd, cd, yd, X, W, Y);
     ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, c.math));
     void* ws = c.workspace ? rs.workspace(c.workspace) : nullptr;
     if (!transpose_)
@@ -515,6 +545,7 @@ class ConvKernel final : public CudaKernel {
   }
 
   bool transpose_;
+  WindowAttrs attrs_;  // pads / auto_pad / strides / dilations, read once
   FusedActivation act_;
   int group_ = 1;
   std::vector<int64_t> kernel_shape_;

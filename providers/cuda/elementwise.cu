@@ -1,5 +1,5 @@
 // onyx's own CUDA kernels: elementwise (unary, binary with broadcast, Where, Cast) and data
-// movement (strided copies, Gather, fill). One kernel per element type with the op chosen at run
+// movement (strided copies, Gather, Pad, fill). One kernel per element type with the op chosen at run
 // time keeps the number of instantiations (and nvcc's time) small.
 #include <cuda_fp16.h>
 
@@ -186,6 +186,23 @@ __global__ void gather_kernel(const T* data, const I* idx, T* out, int64_t axis_
 }
 
 template <class T>
+__global__ void pad_kernel(const T* x, T* y, PadGeometry g, PadMode mode, T value, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    int64_t rem = i, src = 0, stride = 1;
+    bool constant = false;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % g.out[d];
+      rem /= g.out[d];
+      const int64_t j = pad_source(o - g.begin[d], g.in[d], mode);
+      constant |= j < 0;
+      src += j * stride;
+      stride *= g.in[d];
+    }
+    y[i] = constant ? value : x[src];
+  }
+}
+
+template <class T>
 __global__ void fill_kernel(T* y, T v, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) y[i] = v;
 }
@@ -312,6 +329,25 @@ void gather(const void* data, const void* indices, bool idx64, void* out, size_t
     default: break;
   }
 #undef ONYX_GATHER
+}
+
+void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void* value, size_t elem, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  const unsigned grid = grid_for(n);
+#define ONYX_PAD(T)                                                                                             \
+  {                                                                                                             \
+    T v;                                                                                                        \
+    std::memcpy(&v, value, sizeof(T));                                                                          \
+    ONYX_LAUNCH(grid, kBlock, s, pad_kernel)(static_cast<const T*>(x), static_cast<T*>(y), g, mode, v, n);      \
+  }
+  switch (elem) {
+    case 1: ONYX_PAD(uint8_t) break;
+    case 2: ONYX_PAD(uint16_t) break;
+    case 4: ONYX_PAD(uint32_t) break;
+    case 8: ONYX_PAD(uint64_t) break;
+    default: break;
+  }
+#undef ONYX_PAD
 }
 
 void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s) {

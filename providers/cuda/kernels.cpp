@@ -1,9 +1,10 @@
 // The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
-// arithmetic, activations, Where, Cast, data movement, Gather, Softmax, LayerNormalization,
+// arithmetic, activations, Where, Cast, data movement, Gather, Pad, Softmax, LayerNormalization,
 // Reduce*, ArgMax/ArgMin, onyx::Attention. Shapes come from the executor (already inferred); kernels only queue
 // work on the run's stream.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "runtime.hpp"
@@ -207,6 +208,68 @@ class SliceKernel final : public CudaKernel {
     if (y.numel()) strided_copy(dev(ctx, 0), src, y.raw_data(), contiguous(y.shape()), dtype_size(y.dtype()), y.numel(), stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
+};
+
+class PadKernel final : public CudaKernel {
+ public:
+  PadKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)) {
+    mode_name_ = info.node.attr_string("mode", "constant");
+    if (mode_name_ == "constant") mode_ = PadMode::kConstant;
+    else if (mode_name_ == "reflect") mode_ = PadMode::kReflect;
+    else if (mode_name_ == "edge") mode_ = PadMode::kEdge;
+    else if (mode_name_ == "wrap") mode_ = PadMode::kWrap;
+    else fail(ErrorCode::kInvalidGraph, info.node.label(), ": unknown pad mode '", mode_name_, "'");
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const size_t r = x.rank(), elem = dtype_size(x.dtype());
+    if (r > static_cast<size_t>(kMaxRank)) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": rank ", r, " (at most ", kMaxRank, ")");
+    Shape pads, axes;
+    bool has_axes = false;
+    uint8_t value[8] = {};
+    if (node_.opset < 11) {
+      pads = Shape(node_.attr_ints("pads"));
+      if (x.dtype() != DType::kFloat) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": Pad-", node_.opset, " on ", dtype_name(x.dtype()));
+      const float v = node_.attr_float("value", 0.0f);
+      std::memcpy(value, &v, sizeof v);
+    } else {
+      pads = Shape(host_ints(ctx, 1));
+      if (has(ctx, 2)) {
+        const std::vector<uint8_t> v = host_bytes(ctx, 2);
+        if (!v.empty()) {
+          if (in(ctx, 2).dtype() != x.dtype())
+            fail(ErrorCode::kInvalidArgument, node_.label(), ": constant_value is ", dtype_name(in(ctx, 2).dtype()), " but data is ",
+                 dtype_name(x.dtype()));
+          std::memcpy(value, v.data(), elem);
+        }
+      }
+      if (has(ctx, 3)) {
+        axes = Shape(host_ints(ctx, 3));
+        has_axes = true;
+      }
+    }
+    const Shape p = pad_amounts(node_, r, pads, has_axes ? &axes : nullptr);
+    PadGeometry g;
+    g.rank = static_cast<int>(r);
+    for (size_t k = 0; k < r; ++k) {
+      g.in[k] = x.shape()[k];
+      g.out[k] = y.shape()[k];
+      g.begin[k] = p[k];
+      if (x.shape()[k] + p[k] + p[k + r] != y.shape()[k])
+        fail(ErrorCode::kInvalidArgument, node_.label(), ": pads ", p.to_string(), " on ", x.shape().to_string(), " do not give ",
+             y.shape().to_string());
+      if (x.shape()[k] == 0 && y.shape()[k] > 0 && mode_ != PadMode::kConstant)
+        fail(ErrorCode::kInvalidArgument, node_.label(), ": cannot ", mode_name_, "-pad an empty dimension");
+    }
+    if (y.numel() == 0) return;
+    pad(dev(ctx, 0), y.raw_data(), g, mode_, value, elem, y.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  std::string mode_name_;
+  PadMode mode_ = PadMode::kConstant;
 };
 
 class ExpandKernel final : public CudaKernel {
@@ -517,6 +580,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Split") return std::make_unique<SplitKernel>(info, s);
   if (op == "Slice") return std::make_unique<SliceKernel>(info, s);
   if (op == "Expand") return std::make_unique<ExpandKernel>(info, s);
+  if (op == "Pad") return std::make_unique<PadKernel>(info, s);
   if (op == "Gather") return std::make_unique<GatherKernel>(info, s);
   if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);
   if (op == "LayerNormalization") return std::make_unique<LayerNormKernel>(info, s);

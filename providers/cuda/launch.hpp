@@ -46,6 +46,14 @@ void strided_copy(const void* src, const Strided& s, void* dst, const Strided& d
 /// range sets *error to 1 (checked when the run ends) and writes zeros.
 void gather(const void* data, const void* indices, bool idx64, void* out, size_t elem, int64_t outer, int64_t axis_dim,
             int64_t nidx, int64_t inner, int* error, cudaStream_t s);
+/// Pad (or, with negative pads, crop) of a dense row-major tensor: output index o_d of dim d
+/// reads input index pad_source(o_d - begin[d], in[d], mode); where that is -1, the output is the
+/// constant `value` (elem bytes, host memory). Elements of `elem` bytes (1, 2, 4 or 8).
+struct PadGeometry {
+  int rank = 0;
+  int64_t in[kMaxRank] = {}, out[kMaxRank] = {}, begin[kMaxRank] = {};
+};
+void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void* value, size_t elem, int64_t n, cudaStream_t s);
 /// Element type conversion of n elements.
 void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s);
 /// Fills n elements of `elem` bytes with the pattern at `value` (host memory, elem bytes).

@@ -322,6 +322,18 @@ std::vector<double> CudaKernel::host_floats(const KernelContext& ctx, size_t i) 
   return out;
 }
 
+std::vector<uint8_t> CudaKernel::host_bytes(const KernelContext& ctx, size_t i) const {
+  const Tensor* c = host_constant(i);
+  std::vector<uint8_t> out;
+  auto take = [&](const Tensor& t) {
+    const auto* b = static_cast<const uint8_t*>(t.raw_data());
+    if (t.nbytes()) out.assign(b, b + t.nbytes());
+  };
+  if (c) take(*c);
+  else read_host(this, ctx, ctx.input(i), run(ctx), take);
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Copies between host and device memory
 

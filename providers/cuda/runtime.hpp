@@ -135,6 +135,8 @@ class CudaKernel : public Kernel {
   /// Values of a small integer input read on the host (constant, host tensor, or copied back).
   std::vector<int64_t> host_ints(const KernelContext& ctx, size_t i) const;
   std::vector<double> host_floats(const KernelContext& ctx, size_t i) const;
+  /// The raw bytes of a small input read on the host (Pad's constant_value).
+  std::vector<uint8_t> host_bytes(const KernelContext& ctx, size_t i) const;
   /// The host tensor of a constant input (null if the input is not constant).
   const Tensor* host_constant(size_t i) const { return i < host_.size() && host_[i].defined() ? &host_[i] : nullptr; }
 

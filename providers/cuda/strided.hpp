@@ -47,4 +47,27 @@ ONYX_HD bool is_flat(const Strided& s, int64_t n) {
   return expect == n;
 }
 
+/// How Pad fills positions outside the input (onyx::cuda::pad).
+enum class PadMode : int { kConstant, kReflect, kEdge, kWrap };
+
+/// The input index output position `j` (already shifted by the leading pad: j = o - begin) of a
+/// dim of n elements reads, or -1 for the constant. reflect mirrors without repeating the edge
+/// element (periodically, for pads longer than the dim), edge repeats it, wrap is periodic.
+/// n >= 1 for every mode but kConstant.
+ONYX_HD int64_t pad_source(int64_t j, int64_t n, PadMode mode) {
+  if (j >= 0 && j < n) return j;
+  switch (mode) {
+    case PadMode::kConstant: return -1;
+    case PadMode::kEdge: return j < 0 ? 0 : n - 1;
+    case PadMode::kWrap: return ((j % n) + n) % n;
+    case PadMode::kReflect: {
+      if (n == 1) return 0;
+      const int64_t period = 2 * (n - 1);
+      const int64_t r = ((j % period) + period) % period;
+      return r < n ? r : period - r;
+    }
+  }
+  return -1;
+}
+
 }  // namespace onyx::cuda

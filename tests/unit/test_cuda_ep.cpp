@@ -244,9 +244,27 @@ TEST(CudaClaim, DeclineReasons) {
   EXPECT_FALSE(ClaimCase("Add", {f32({2}), i64({2})}, {f32({2})}).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
 
-  EXPECT_FALSE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 7, 7})}).ints("pads", {1, 1, 0, 0}).claim(&why));
+  // A convolution's asymmetric or SAME pads are a border copied first; pooling's are declined.
+  EXPECT_TRUE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 7, 7})}).ints("pads", {1, 1, 0, 0}).claim(&why))
+      << why.message;
+  EXPECT_TRUE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 4, 4})}).text("auto_pad", "SAME_UPPER").ints("strides", {2, 2}).claim(&why))
+      << why.message;
+  EXPECT_FALSE(ClaimCase("MaxPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 7, 7})}).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 0, 0}).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
   EXPECT_NE(why.message.find("asymmetric"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("ConvTranspose", {f32({1, 3, 8, 8}), f32({3, 4, 3, 3})}, {f32({1, 4, 10, 10})}).text("auto_pad", "SAME_UPPER").claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+
+  // Pad: every mode of ONNX; the older Pad (a float value attribute) on float32 only.
+  EXPECT_TRUE(ClaimCase("Pad", {f32({2, 3}), i64({4})}, {f32({4, 5})}, 18).text("mode", "reflect").claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Pad", {f32({2, 3}), i64({4}), f32({}), i64({2})}, {f32({4, 5})}, 19).text("mode", "wrap").claim(&why))
+      << why.message;
+  EXPECT_FALSE(ClaimCase("Pad", {TypeInfo::tensor(DType::kDouble, Shape{2})}, {TypeInfo::tensor(DType::kDouble, Shape{4})}, 2)
+                   .ints("pads", {1, 1})
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_FALSE(ClaimCase("Pad", {f32({2}), i64({2})}, {f32({4})}, 18).text("mode", "mirror").claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
 
   EXPECT_FALSE(ClaimCase("MaxPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 4, 4})}).ints("kernel_shape", {3, 3}).integer("ceil_mode", 1).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
@@ -280,6 +298,10 @@ TEST(CudaClaim, HostInputs) {
   EXPECT_FALSE(cuda::reads_host_input(c.n, 2, c.graph));
   ClaimCase s("Slice", {f32({4, 4}), i64({1}), i64({1})}, {f32({2, 4})}, 13);
   EXPECT_TRUE(cuda::reads_host_input(s.n, 1, s.graph));
+  ClaimCase pad("Pad", {f32({4, 4}), i64({4}), f32({})}, {f32({6, 6})}, 18);
+  EXPECT_FALSE(cuda::reads_host_input(pad.n, 0, pad.graph));
+  EXPECT_TRUE(cuda::reads_host_input(pad.n, 1, pad.graph));
+  EXPECT_TRUE(cuda::reads_host_input(pad.n, 2, pad.graph));
   EXPECT_TRUE(cuda::reads_host_input(s.n, 2, s.graph));
 }
 
@@ -603,6 +625,20 @@ TEST(CudaGpu, DataMovement) {
   sp.nodes = {node("Split", {"x"}, {"a", "b"}, {attr_int("axis", 1), attr_int("num_outputs", 2)})};
   sp.outputs = {{"a", DType::kFloat, {4, 3}}, {"b", DType::kFloat, {4, 3}}};
   check(sp, 18);
+  // Pad in every mode (wrap since opset 19), pads longer than a dim, a crop, axes.
+  for (const char* mode : {"constant", "reflect", "edge", "wrap"}) {
+    SCOPED_TRACE(mode);
+    GraphSpec p = single("Pad", {{"x", Shape{2, 3, 4}}}, Shape{3, 9, 9}, {attr_string("mode", mode)});
+    p.initializers.emplace_back("p", Tensor::from_vector<int64_t>(Shape{6}, {1, 4, 2, 0, 2, 3}));
+    p.initializers.emplace_back("v", Tensor::from_vector<float>(Shape{}, {1.5f}));
+    p.nodes[0].inputs = {"x", "p", "v"};
+    check(p, 19);
+  }
+  GraphSpec pa = single("Pad", {{"x", Shape{2, 3, 4}}}, Shape{2, 3, 7}, {attr_string("mode", "reflect")});
+  pa.initializers.emplace_back("p", Tensor::from_vector<int64_t>(Shape{2}, {-1, 4}));
+  pa.initializers.emplace_back("a", Tensor::from_vector<int64_t>(Shape{1}, {-1}));
+  pa.nodes[0].inputs = {"x", "p", "", "a"};
+  check(pa, 18);
   GraphSpec r = single("Reshape", {{"x", Shape{2, 6}}}, Shape{3, 4});
   r.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{2}, {3, 4}));
   r.nodes[0].inputs = {"x", "s"};
@@ -674,6 +710,10 @@ TEST(CudaGpu, ConvPoolBatchNorm) {
   check(conv("Conv", {1, 3, 13, 10}, {7, 3, 3, 2}, false, {attr_ints("dilations", {2, 3}), attr_ints("pads", {2, 1, 2, 1})}, {1, 7, 13, 9}));
   check(conv("Conv", {2, 3, 17}, {4, 3, 5}, true, {attr_ints("pads", {2, 2}), attr_ints("strides", {2})}, {2, 4, 9}));
   check(conv("ConvTranspose", {1, 4, 5, 5}, {4, 3, 3, 3}, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}, {1, 3, 9, 9}));
+  // Pads cuDNN cannot express: asymmetric, and SAME_UPPER / SAME_LOWER with a stride.
+  check(conv("Conv", {2, 3, 10, 9}, {5, 3, 3, 3}, true, {attr_ints("pads", {0, 2, 1, 0})}, {2, 5, 9, 9}));
+  check(conv("Conv", {1, 4, 8, 8}, {6, 4, 3, 3}, true, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}, {1, 6, 4, 4}));
+  check(conv("Conv", {1, 4, 7, 8}, {6, 4, 4, 4}, false, {attr_string("auto_pad", "SAME_LOWER")}, {1, 6, 7, 8}));
   check(single("MaxPool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 4, 4}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})}));
   check(single("AveragePool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 5, 5},
                {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}));

@@ -10,7 +10,9 @@
 #include <random>
 #include <vector>
 
+#include "ir/graph.hpp"
 #include "launch.hpp"
+#include "ops/tensor.hpp"
 
 using namespace onyx::cuda;
 
@@ -279,6 +281,52 @@ TEST(CudaKernelsEmulated, ChannelBiasActivation) {
       if (k.act == ConvAct::kRelu) v = std::max(v, 0.f);
       if (k.act == ConvAct::kClip) v = std::min(std::max(v, k.lo), k.hi);
       ASSERT_FLOAT_EQ(y[i], v) << "act " << int(k.act) << " at " << i;
+    }
+  }
+}
+
+TEST(CudaKernelsEmulated, PadEveryMode) {
+  // Every mode over a 3-d tensor with pads longer than a dim (reflect and wrap go round more than
+  // once), a negative pad (a crop) and 1- and 8-byte elements, against the CPU EP's per-dim index
+  // maps (onyx::pad_index_map: the rule shape inference and the CPU kernel follow).
+  const std::vector<int64_t> in = {2, 3, 4};
+  const std::vector<int64_t> begin = {1, 4, -1}, end = {0, 5, 6};
+  const char* names[] = {"constant", "reflect", "edge", "wrap"};
+  const PadMode modes[] = {PadMode::kConstant, PadMode::kReflect, PadMode::kEdge, PadMode::kWrap};
+  PadGeometry g;
+  g.rank = 3;
+  int64_t n = 1;
+  std::vector<int64_t> out(3);
+  for (int k = 0; k < 3; ++k) {
+    g.in[k] = in[k];
+    out[k] = g.out[k] = in[k] + begin[k] + end[k];
+    g.begin[k] = begin[k];
+    n *= out[k];
+  }
+  std::vector<int64_t> x64(24);
+  std::vector<uint8_t> x8(24);
+  for (int i = 0; i < 24; ++i) x64[i] = 1000 + i, x8[i] = static_cast<uint8_t>(i + 1);
+  for (int m = 0; m < 4; ++m) {
+    onyx::Node node;
+    std::vector<std::vector<int64_t>> map(3);
+    for (int k = 0; k < 3; ++k) map[k] = onyx::pad_index_map(node, names[m], in[k], out[k], begin[k]);
+    const int64_t v64 = -5;
+    const uint8_t v8 = 200;
+    std::vector<int64_t> y64(n);
+    std::vector<uint8_t> y8(n);
+    pad(x64.data(), y64.data(), g, modes[m], &v64, 8, n, kStream);
+    pad(x8.data(), y8.data(), g, modes[m], &v8, 1, n, kStream);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto o = unravel(i, out);
+      int64_t src = 0;
+      bool constant = false;
+      for (int k = 0; k < 3; ++k) {
+        const int64_t j = map[k][o[k]];
+        constant |= j < 0;
+        src = src * in[k] + j;
+      }
+      ASSERT_EQ(y64[i], constant ? v64 : x64[src]) << names[m] << " at " << i;
+      ASSERT_EQ(y8[i], constant ? v8 : x8[src]) << names[m] << " at " << i;
     }
   }
 }
