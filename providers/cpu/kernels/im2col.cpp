@@ -2,7 +2,6 @@
 // (declared in conv.hpp), and the strided copies they and the strided 1x1 gathers use.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
@@ -101,63 +100,58 @@ inline void copy_run(const float* src, int64_t stride, int64_t n, float* dst) {
 /// im2col_block_2d then pack_b_rows) or, its transpose, as A (P = kPanelRows: pixels as rows) —
 /// both layouts put element (k, position p0 + P q + lane) at dst[q * P * kc + k * P + lane]. A
 /// panel's P output positions fall into runs within output rows, and each row of the panel copies
-/// each run's taps from one input row. The rows go in strips of 16: a strip's rows of every panel
-/// in turn (each panel gets 16 rows of contiguous memory; the input rows a strip reads stay in L1).
+/// each run's taps from one input row. Panel by panel, so that each is written as one sequential
+/// run (its input rows are in L1 from the panel before); nothing is kept between calls (what a
+/// call needs is on the stack: the GEMM's threads allocate nothing).
 template <int64_t P>
 void im2col_block_panels(const float* x, const Shape& in, const WindowGeometry& g, int64_t k0, int64_t kc, int64_t p0,
                          int64_t cols, float* dst) {
   static_assert(P <= 32, "copy_run copies at most 32 floats");
-  constexpr int64_t kStrip = 16;
+  constexpr int64_t kTaps = 512;  // rows whose plane and tap offsets are tabulated at a time
   const int64_t H = in[0], W = in[1], KW = g.kernel[1], OW = g.out[1], kvol = g.kernel[0] * KW;
   const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
   struct Run {
     int64_t lane, len, ih0, iw0;  // first lane in the panel, pixels, input row / column of the first tap
   };
-  // Every panel's runs, once per block (run_at[q] .. run_at[q + 1]); grows, never shrinks.
-  thread_local std::vector<Run> runs;
-  thread_local std::vector<int64_t> run_at;
   const int64_t panels = (cols + P - 1) / P;
-  runs.clear();
-  run_at.assign(static_cast<size_t>(panels + 1), 0);
-  for (int64_t q = 0; q < panels; ++q) {
-    const int64_t width = std::min(P, cols - q * P);
-    for (int64_t lane = 0; lane < width;) {
-      const int64_t p = p0 + q * P + lane, oh = p / OW, ow = p % OW;
-      const int64_t len = std::min(OW - ow, width - lane);
-      runs.push_back({lane, len, oh * sh - g.pad_begin[0], ow * sw - g.pad_begin[1]});
-      lane += len;
-    }
-    run_at[q + 1] = static_cast<int64_t>(runs.size());
-  }
   // ceil(v / sw) for v >= 0, without a division for the usual strides.
   auto ceil_div = [sw](int64_t v) { return sw == 1 ? v : sw == 2 ? (v + 1) >> 1 : (v + sw - 1) / sw; };
   const __m512 zero = _mm512_setzero_ps();
-  int64_t plane[kStrip], tap_h[kStrip], tap_w[kStrip];
-  for (int64_t ks = 0; ks < kc; ks += kStrip) {
-    const int64_t kn = std::min(kStrip, kc - ks);
+  int64_t plane[kTaps], tap_h[kTaps], tap_w[kTaps];
+  Run runs[P];
+  for (int64_t kt = 0; kt < kc; kt += kTaps) {
+    const int64_t kn = std::min(kTaps, kc - kt);
     for (int64_t kk = 0; kk < kn; ++kk) {
-      const int64_t row = k0 + ks + kk;
+      const int64_t row = k0 + kt + kk;
       plane[kk] = (row / kvol) * H * W;
       tap_h[kk] = ((row % kvol) / KW) * dh;
       tap_w[kk] = (row % KW) * dw;
     }
     for (int64_t q = 0; q < panels; ++q) {
+      // The panel's runs: its positions split at the ends of output rows.
+      const int64_t width = std::min(P, cols - q * P);
+      int64_t nruns = 0;
+      for (int64_t lane = 0; lane < width;) {
+        const int64_t p = p0 + q * P + lane, oh = p / OW, ow = p % OW;
+        const int64_t len = std::min(OW - ow, width - lane);
+        runs[nruns++] = {lane, len, oh * sh - g.pad_begin[0], ow * sw - g.pad_begin[1]};
+        lane += len;
+      }
       float* panel = dst + q * P * kc;
-      const Run* rb = runs.data() + run_at[q];
-      const Run* re = runs.data() + run_at[q + 1];
       for (int64_t kk = 0; kk < kn; ++kk) {
         const float* xc = x + plane[kk];
-        float* d = panel + (ks + kk) * P;
+        float* d = panel + (kt + kk) * P;
         for (int64_t o = 0; o < P; o += 16)
           _mm512_mask_storeu_ps(d + o, static_cast<__mmask16>((1u << std::min<int64_t>(16, P - o)) - 1u), zero);
-        for (const Run* run = rb; run != re; ++run) {
-          const int64_t ih = run->ih0 + tap_h[kk];
+        for (int64_t r = 0; r < nruns; ++r) {
+          const Run& run = runs[r];
+          const int64_t ih = run.ih0 + tap_h[kk];
           if (ih < 0 || ih >= H) continue;
-          const int64_t iw = run->iw0 + tap_w[kk];
+          const int64_t iw = run.iw0 + tap_w[kk];
           // Pixels t of the run whose tap is inside the row: 0 <= iw + t * sw < W.
           const int64_t lo = iw >= 0 ? 0 : ceil_div(-iw);
-          const int64_t hi = std::min<int64_t>(run->len, iw < W ? ceil_div(W - iw) : 0);
-          if (lo < hi) copy_run(xc + ih * W + iw + lo * sw, sw, hi - lo, d + run->lane + lo);
+          const int64_t hi = std::min<int64_t>(run.len, iw < W ? ceil_div(W - iw) : 0);
+          if (lo < hi) copy_run(xc + ih * W + iw + lo * sw, sw, hi - lo, d + run.lane + lo);
         }
       }
     }
