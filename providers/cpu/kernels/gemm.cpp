@@ -50,11 +50,14 @@ float* aligned_floats(size_t n) {
 }
 
 /// A per-thread scratch buffer that only grows.
+/// A thread's packing buffer. Its first use takes at least `floor` floats (a whole block), so that
+/// a thread that met only partial blocks so far does not allocate mid-run when a full one comes.
 struct Scratch {
   float* p = nullptr;
   size_t n = 0;
   ~Scratch() { std::free(p); }
-  float* get(size_t want) {
+  float* get(size_t want, size_t floor = 0) {
+    want = std::max(want, floor);
     if (want > n) {
       std::free(p);
       p = aligned_floats(want);
@@ -379,7 +382,7 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         bblock = o.b + jc;  // panels are not packed: panel q starts kNR q columns on
         const int64_t tail = o.n % kNR;
         if (tail && jc + nc == o.n && !o.b_readable_past_n) {
-          edge = se.get(static_cast<size_t>(kc * kNR));
+          edge = se.get(static_cast<size_t>(kc * kNR), static_cast<size_t>(kKC * kNR));
           const float* src = o.b + (o.n - tail);
           for (int64_t kk = 0; kk < kc; ++kk) {
             const float* r = src + o.b_koff[p0 + kk];
@@ -390,11 +393,11 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
       } else if (o.pb) {
         bblock = o.pb->data() + p0 * npad + (jc / kNR) * kNR * kc;
       } else if (o.pack_b) {
-        float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc));
+        float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc), static_cast<size_t>(kNC * kKC));
         (*o.pack_b)(p0, kc, jc, nc, buf);
         bblock = buf;
       } else {
-        float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc));
+        float* buf = sb.get(static_cast<size_t>(round_up(nc, kNR) * kc), static_cast<size_t>(kNC * kKC));
         pack_b_block(o.tb, o.b, o.ldb, o.n, p0, kc, jc, nc, 1.0f, buf);
         bblock = buf;
       }
@@ -404,7 +407,7 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         if (o.pa || o.a_all) {
           ablock = (o.pa ? o.pa->data() : o.a_all) + p0 * mpad + (i0 / kMR) * kMR * kc;
         } else {
-          float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc));
+          float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc), static_cast<size_t>(kMC * kKC));
           pack_a_rows(o, i0, mc, p0, kc, buf);
           ablock = buf;
         }
