@@ -113,25 +113,23 @@ bool check_spatial(const ClaimInfo& info, Decline* why) {
   if (rank < 3 || rank > 5) return decline(why, DeclineCode::kUnsupportedType, str(op, " on rank ", rank, ": cuDNN takes 1 to 3 spatial dims"));
   if (global) return true;
   // A convolution's pads that cuDNN cannot express (asymmetric, SAME_*) become a zero border
-  // copied around the input; pooling and ConvTranspose take symmetric explicit pads only.
-  const bool conv = op == "Conv" || op == "FusedConv";
+  // copied around the input, and pooling that cuDNN cannot express runs on onyx's direct kernel;
+  // ConvTranspose takes symmetric explicit pads only.
+  const bool conv = op == "Conv" || op == "FusedConv", pool = op == "MaxPool" || op == "AveragePool";
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !(conv && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")))
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !((conv || pool) && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")))
     return decline(why, DeclineCode::kUnsupportedAttribute, str(op, " auto_pad=", auto_pad, " (pads are given explicitly only)"));
   const std::vector<int64_t> pads = n.attr_ints("pads");
   const size_t sp = rank - 2;
   if (!pads.empty()) {
     if (pads.size() != 2 * sp) return decline(why, DeclineCode::kUnsupportedAttribute, op + ": pads has the wrong length");
     for (size_t k = 0; k < sp; ++k)
-      if (pads[k] != pads[k + sp] && !conv)
+      if (pads[k] != pads[k + sp] && !conv && !pool)
         return decline(why, DeclineCode::kUnsupportedAttribute, op + " with asymmetric pads (cuDNN pads both sides equally)");
   }
-  if (op == "MaxPool" || op == "AveragePool") {
-    if (n.attr_int("ceil_mode", 0) != 0) return decline(why, DeclineCode::kUnsupportedAttribute, op + " ceil_mode=1");
-    for (int64_t d : n.attr_ints("dilations"))
-      if (d != 1) return decline(why, DeclineCode::kUnsupportedAttribute, op + " with dilations (cuDNN pooling has none)");
-    if (n.has_output(1)) return decline(why, DeclineCode::kUnsupportedAttribute, "MaxPool's Indices output");
-    if (n.attr_int("storage_order", 0) != 0) return decline(why, DeclineCode::kUnsupportedAttribute, "MaxPool storage_order=1");
+  if (pool && n.has_output(1)) {
+    const TypeInfo* idx = out_type(info, 1);
+    if (!idx || idx->elem_dtype() != DType::kInt64) return decline(why, DeclineCode::kUnsupportedType, "MaxPool Indices must be int64");
   }
   if (op == "ConvTranspose") {
     if (n.has_attr("output_shape")) return decline(why, DeclineCode::kUnsupportedAttribute, "ConvTranspose output_shape (give pads instead)");

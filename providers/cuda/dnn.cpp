@@ -1,6 +1,7 @@
 // The CUDA EP's library kernels: MatMul and Gemm on cuBLASLt (Gemm's bias fused as an epilogue),
 // Conv, ConvTranspose, pooling and BatchNormalization on cuDNN 9 (its legacy descriptor API);
-// a Conv's pads that cuDNN cannot express (asymmetric, SAME_*) are a zero border copied first.
+// a Conv's pads that cuDNN cannot express (asymmetric, SAME_*) are a zero border copied first,
+// and pooling that cuDNN cannot express (ceil_mode, dilations, such pads, Indices) is onyx's kernel.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -560,6 +561,7 @@ class PoolKernel final : public CudaKernel {
     global_ = op.rfind("Global", 0) == 0;
     max_ = op == "MaxPool" || op == "GlobalMaxPool";
     include_pad_ = info.node.attr_int("count_include_pad", 0) != 0;
+    if (!global_) attrs_ = WindowAttrs::of(info.node, true);
   }
   void compute(KernelContext& ctx) const override {
     const Tensor& x = in(ctx, 0);
@@ -572,7 +574,45 @@ class PoolKernel final : public CudaKernel {
     else
       ks = node_.attr_ints("kernel_shape");
     if (ks.size() != sp) fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape has ", ks.size(), " values for ", sp, " spatial dims");
+    RunState& rs = run(ctx);
     Spatial s = global_ ? Spatial::of(Node{}, sp, ks) : Spatial::of(node_, sp, ks);
+    if (!global_) {
+      // What cuDNN's pooling cannot express (ceil_mode, dilations, asymmetric pads, the Indices
+      // output) goes to onyx's direct kernel; cuDNN gets the pads resolved (auto_pad included).
+      const WindowGeometry g = window_geometry(attrs_, node_, Shape(std::span<const int64_t>(x.shape().data() + 2, sp)), Shape(ks));
+      for (size_t k = 0; k < sp; ++k) s.pads[k] = static_cast<int>(g.pad_begin[k]);
+      const bool indices = node_.has_output(1) && ctx.output_ready(1);
+      bool direct = indices || attrs_.ceil_mode || sp > 3;
+      for (size_t k = 0; k < sp; ++k) direct |= g.dilation[k] != 1 || g.pad_begin[k] != g.pad_end[k];
+      if (direct) {
+        if (sp > 3) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": pooling over ", sp, " spatial dims");
+        PoolArgs a;
+        a.planes = x.shape()[0] * x.shape()[1];
+        for (size_t k = 0; k < sp; ++k) {
+          a.in[k] = x.shape()[k + 2];
+          a.out[k] = g.out[k];
+          a.k[k] = g.kernel[k];
+          a.s[k] = g.stride[k];
+          a.d[k] = g.dilation[k];
+          a.pad_begin[k] = g.pad_begin[k];
+          a.pad_end[k] = g.pad_end[k];
+          if (a.out[k] != y.shape()[k + 2])
+            fail(ErrorCode::kRuntime, "cuda: ", node_.label(), ": output ", y.shape().to_string(), " differs from the window geometry");
+        }
+        a.max = max_;
+        a.count_include_pad = include_pad_;
+        a.column_major_indices = node_.attr_int("storage_order", 0) != 0;
+        int64_t* idx = nullptr;
+        if (indices) {
+          Tensor& it = ctx.output(1);
+          if (it.on_host() && it.nbytes()) fail(ErrorCode::kRuntime, "cuda: internal error: ", node_.label(), " Indices are in host memory");
+          idx = dptr<int64_t>(it);
+        }
+        pool_f32(devf(ctx, 0), dptr<float>(y), idx, a, rs.stream);
+        ONYX_CUDA_LAUNCHED();
+        return;
+      }
+    }
     const cudnnPoolingMode_t mode = max_ ? CUDNN_POOLING_MAX
                                          : include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
@@ -583,12 +623,12 @@ class PoolKernel final : public CudaKernel {
     xd.set(dims_of(x.shape()));
     yd.set(dims_of(y.shape()));
     const float one = 1.f, zero = 0.f;
-    RunState& rs = run(ctx);
     ONYX_CUDNN_CHECK(cudnnPoolingForward(rs.cudnn, pd.d, &one, xd.d, dev(ctx, 0), &zero, yd.d, y.raw_data()));
   }
 
  private:
   bool global_ = false, max_ = false, include_pad_ = false;
+  WindowAttrs attrs_;
 };
 
 class BatchNormKernel final : public CudaKernel {

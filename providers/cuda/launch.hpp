@@ -95,6 +95,22 @@ struct AttentionArgs {
 int64_t attention_scratch_floats(int64_t batch, int64_t sq, int64_t sk);
 /// Runs it; `scratch` holds attention_scratch_floats(...) floats.
 void attention_f32(const AttentionArgs& a, float* scratch, cudaStream_t s);
+/// MaxPool / AveragePool computed directly (what cuDNN's pooling cannot express: ceil_mode,
+/// dilations, asymmetric pads, MaxPool's Indices), one thread per output element. Up to 3 spatial
+/// dims (unused ones 1); the window of output o along dim d starts at o s_d - pad_begin_d and takes
+/// k_d taps d_d apart. Max: NaN propagates, ties keep the first tap; `indices` (may be null) gets
+/// the flat index of the maximum over the whole input (row-major, or with storage_order 1
+/// column-major over the spatial dims). Average: the taps inside the input are summed and divided
+/// by their count, or with count_include_pad by the taps inside the padded extent
+/// [-pad_begin, in + pad_end) (a window that ceil_mode lets run past it counts only what is inside).
+struct PoolArgs {
+  int64_t planes = 0;  // N * C
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+  int64_t pad_begin[3] = {}, pad_end[3] = {};
+  bool max = true, count_include_pad = false, column_major_indices = false;
+};
+void pool_f32(const float* x, float* y, int64_t* indices, const PoolArgs& a, cudaStream_t s);
+
 /// What follows a convolution in onyx::FusedConv.
 enum class ConvAct : int { kNone, kRelu, kClip };
 /// y[c-major layout: n, c, spatial] = act(y + bias[c]) in one pass: Conv/ConvTranspose's bias and

@@ -1,6 +1,6 @@
 // onyx's own CUDA kernels that reduce: Softmax/LogSoftmax, LayerNormalization (and RMS), Reduce*,
-// ArgMax/ArgMin, fused attention (onyx::Attention), plus the per-channel bias and activation that
-// follow convolutions.
+// ArgMax/ArgMin, fused attention (onyx::Attention), direct MaxPool / AveragePool (what cuDNN's
+// pooling cannot express), plus the per-channel bias and activation that follow convolutions.
 #include <cfloat>
 
 #include "dialect.hpp"
@@ -238,7 +238,64 @@ int threads_for(int64_t cols) {
   return t;
 }
 
+__global__ void pool_kernel(const float* x, float* y, int64_t* indices, PoolArgs a, int64_t n) {
+  const int64_t in_size = a.in[0] * a.in[1] * a.in[2], out_size = a.out[0] * a.out[1] * a.out[2];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t plane = i / out_size, o = i % out_size;
+    const int64_t o2 = o % a.out[2], o1 = (o / a.out[2]) % a.out[1], o0 = o / (a.out[2] * a.out[1]);
+    const int64_t b0 = o0 * a.s[0] - a.pad_begin[0], b1 = o1 * a.s[1] - a.pad_begin[1], b2 = o2 * a.s[2] - a.pad_begin[2];
+    const float* xp = x + plane * in_size;
+    float best = -INFINITY, sum = 0.f;
+    int64_t best_at = -1, count = 0, padded = 0;
+    for (int64_t k0 = 0; k0 < a.k[0]; ++k0) {
+      const int64_t i0 = b0 + k0 * a.d[0];
+      const bool in0 = i0 >= 0 && i0 < a.in[0], pad0 = i0 >= -a.pad_begin[0] && i0 < a.in[0] + a.pad_end[0];
+      for (int64_t k1 = 0; k1 < a.k[1]; ++k1) {
+        const int64_t i1 = b1 + k1 * a.d[1];
+        const bool in1 = i1 >= 0 && i1 < a.in[1], pad1 = i1 >= -a.pad_begin[1] && i1 < a.in[1] + a.pad_end[1];
+        for (int64_t k2 = 0; k2 < a.k[2]; ++k2) {
+          const int64_t i2 = b2 + k2 * a.d[2];
+          const bool in2 = i2 >= 0 && i2 < a.in[2], pad2 = i2 >= -a.pad_begin[2] && i2 < a.in[2] + a.pad_end[2];
+          if (pad0 && pad1 && pad2) ++padded;
+          if (!(in0 && in1 && in2)) continue;
+          const int64_t off = (i0 * a.in[1] + i1) * a.in[2] + i2;
+          const float v = xp[off];
+          ++count;
+          if (a.max) {
+            if (v > best || best_at < 0 || v != v) {
+              best = v;
+              best_at = off;
+            }
+          } else {
+            sum += v;
+          }
+        }
+      }
+    }
+    if (a.max) {
+      y[i] = best;
+      if (indices) {
+        int64_t flat = best_at;
+        if (a.column_major_indices && best_at >= 0) {
+          const int64_t j2 = best_at % a.in[2], j1 = (best_at / a.in[2]) % a.in[1], j0 = best_at / (a.in[1] * a.in[2]);
+          flat = (j2 * a.in[1] + j1) * a.in[0] + j0;
+        }
+        indices[i] = plane * in_size + flat;
+      }
+    } else {
+      const int64_t div = a.count_include_pad ? padded : count;
+      y[i] = div ? sum / static_cast<float>(div) : 0.f;
+    }
+  }
+}
+
 }  // namespace
+
+void pool_f32(const float* x, float* y, int64_t* indices, const PoolArgs& a, cudaStream_t s) {
+  const int64_t n = a.planes * a.out[0] * a.out[1] * a.out[2];
+  if (n <= 0) return;
+  ONYX_LAUNCH(grid_for(n), kBlock, s, pool_kernel)(x, y, indices, a, n);
+}
 
 void softmax_f32(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s) {
   if (outer * axis * inner <= 0) return;

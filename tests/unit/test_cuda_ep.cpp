@@ -249,9 +249,19 @@ TEST(CudaClaim, DeclineReasons) {
       << why.message;
   EXPECT_TRUE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 4, 4})}).text("auto_pad", "SAME_UPPER").ints("strides", {2, 2}).claim(&why))
       << why.message;
-  EXPECT_FALSE(ClaimCase("MaxPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 7, 7})}).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 0, 0}).claim(&why));
+  EXPECT_FALSE(ClaimCase("ConvTranspose", {f32({1, 3, 8, 8}), f32({3, 4, 3, 3})}, {f32({1, 4, 9, 9})}).ints("pads", {1, 1, 0, 0}).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
   EXPECT_NE(why.message.find("asymmetric"), std::string::npos) << why.message;
+  // Pooling cuDNN cannot express runs on onyx's direct kernel.
+  EXPECT_TRUE(ClaimCase("MaxPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 7, 7})}).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 0, 0}).claim(&why))
+      << why.message;
+  EXPECT_TRUE(ClaimCase("MaxPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 4, 4}), i64({1, 3, 4, 4})}, 12)
+                  .ints("kernel_shape", {3, 3})
+                  .ints("strides", {2, 2})
+                  .ints("dilations", {1, 2})
+                  .integer("ceil_mode", 1)
+                  .claim(&why))
+      << why.message;
   EXPECT_FALSE(ClaimCase("ConvTranspose", {f32({1, 3, 8, 8}), f32({3, 4, 3, 3})}, {f32({1, 4, 10, 10})}).text("auto_pad", "SAME_UPPER").claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
 
@@ -266,8 +276,6 @@ TEST(CudaClaim, DeclineReasons) {
   EXPECT_FALSE(ClaimCase("Pad", {f32({2}), i64({2})}, {f32({4})}, 18).text("mode", "mirror").claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
 
-  EXPECT_FALSE(ClaimCase("MaxPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 4, 4})}).ints("kernel_shape", {3, 3}).integer("ceil_mode", 1).claim(&why));
-  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
 
   EXPECT_FALSE(ClaimCase("BatchNormalization", {f32({2, 3, 4}), f32({3}), f32({3}), f32({3}), f32({3})}, {f32({2, 3, 4})}, 15)
                    .integer("training_mode", 1)
@@ -715,6 +723,20 @@ TEST(CudaGpu, ConvPoolBatchNorm) {
   check(conv("Conv", {1, 4, 8, 8}, {6, 4, 3, 3}, true, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}, {1, 6, 4, 4}));
   check(conv("Conv", {1, 4, 7, 8}, {6, 4, 4, 4}, false, {attr_string("auto_pad", "SAME_LOWER")}, {1, 6, 7, 8}));
   check(single("MaxPool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 4, 4}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})}));
+  // Pooling cuDNN cannot express (onyx's direct kernel): ceil_mode, dilations, asymmetric and
+  // SAME pads, MaxPool's Indices.
+  check(single("MaxPool", {{"x", Shape{2, 3, 9, 10}}}, Shape{2, 3, 4, 5},
+               {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_int("ceil_mode", 1)}));
+  check(single("AveragePool", {{"x", Shape{1, 2, 8, 8}}}, Shape{1, 2, 8, 8},
+               {attr_ints("kernel_shape", {3, 2}), attr_ints("pads", {0, 1, 2, 0}), attr_int("count_include_pad", 1)}));
+  check(single("MaxPool", {{"x", Shape{1, 2, 11, 12}}}, Shape{1, 2, 6, 4},
+               {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 3}), attr_string("auto_pad", "SAME_UPPER")}));
+  GraphSpec mi;
+  mi.inputs = {{"x", DType::kFloat, {1, 2, 11, 12}}};
+  mi.nodes = {node("MaxPool", {"x"}, {"y", "i"}, {attr_ints("kernel_shape", {2, 3}), attr_ints("dilations", {2, 2}), attr_ints("pads", {1, 0, 0, 2}),
+                                                  attr_int("storage_order", 1)})};
+  mi.outputs = {{"y", DType::kFloat, {1, 2, 10, 10}}, {"i", DType::kInt64, {1, 2, 10, 10}}};
+  check(mi, 12);
   check(single("AveragePool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 5, 5},
                {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}));
   check(single("AveragePool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 5, 5},

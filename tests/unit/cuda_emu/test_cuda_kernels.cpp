@@ -12,6 +12,8 @@
 
 #include "ir/graph.hpp"
 #include "launch.hpp"
+#include "model_builder.hpp"
+#include "ops/nn.hpp"
 #include "ops/tensor.hpp"
 
 using namespace onyx::cuda;
@@ -328,5 +330,78 @@ TEST(CudaKernelsEmulated, PadEveryMode) {
       ASSERT_EQ(y64[i], constant ? v64 : x64[src]) << names[m] << " at " << i;
       ASSERT_EQ(y8[i], constant ? v8 : x8[src]) << names[m] << " at " << i;
     }
+  }
+}
+
+TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
+  // What cuDNN's pooling cannot express (ceil_mode, dilations, asymmetric pads, Indices with
+  // either storage order, 1-D and 3-D), against the CPU EP running the same node: the geometry
+  // from onyx::window_geometry, as the CUDA kernel gets it.
+  using namespace onyx;
+  using namespace onyx::test;
+  struct Case {
+    const char* op;
+    Shape x;
+    std::vector<AttrSpec> attrs;
+  };
+  const Case cases[] = {
+      {"MaxPool", Shape{2, 3, 9, 10}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_int("ceil_mode", 1)}},
+      {"MaxPool", Shape{1, 2, 11, 12},
+       {attr_ints("kernel_shape", {2, 3}), attr_ints("dilations", {2, 2}), attr_ints("pads", {1, 0, 0, 2}), attr_int("storage_order", 1)}},
+      {"MaxPool", Shape{1, 3, 20}, {attr_ints("kernel_shape", {4}), attr_ints("strides", {3}), attr_ints("pads", {2, 1})}},
+      {"AveragePool", Shape{2, 2, 7, 9}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}),
+                                          attr_int("ceil_mode", 1), attr_int("count_include_pad", 1)}},
+      {"AveragePool", Shape{1, 2, 8, 8}, {attr_ints("kernel_shape", {3, 2}), attr_ints("pads", {0, 1, 2, 0}), attr_int("ceil_mode", 1)}},
+      {"AveragePool", Shape{1, 2, 5, 6, 7}, {attr_ints("kernel_shape", {2, 3, 2}), attr_ints("strides", {2, 2, 3}),
+                                             attr_string("auto_pad", "SAME_UPPER")}},
+  };
+  for (const Case& c : cases) {
+    const bool max = std::string(c.op) == "MaxPool";
+    GraphSpec g;
+    g.nodes.push_back({c.op, {"x"}, max ? std::vector<std::string>{"y", "i"} : std::vector<std::string>{"y"}, c.attrs, "pool"});
+    g.inputs.push_back({"x", DType::kFloat, c.x.to_vector()});
+    g.outputs.push_back(any_out("y"));
+    if (max) g.outputs.push_back(any_out("i", DType::kInt64));
+    const std::string m = encode_model(g, 19);
+    Session s = Session::builder().commit_from_memory(m.data(), m.size());
+    Tensor x(DType::kFloat, c.x);
+    const std::vector<float> r = randoms(static_cast<size_t>(x.numel()), 11);
+    std::copy(r.begin(), r.end(), x.data<float>());
+    if (max) x.data<float>()[5] = x.data<float>()[6] = 10.0f;  // a tie for a window's maximum: the first tap wins
+    const auto want = s.run({{"x", Value(x)}});
+    const Tensor& wy = want[0].tensor();
+    // The CUDA kernel's arguments.
+    const size_t sp = c.x.size() - 2;
+    Node node;
+    for (const AttrSpec& a : c.attrs) {
+      Attribute at;
+      at.name = a.name;
+      if (a.kind == AttrSpec::kInts) at.type = AttrType::kInts, at.ints = a.ints;
+      if (a.kind == AttrSpec::kInt) at.type = AttrType::kInt, at.i = a.i;
+      if (a.kind == AttrSpec::kString) at.type = AttrType::kString, at.s = a.s;
+      node.attrs.push_back(at);
+    }
+    const Shape kernel(node.attr_ints("kernel_shape"));
+    const WindowGeometry geo = window_geometry(node, Shape(std::span<const int64_t>(c.x.data() + 2, sp)), kernel, true);
+    PoolArgs a;
+    a.planes = c.x[0] * c.x[1];
+    for (size_t d = 0; d < sp; ++d) {
+      a.in[d] = c.x[d + 2];
+      a.out[d] = geo.out[d];
+      a.k[d] = geo.kernel[d];
+      a.s[d] = geo.stride[d];
+      a.d[d] = geo.dilation[d];
+      a.pad_begin[d] = geo.pad_begin[d];
+      a.pad_end[d] = geo.pad_end[d];
+    }
+    a.max = max;
+    a.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
+    a.column_major_indices = node.attr_int("storage_order", 0) != 0;
+    std::vector<float> y(static_cast<size_t>(wy.numel()));
+    std::vector<int64_t> idx(y.size());
+    pool_f32(x.data<float>(), y.data(), max ? idx.data() : nullptr, a, kStream);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], wy.data<float>()[i], 1e-5) << c.op << " at " << i;
+    if (max)
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(idx[i], want[1].tensor().data<int64_t>()[i]) << "Indices at " << i;
   }
 }
