@@ -29,6 +29,7 @@ constexpr int64_t kKC = 512;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 8;  // columns of B packed at a time (a multiple of kNR): kKC x kNC floats, 512 KiB
 constexpr double kSharedAFloats = 1 << 20;  // the most of A packed once for all tasks (4 MiB)
+constexpr double kBigABytes = 256 << 10;  // an A streamed once per thread, not per task (bytes)
 static_assert(kMR == kPanelRows, "the panel height APackers write");
 static_assert(kNR == kPanelCols, "the panel width BPackers write");
 
@@ -487,7 +488,10 @@ void run(const Operands& o, ThreadPool* pool) {
   // Split by rows, every task packs all of B for itself (unless B is pre-packed): one task per
   // thread then, not several; likewise split by columns with A packed by every task.
   const bool own_a = by_cols && o.pack_a && !shared.a_all;
-  const int64_t per_thread = by_cols ? (own_a ? 1 : 3) : (o.pb || o.b_koff ? 3 : 1);
+  // Split by columns, every task streams all of A: a pre-packed A bigger than a thread's share of
+  // L2 is streamed once per thread then, not three times.
+  const bool big_a = static_cast<double>(mpad) * static_cast<double>(o.k) * sizeof(float) > kBigABytes;
+  const int64_t per_thread = by_cols ? (own_a || big_a ? 1 : 3) : (o.pb || o.b_koff ? 3 : 1);
   const int64_t tasks = std::min<int64_t>(pans, threads * per_thread);
   pool->parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
