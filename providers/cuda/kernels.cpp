@@ -1,7 +1,7 @@
 // The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
 // arithmetic, activations, Where, Cast, data movement, Gather, Pad, Softmax, LayerNormalization,
-// Reduce*, ArgMax/ArgMin, onyx::Attention. Shapes come from the executor (already inferred); kernels only queue
-// work on the run's stream.
+// InstanceNormalization, Reduce*, ArgMax/ArgMin, onyx::Attention. Shapes come from the executor
+// (already inferred); kernels only queue work on the run's stream.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -359,6 +359,31 @@ class LayerNormKernel final : public CudaKernel {
   float eps_;
 };
 
+/// InstanceNormalization: each (image, channel) plane normalised (LayerNormalization's kernel over
+/// rows of the spatial size), then the per-channel scale and bias.
+class InstanceNormKernel final : public CudaKernel {
+ public:
+  InstanceNormKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), eps_(info.node.attr_float("epsilon", 1e-5f)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    if (x.rank() < 3) fail(ErrorCode::kInvalidArgument, node_.label(), ": input of rank ", x.rank(), " (at least 3: N, C, spatial)");
+    const int64_t n = x.shape()[0], c = x.shape()[1], spatial = prod(x.shape(), 2, x.rank());
+    for (size_t i = 1; i < 3; ++i)
+      if (in(ctx, i).numel() != c)
+        fail(ErrorCode::kInvalidArgument, node_.label(), ": ", i == 1 ? "scale" : "B", " has ", in(ctx, i).numel(), " values for ", c,
+             " channels");
+    if (y.numel() == 0) return;
+    layernorm_f32(devf(ctx, 0), nullptr, nullptr, dptr<float>(y), nullptr, nullptr, n * c, spatial, eps_, false, stream(ctx));
+    channel_scale_bias_f32(dptr<float>(y), devf(ctx, 1), devf(ctx, 2), n, c, spatial, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  float eps_;
+};
+
 class ReduceKernel final : public CudaKernel {
  public:
   ReduceKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s, ReduceOp op) : CudaKernel(info, std::move(s)), op_(op) {
@@ -584,6 +609,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Gather") return std::make_unique<GatherKernel>(info, s);
   if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);
   if (op == "LayerNormalization") return std::make_unique<LayerNormKernel>(info, s);
+  if (op == "InstanceNormalization") return std::make_unique<InstanceNormKernel>(info, s);
   if (op == "ArgMax" || op == "ArgMin") return std::make_unique<ArgKernel>(info, s);
   if (n.domain == "onyx" && op == "Attention") return std::make_unique<AttentionKernel>(info, s);
   fail(ErrorCode::kNotImplemented, "cuda: no kernel for ", n.label());

@@ -111,6 +111,9 @@ struct PoolArgs {
 };
 void pool_f32(const float* x, float* y, int64_t* indices, const PoolArgs& a, cudaStream_t s);
 
+/// y[n, c, spatial] = y * scale[c] + bias[c] in place (InstanceNormalization's affine part).
+void channel_scale_bias_f32(float* y, const float* scale, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s);
+
 /// What follows a convolution in onyx::FusedConv.
 enum class ConvAct : int { kNone, kRelu, kClip };
 /// y[c-major layout: n, c, spatial] = act(y + bias[c]) in one pass: Conv/ConvTranspose's bias and

@@ -185,6 +185,13 @@ __global__ void channel_bias_act(float* y, const float* bias, int64_t c, int64_t
   }
 }
 
+__global__ void channel_scale_bias(float* y, const float* scale, const float* bias, int64_t c, int64_t spatial, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t ch = (i / spatial) % c;
+    y[i] = y[i] * scale[ch] + bias[ch];
+  }
+}
+
 constexpr int64_t kAttentionRows = 4096;  // query rows in flight: blocks of the attention grid
 
 /// One block per query row (grid-stride over rows): its scores go to a scratch row, then
@@ -340,6 +347,12 @@ void channel_bias_act_f32(float* y, const float* bias, int64_t n, int64_t c, int
   const int64_t total = n * c * spatial;
   if (total <= 0 || (!bias && act == ConvAct::kNone)) return;
   ONYX_LAUNCH(grid_for(total), kBlock, s, channel_bias_act)(y, bias, c, spatial, total, act, lo, hi);
+}
+
+void channel_scale_bias_f32(float* y, const float* scale, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s) {
+  const int64_t total = n * c * spatial;
+  if (total <= 0) return;
+  ONYX_LAUNCH(grid_for(total), kBlock, s, channel_scale_bias)(y, scale, bias, c, spatial, total);
 }
 
 }  // namespace onyx::cuda

@@ -164,6 +164,8 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
   EXPECT_TRUE(ClaimCase("MatMul", {f32({4, 2, 3}), f32({3, 5})}, {f32({4, 2, 5})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 8, 8})}).ints("pads", {1, 1, 1, 1}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("LayerNormalization", {f32({2, 8}), f32({8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("InstanceNormalization", {f32({2, 3, 4, 4}), f32({3}), f32({3})}, {f32({2, 3, 4, 4})}).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("InstanceNormalization", {f32({2, 3}), f32({3}), f32({3})}, {f32({2, 3})}).claim(&why));
   EXPECT_TRUE(ClaimCase("Gather", {f32({10, 4}), i64({3})}, {f32({3, 4})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Reshape", {f32({2, 6}), i64({2})}, {f32({3, 4})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Cast", {i64({2, 6})}, {f32({2, 6})}).claim(&why)) << why.message;
@@ -743,6 +745,11 @@ TEST(CudaGpu, ConvPoolBatchNorm) {
                {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_int("count_include_pad", 1)}));
   check(single("GlobalAveragePool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
   check(single("GlobalMaxPool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
+  GraphSpec inorm = single("InstanceNormalization", {{"x", Shape{2, 4, 6, 5}}}, Shape{2, 4, 6, 5}, {attr_float("epsilon", 1e-3f)});
+  inorm.initializers.emplace_back("s", random_tensor(Shape{4}, 5));
+  inorm.initializers.emplace_back("b", random_tensor(Shape{4}, 6));
+  inorm.nodes[0].inputs = {"x", "s", "b"};
+  check(inorm);
   GraphSpec bn = single("BatchNormalization", {{"x", Shape{2, 4, 5, 3}}}, Shape{2, 4, 5, 3}, {attr_float("epsilon", 1e-3f)});
   bn.initializers.emplace_back("s", random_tensor(Shape{4}, 1));
   bn.initializers.emplace_back("b", random_tensor(Shape{4}, 2));

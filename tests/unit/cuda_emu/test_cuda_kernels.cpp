@@ -401,7 +401,33 @@ TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
     std::vector<int64_t> idx(y.size());
     pool_f32(x.data<float>(), y.data(), max ? idx.data() : nullptr, a, kStream);
     for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], wy.data<float>()[i], 1e-5) << c.op << " at " << i;
-    if (max)
+    if (max) {
       for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(idx[i], want[1].tensor().data<int64_t>()[i]) << "Indices at " << i;
+    }
   }
+}
+
+TEST(CudaKernelsEmulated, InstanceNormalizationMatchesTheCpuEp) {
+  // The CUDA EP's InstanceNormalization (LayerNormalization's row kernel over each plane, then the
+  // per-channel scale and bias) against the CPU EP running the node.
+  using namespace onyx;
+  using namespace onyx::test;
+  const Shape xs{2, 3, 5, 7};
+  GraphSpec g;
+  g.nodes.push_back({"InstanceNormalization", {"x", "s", "b"}, {"y"}, {attr_float("epsilon", 1e-3f)}, "in"});
+  g.inputs.push_back({"x", DType::kFloat, xs.to_vector()});
+  g.outputs.push_back(any_out("y"));
+  const std::vector<float> sc = randoms(3, 21), bi = randoms(3, 22);
+  g.initializers.emplace_back("s", Tensor::from_vector<float>(Shape{3}, sc));
+  g.initializers.emplace_back("b", Tensor::from_vector<float>(Shape{3}, bi));
+  const std::string m = encode_model(g, 17);
+  Session s = Session::builder().commit_from_memory(m.data(), m.size());
+  Tensor x(DType::kFloat, xs);
+  const std::vector<float> r = randoms(static_cast<size_t>(x.numel()), 23, 1, 4);
+  std::copy(r.begin(), r.end(), x.data<float>());
+  const Tensor want = s.run({{"x", Value(x)}})[0].tensor();
+  std::vector<float> y(r.size());
+  layernorm_f32(r.data(), nullptr, nullptr, y.data(), nullptr, nullptr, 6, 35, 1e-3f, false, kStream);
+  channel_scale_bias_f32(y.data(), sc.data(), bi.data(), 2, 3, 35, kStream);
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4) << "at " << i;
 }
