@@ -51,7 +51,8 @@ const Rule kRules[] = {
     {"Flatten", 1, kAny, Kind::kMove}, {"Squeeze", 1, kAny, Kind::kMove}, {"Unsqueeze", 1, kAny, Kind::kMove},
     {"Transpose", 1, kAny, Kind::kMove}, {"Concat", 4, kAny, Kind::kMove}, {"Slice", 1, kAny, Kind::kMove},
     {"Gather", 1, kAny, Kind::kMove}, {"Expand", 8, kAny, Kind::kMove}, {"Split", 2, kAny, Kind::kMove},
-    {"Pad", 2, kAny, Kind::kMove},
+    {"Pad", 2, kAny, Kind::kMove}, {"Tile", 6, kAny, Kind::kMove}, {"DepthToSpace", 1, kAny, Kind::kMove},
+    {"SpaceToDepth", 1, kAny, Kind::kMove},
     {"Cast", 6, kAny, Kind::kCast}, {"Where", 9, kAny, Kind::kWhere},
     {"Softmax", 1, kAny, Kind::kFloatOp}, {"LogSoftmax", 1, kAny, Kind::kFloatOp},
     {"LayerNormalization", 17, kAny, Kind::kFloatOp}, {"InstanceNormalization", 6, kAny, Kind::kFloatOp},
@@ -300,6 +301,9 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
         if (n.opset < 11 && t0 != DType::kFloat)
           return decline(why, DeclineCode::kUnsupportedType, str("CUDA Pad-", n.opset, " (a float value attribute) runs on float32 only"));
       }
+      if ((op == "DepthToSpace" || op == "SpaceToDepth") && (!x->has_shape || x->shape.size() != 4))
+        return decline(why, DeclineCode::kDynamicShape, op + " needs a 4-d input");
+      if (op == "Tile" && !x->has_shape) return decline(why, DeclineCode::kDynamicShape, "Tile needs the input's rank");
       if (op == "Slice" || op == "Squeeze" || op == "Unsqueeze" || op == "Transpose" || op == "Split" || op == "Concat" || op == "Flatten")
         if (!x->has_shape) return decline(why, DeclineCode::kDynamicShape, op + " needs the input's rank");
       return true;

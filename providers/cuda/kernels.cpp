@@ -1,7 +1,8 @@
 // The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
-// arithmetic, activations, Where, Cast, data movement, Gather, Pad, Softmax, LayerNormalization,
-// InstanceNormalization, Reduce*, ArgMax/ArgMin, onyx::Attention. Shapes come from the executor
-// (already inferred); kernels only queue work on the run's stream.
+// arithmetic, activations, Where, Cast, data movement (Tile, DepthToSpace, SpaceToDepth too),
+// Gather, Pad, Softmax, LayerNormalization, InstanceNormalization, Reduce*, ArgMax/ArgMin,
+// onyx::Attention. Shapes come from the executor (already inferred); kernels only queue work on
+// the run's stream.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -208,6 +209,29 @@ class SliceKernel final : public CudaKernel {
     if (y.numel()) strided_copy(dev(ctx, 0), src, y.raw_data(), contiguous(y.shape()), dtype_size(y.dtype()), y.numel(), stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
+};
+
+/// Tile, DepthToSpace and SpaceToDepth: one strided copy through a view (views.cpp).
+class RearrangeKernel final : public CudaKernel {
+ public:
+  RearrangeKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), block_(info.node.attr_int("blocksize", 0)),
+        crd_(info.node.attr_string("mode", "DCR") == "CRD") {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    if (y.numel() == 0) return;
+    Strided dst, src;
+    if (node_.op_type == "Tile") src = tile_view(x.shape(), host_ints(ctx, 1), y.shape(), &dst);
+    else if (node_.op_type == "DepthToSpace") src = depth_to_space_view(x.shape(), block_, crd_, y.shape(), &dst);
+    else src = space_to_depth_view(x.shape(), block_, y.shape(), &dst);
+    strided_copy(dev(ctx, 0), src, y.raw_data(), dst, dtype_size(y.dtype()), y.numel(), stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  int64_t block_;
+  bool crd_;
 };
 
 class PadKernel final : public CudaKernel {
@@ -606,6 +630,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Slice") return std::make_unique<SliceKernel>(info, s);
   if (op == "Expand") return std::make_unique<ExpandKernel>(info, s);
   if (op == "Pad") return std::make_unique<PadKernel>(info, s);
+  if (op == "Tile" || op == "DepthToSpace" || op == "SpaceToDepth") return std::make_unique<RearrangeKernel>(info, s);
   if (op == "Gather") return std::make_unique<GatherKernel>(info, s);
   if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);
   if (op == "LayerNormalization") return std::make_unique<LayerNormKernel>(info, s);

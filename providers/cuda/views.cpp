@@ -83,4 +83,61 @@ Strided part_view(const Shape& whole, const Shape& part, int64_t axis, int64_t a
   return v;
 }
 
+Strided tile_view(const Shape& in, const std::vector<int64_t>& repeats, const Shape& out, Strided* dst) {
+  const size_t r = in.size();
+  if (repeats.size() != r || out.size() != r)
+    fail(ErrorCode::kInvalidArgument, "Tile: ", repeats.size(), " repeats for an input of rank ", r);
+  const Strided xs = contiguous(in);
+  Shape dims;
+  std::vector<int64_t> strides;
+  for (size_t k = 0; k < r; ++k) {
+    if (repeats[k] < 0 || in[k] * repeats[k] != out[k])
+      fail(ErrorCode::kInvalidArgument, "Tile: repeats do not give the output shape ", out.to_string());
+    if (repeats[k] != 1) {
+      dims.push_back(repeats[k]);
+      strides.push_back(0);
+    }
+    dims.push_back(in[k]);
+    strides.push_back(xs.strides[k]);
+  }
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    fail(ErrorCode::kNotImplemented, "cuda: Tile of rank ", r, " repeating ", dims.size() - r, " dims (at most ", kMaxRank, " split dims)");
+  *dst = contiguous(dims);
+  Strided src = *dst;
+  for (size_t k = 0; k < dims.size(); ++k) src.strides[k] = strides[k];
+  return src;
+}
+
+namespace {
+/// The 6-dim iteration of a block rearrangement: destination dims (contiguous) and the source's
+/// strides for them.
+Strided six(const Shape& dims, const int64_t (&src_strides)[6], Strided* dst) {
+  *dst = contiguous(dims);
+  Strided s = *dst;
+  for (int k = 0; k < 6; ++k) s.strides[k] = src_strides[k];
+  return s;
+}
+}  // namespace
+
+Strided depth_to_space_view(const Shape& in, int64_t b, bool crd, const Shape& out, Strided* dst) {
+  if (in.size() != 4 || b <= 0 || in[1] % (b * b) != 0)
+    fail(ErrorCode::kInvalidArgument, "DepthToSpace: input ", in.to_string(), " and blocksize ", b);
+  const int64_t N = in[0], C = in[1] / (b * b), H = in[2], W = in[3];
+  if (!(out == Shape{N, C, H * b, W * b})) fail(ErrorCode::kInvalidArgument, "DepthToSpace: output ", out.to_string());
+  // y[n, c, h b + i, w b + j] = x[n, channel, h, w]: channel (i b + j) C + c (DCR) or c b^2 + i b + j (CRD).
+  const int64_t hw = H * W;
+  const int64_t st[6] = {in[1] * hw, crd ? b * b * hw : hw, W, crd ? b * hw : b * C * hw, 1, crd ? hw : C * hw};
+  return six(Shape{N, C, H, b, W, b}, st, dst);
+}
+
+Strided space_to_depth_view(const Shape& in, int64_t b, const Shape& out, Strided* dst) {
+  if (in.size() != 4 || b <= 0 || in[2] % b != 0 || in[3] % b != 0)
+    fail(ErrorCode::kInvalidArgument, "SpaceToDepth: input ", in.to_string(), " and blocksize ", b);
+  const int64_t N = in[0], C = in[1], H = in[2] / b, W = in[3] / b;
+  if (!(out == Shape{N, C * b * b, H, W})) fail(ErrorCode::kInvalidArgument, "SpaceToDepth: output ", out.to_string());
+  // y[n, (i b + j) C + c, h, w] = x[n, c, h b + i, w b + j].
+  const int64_t st[6] = {C * in[2] * in[3], in[3], 1, in[2] * in[3], b * in[3], b};
+  return six(Shape{N, b, b, C, H, W}, st, dst);
+}
+
 }  // namespace onyx::cuda

@@ -23,4 +23,13 @@ Strided slice_view(const Shape& in, const SliceSpec& spec, const Shape& out);
 /// along `axis` (Concat's destination for one input, Split's source for one output).
 Strided part_view(const Shape& whole, const Shape& part, int64_t axis, int64_t at);
 
+/// Tile: the output, iterated as dims [r_k, d_k] for each input dim k repeated r_k > 1 times
+/// ([d_k] for the others), reads the input at stride 0 across the repeats. The same dims serve as
+/// the (contiguous) destination view: `dst` gets it. Fails past kMaxRank split dims.
+Strided tile_view(const Shape& in, const std::vector<int64_t>& repeats, const Shape& out, Strided* dst);
+/// DepthToSpace (mode DCR or CRD) and SpaceToDepth of a [N, C, H, W] input by `block`: the
+/// source view of the output iterated as 6 dims (also the destination dims, given in `dst`).
+Strided depth_to_space_view(const Shape& in, int64_t block, bool crd, const Shape& out, Strided* dst);
+Strided space_to_depth_view(const Shape& in, int64_t block, const Shape& out, Strided* dst);
+
 }  // namespace onyx::cuda

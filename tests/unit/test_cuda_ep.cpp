@@ -164,6 +164,8 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
   EXPECT_TRUE(ClaimCase("MatMul", {f32({4, 2, 3}), f32({3, 5})}, {f32({4, 2, 5})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 8, 8})}).ints("pads", {1, 1, 1, 1}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("LayerNormalization", {f32({2, 8}), f32({8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Tile", {f32({2, 3}), i64({2})}, {f32({4, 9})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("DepthToSpace", {f32({1, 8, 2, 2})}, {f32({1, 2, 4, 4})}).integer("blocksize", 2).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("InstanceNormalization", {f32({2, 3, 4, 4}), f32({3}), f32({3})}, {f32({2, 3, 4, 4})}).claim(&why)) << why.message;
   EXPECT_FALSE(ClaimCase("InstanceNormalization", {f32({2, 3}), f32({3}), f32({3})}, {f32({2, 3})}).claim(&why));
   EXPECT_TRUE(ClaimCase("Gather", {f32({10, 4}), i64({3})}, {f32({3, 4})}).claim(&why)) << why.message;
@@ -340,6 +342,52 @@ std::vector<float> iota(int64_t n) {
   return v;
 }
 }  // namespace
+
+TEST(CudaViews, TileAndBlockRearrangements) {
+  // The source views of Tile, DepthToSpace (both modes) and SpaceToDepth against the CPU EP running
+  // the node on 0, 1, 2, ...; the destination views are the plain output layout.
+  struct Case {
+    const char* op;
+    Shape x;
+    std::vector<AttrSpec> attrs;
+    std::vector<int64_t> repeats;
+    int64_t opset;
+  };
+  const Case cases[] = {
+      {"Tile", Shape{2, 3, 4}, {}, {3, 1, 2}, 13},
+      {"Tile", Shape{2, 1, 3, 1, 2}, {}, {2, 3, 1, 2, 1}, 13},
+      {"DepthToSpace", Shape{2, 8, 3, 2}, {attr_int("blocksize", 2)}, {}, 13},
+      {"DepthToSpace", Shape{1, 18, 2, 3}, {attr_int("blocksize", 3), attr_string("mode", "CRD")}, {}, 13},
+      {"SpaceToDepth", Shape{2, 3, 6, 4}, {attr_int("blocksize", 2)}, {}, 13},
+  };
+  for (const Case& c : cases) {
+    GraphSpec g;
+    std::vector<std::string> ins = {"x"};
+    if (!c.repeats.empty()) {
+      g.initializers.emplace_back("r", Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(c.repeats.size())}, c.repeats));
+      ins.push_back("r");
+    }
+    g.nodes.push_back(node(c.op, ins, {"y"}, c.attrs));
+    g.inputs.push_back({"x", DType::kFloat, c.x.to_vector()});
+    g.outputs.push_back(any_out("y"));
+    const std::string m = model_bytes(g, c.opset);
+    Session cpu = cpu_session(m);
+    const std::vector<float> x = iota(c.x.numel());
+    const Tensor want = cpu.run({{"x", Value(Tensor::from_vector<float>(c.x, x))}})[0].tensor();
+    cuda::Strided dst, src;
+    const std::string op = c.op;
+    if (op == "Tile") src = cuda::tile_view(c.x, c.repeats, want.shape(), &dst);
+    else if (op == "DepthToSpace") src = cuda::depth_to_space_view(c.x, c.attrs[0].i, c.attrs.size() > 1, want.shape(), &dst);
+    else src = cuda::space_to_depth_view(c.x, c.attrs[0].i, want.shape(), &dst);
+    EXPECT_TRUE(cuda::is_flat(dst, want.numel())) << op;
+    const std::vector<float> got = gather_view(x, src);
+    ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel()) << op;
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got[i], want.data<float>()[i]) << op << " at " << i;
+  }
+  cuda::Strided dst;
+  EXPECT_THROW(cuda::tile_view(Shape{2, 3}, {2}, Shape{4, 3}, &dst), Error);
+  EXPECT_THROW(cuda::depth_to_space_view(Shape{1, 6, 2, 2}, 2, false, Shape{1, 1, 4, 4}, &dst), Error);
+}
 
 TEST(CudaViews, TransposeSliceBroadcastConcat) {
   // Transpose [2,3,4,5] by perm {2,0,3,1} -> [4,2,5,3].
@@ -649,6 +697,12 @@ TEST(CudaGpu, DataMovement) {
   pa.initializers.emplace_back("a", Tensor::from_vector<int64_t>(Shape{1}, {-1}));
   pa.nodes[0].inputs = {"x", "p", "", "a"};
   check(pa, 18);
+  GraphSpec tl = single("Tile", {{"x", Shape{2, 3, 4}}}, Shape{6, 3, 8});
+  tl.initializers.emplace_back("r", Tensor::from_vector<int64_t>(Shape{3}, {3, 1, 2}));
+  tl.nodes[0].inputs = {"x", "r"};
+  check(tl, 13);
+  check(single("DepthToSpace", {{"x", Shape{2, 8, 3, 2}}}, Shape{2, 2, 6, 4}, {attr_int("blocksize", 2), attr_string("mode", "CRD")}), 13);
+  check(single("SpaceToDepth", {{"x", Shape{2, 3, 6, 4}}}, Shape{2, 12, 3, 2}, {attr_int("blocksize", 2)}), 13);
   GraphSpec r = single("Reshape", {{"x", Shape{2, 6}}}, Shape{3, 4});
   r.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{2}, {3, 4}));
   r.nodes[0].inputs = {"x", "s"};
