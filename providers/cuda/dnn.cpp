@@ -586,22 +586,10 @@ class PoolKernel final : public CudaKernel {
       for (size_t k = 0; k < sp; ++k) direct |= g.dilation[k] != 1 || g.pad_begin[k] != g.pad_end[k];
       if (direct) {
         if (sp > 3) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": pooling over ", sp, " spatial dims");
-        PoolArgs a;
-        a.planes = x.shape()[0] * x.shape()[1];
-        for (size_t k = 0; k < sp; ++k) {
-          a.in[k] = x.shape()[k + 2];
-          a.out[k] = g.out[k];
-          a.k[k] = g.kernel[k];
-          a.s[k] = g.stride[k];
-          a.d[k] = g.dilation[k];
-          a.pad_begin[k] = g.pad_begin[k];
-          a.pad_end[k] = g.pad_end[k];
-          if (a.out[k] != y.shape()[k + 2])
+        for (size_t k = 0; k < sp; ++k)
+          if (g.out[k] != y.shape()[k + 2])
             fail(ErrorCode::kRuntime, "cuda: ", node_.label(), ": output ", y.shape().to_string(), " differs from the window geometry");
-        }
-        a.max = max_;
-        a.count_include_pad = include_pad_;
-        a.column_major_indices = node_.attr_int("storage_order", 0) != 0;
+        const PoolArgs a = pool_args(x.shape(), g, max_, include_pad_, node_.attr_int("storage_order", 0) != 0);
         int64_t* idx = nullptr;
         if (indices) {
           Tensor& it = ctx.output(1);

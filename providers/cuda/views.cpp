@@ -140,4 +140,24 @@ Strided space_to_depth_view(const Shape& in, int64_t b, const Shape& out, Stride
   return six(Shape{N, b, b, C, H, W}, st, dst);
 }
 
+PoolArgs pool_args(const Shape& x, const WindowGeometry& g, bool max, bool count_include_pad, bool column_major_indices) {
+  const size_t sp = x.size() < 2 ? 0 : x.size() - 2;
+  if (sp > 3 || g.out.size() != sp) fail(ErrorCode::kNotImplemented, "cuda: pooling over ", sp, " spatial dims (at most 3)");
+  PoolArgs a;
+  a.planes = x[0] * x[1];
+  for (size_t k = 0; k < sp; ++k) {
+    a.in[k] = x[k + 2];
+    a.out[k] = g.out[k];
+    a.k[k] = g.kernel[k];
+    a.s[k] = g.stride[k];
+    a.d[k] = g.dilation[k];
+    a.pad_begin[k] = g.pad_begin[k];
+    a.pad_end[k] = g.pad_end[k];
+  }
+  a.max = max;
+  a.count_include_pad = count_include_pad;
+  a.column_major_indices = column_major_indices;
+  return a;
+}
+
 }  // namespace onyx::cuda

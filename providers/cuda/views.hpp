@@ -4,7 +4,9 @@
 
 #include <vector>
 
+#include "launch.hpp"
 #include "onyx/shape.hpp"
+#include "ops/nn.hpp"
 #include "ops/tensor.hpp"
 #include "strided.hpp"
 
@@ -31,5 +33,9 @@ Strided tile_view(const Shape& in, const std::vector<int64_t>& repeats, const Sh
 /// source view of the output iterated as 6 dims (also the destination dims, given in `dst`).
 Strided depth_to_space_view(const Shape& in, int64_t block, bool crd, const Shape& out, Strided* dst);
 Strided space_to_depth_view(const Shape& in, int64_t block, const Shape& out, Strided* dst);
+
+/// The direct pooling kernel's arguments for input `x` ([N, C, up to 3 spatial dims]) and its
+/// window geometry (ops/nn's window_geometry, as the CPU EP and shape inference resolve it).
+PoolArgs pool_args(const Shape& x, const WindowGeometry& g, bool max, bool count_include_pad, bool column_major_indices);
 
 }  // namespace onyx::cuda

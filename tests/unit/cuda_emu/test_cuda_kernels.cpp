@@ -15,6 +15,7 @@
 #include "model_builder.hpp"
 #include "ops/nn.hpp"
 #include "ops/tensor.hpp"
+#include "views.hpp"
 
 using namespace onyx::cuda;
 
@@ -383,20 +384,7 @@ TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
     }
     const Shape kernel(node.attr_ints("kernel_shape"));
     const WindowGeometry geo = window_geometry(node, Shape(std::span<const int64_t>(c.x.data() + 2, sp)), kernel, true);
-    PoolArgs a;
-    a.planes = c.x[0] * c.x[1];
-    for (size_t d = 0; d < sp; ++d) {
-      a.in[d] = c.x[d + 2];
-      a.out[d] = geo.out[d];
-      a.k[d] = geo.kernel[d];
-      a.s[d] = geo.stride[d];
-      a.d[d] = geo.dilation[d];
-      a.pad_begin[d] = geo.pad_begin[d];
-      a.pad_end[d] = geo.pad_end[d];
-    }
-    a.max = max;
-    a.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
-    a.column_major_indices = node.attr_int("storage_order", 0) != 0;
+    const PoolArgs a = pool_args(c.x, geo, max, node.attr_int("count_include_pad", 0) != 0, node.attr_int("storage_order", 0) != 0);
     std::vector<float> y(static_cast<size_t>(wy.numel()));
     std::vector<int64_t> idx(y.size());
     pool_f32(x.data<float>(), y.data(), max ? idx.data() : nullptr, a, kStream);
