@@ -42,7 +42,7 @@ const Rule kRules[] = {
     {"ThresholdedRelu", 10, kAny, Kind::kUnary},
     {"Add", 7, kAny, Kind::kBinary}, {"Sub", 7, kAny, Kind::kBinary}, {"Mul", 7, kAny, Kind::kBinary},
     {"Div", 7, kAny, Kind::kBinary}, {"Max", 8, kAny, Kind::kBinary}, {"Min", 8, kAny, Kind::kBinary},
-    {"Mod", 10, kAny, Kind::kBinary}, {"Pow", 7, kAny, Kind::kFloatBin}, {"PRelu", 7, kAny, Kind::kFloatBin},
+    {"Mod", 10, kAny, Kind::kBinary}, {"Sum", 8, kAny, Kind::kBinary}, {"Mean", 8, kAny, Kind::kBinary}, {"Pow", 7, kAny, Kind::kFloatBin}, {"PRelu", 7, kAny, Kind::kFloatBin},
     {"Equal", 7, kAny, Kind::kCompare}, {"Less", 7, kAny, Kind::kCompare}, {"Greater", 7, kAny, Kind::kCompare},
     {"LessOrEqual", 12, kAny, Kind::kCompare}, {"GreaterOrEqual", 12, kAny, Kind::kCompare},
     {"And", 7, kAny, Kind::kLogic}, {"Or", 7, kAny, Kind::kLogic}, {"Xor", 7, kAny, Kind::kLogic},
@@ -265,12 +265,17 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
     case Kind::kBinary:
     case Kind::kFloatBin:
     case Kind::kCompare: {
-      if (n.num_inputs() != 2) return decline(why, DeclineCode::kUnsupportedAttribute, str(op, " with ", n.num_inputs(), " inputs (the CUDA EP takes 2)"));
-      const TypeInfo* b = in_type(info, 1);
-      if (!b || b->elem_dtype() != t0)
-        return decline(why, DeclineCode::kUnsupportedType, op + " with inputs of different types");
-      const bool ok = r->kind == Kind::kFloatBin ? t0 == DType::kFloat
-                                                  : (t0 == DType::kFloat || t0 == DType::kInt32 || t0 == DType::kInt64);
+      // Sum, Mean, Max and Min take any number of inputs (combined pairwise into the output).
+      const bool variadic = op == "Sum" || op == "Mean" || op == "Max" || op == "Min";
+      const bool all_given = std::all_of(n.inputs.begin(), n.inputs.end(), [](int v) { return v >= 0; });
+      if (variadic ? n.inputs.empty() || !all_given : n.num_inputs() != 2)
+        return decline(why, DeclineCode::kUnsupportedAttribute, str(op, " with ", n.num_inputs(), " inputs (the CUDA EP takes 2)"));
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        const TypeInfo* b = in_type(info, i);
+        if (!b || b->elem_dtype() != t0) return decline(why, DeclineCode::kUnsupportedType, op + " with inputs of different types");
+      }
+      const bool float_only = r->kind == Kind::kFloatBin || op == "Sum" || op == "Mean";
+      const bool ok = float_only ? t0 == DType::kFloat : (t0 == DType::kFloat || t0 == DType::kInt32 || t0 == DType::kInt64);
       if (!ok) return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " does not take ", dtype_name(t0)));
       if (op == "Mod" && t0 == DType::kFloat && n.attr_int("fmod", 0) == 0)
         return decline(why, DeclineCode::kUnsupportedAttribute, "Mod on floats needs fmod=1");

@@ -88,6 +88,42 @@ class BinaryKernel final : public CudaKernel {
   BinaryOp op_;
 };
 
+/// Sum, Mean, and Max / Min of any number of inputs (numpy broadcasting): the first two combined
+/// into Y, each further input into Y in place; Mean then scales by 1 / count.
+class VariadicKernel final : public CudaKernel {
+ public:
+  VariadicKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s, BinaryOp op, bool mean)
+      : CudaKernel(info, std::move(s)), op_(op), mean_(mean) {}
+  void compute(KernelContext& ctx) const override {
+    Tensor& y = out(ctx, 0, node_);
+    if (y.numel() == 0) return;
+    const size_t n = node_.inputs.size();
+    const Ty ty = to_ty(y.dtype());
+    const Strided yv = contiguous(y.shape());
+    if (n == 1) {
+      strided_copy(dev(ctx, 0), broadcast_view(in(ctx, 0).shape(), y.shape()), y.raw_data(), yv, dtype_size(y.dtype()), y.numel(),
+                   stream(ctx));
+    } else {
+      binary(op_, ty, dev(ctx, 0), broadcast_view(in(ctx, 0).shape(), y.shape()), dev(ctx, 1), broadcast_view(in(ctx, 1).shape(), y.shape()),
+             y.raw_data(), y.numel(), stream(ctx));
+      for (size_t i = 2; i < n; ++i)
+        binary(op_, ty, y.raw_data(), yv, dev(ctx, i), broadcast_view(in(ctx, i).shape(), y.shape()), y.raw_data(), y.numel(), stream(ctx));
+    }
+    if (mean_ && n > 1) {
+      Tensor scale = shared_->allocate(DType::kFloat, Shape{});
+      const float inv = 1.0f / static_cast<float>(n);
+      fill(scale.raw_data(), &inv, sizeof inv, 1, stream(ctx));
+      binary(BinaryOp::kMul, ty, y.raw_data(), yv, scale.raw_data(), broadcast_view(Shape{}, y.shape()), y.raw_data(), y.numel(),
+             stream(ctx));
+    }
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  BinaryOp op_;
+  bool mean_;
+};
+
 class WhereKernel final : public CudaKernel {
  public:
   using CudaKernel::CudaKernel;
@@ -618,6 +654,9 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   BinaryOp bo{};
   ReduceOp ro{};
   if (unary_spec(n, &us)) return std::make_unique<UnaryKernel>(info, s, us);
+  if (op == "Sum" || op == "Mean") return std::make_unique<VariadicKernel>(info, s, BinaryOp::kAdd, op == "Mean");
+  if ((op == "Max" || op == "Min") && n.inputs.size() != 2)
+    return std::make_unique<VariadicKernel>(info, s, op == "Max" ? BinaryOp::kMax : BinaryOp::kMin, false);
   if (binary_op(op, &bo, n)) return std::make_unique<BinaryKernel>(info, s, bo);
   if (reduce_op(op, &ro)) return std::make_unique<ReduceKernel>(info, s, ro);
   if (op == "Where") return std::make_unique<WhereKernel>(info, s);

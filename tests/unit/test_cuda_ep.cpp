@@ -294,8 +294,14 @@ TEST(CudaClaim, DeclineReasons) {
   EXPECT_FALSE(ms.claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp);
 
-  EXPECT_FALSE(ClaimCase("Max", {f32({2}), f32({2}), f32({2})}, {f32({2})}).claim(&why));
+  EXPECT_FALSE(ClaimCase("Pow", {f32({2}), f32({2}), f32({2})}, {f32({2})}).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  // Sum, Mean, Max, Min: any number of inputs; Sum and Mean on float32 only.
+  EXPECT_TRUE(ClaimCase("Max", {f32({2}), f32({2}), f32({2})}, {f32({2})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Mean", {f32({2, 3}), f32({3}), f32({1}), f32({2, 1})}, {f32({2, 3})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Sum", {f32({2})}, {f32({2})}).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("Sum", {f32({2}), i64({2})}, {f32({2})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
 }
 
 TEST(CudaClaim, HostInputs) {
@@ -644,6 +650,17 @@ TEST(CudaGpu, ElementwiseBroadcastAndActivations) {
   check(clip);
   for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
     check(single(op, {{"a", Shape{3, 4}}, {"b", Shape{4}}}, Shape{3, 4}, {}, DType::kBool));
+}
+
+TEST(CudaGpu, VariadicSumMeanMaxMin) {
+  REQUIRE_CUDA();
+  // Broadcast across three and four inputs, and one input alone.
+  for (const char* op : {"Sum", "Mean", "Max", "Min"}) {
+    SCOPED_TRACE(op);
+    check(single(op, {{"a", Shape{2, 3, 4}}, {"b", Shape{4}}, {"c", Shape{3, 1}}}, Shape{2, 3, 4}), 13);
+    check(single(op, {{"a", Shape{5}}, {"b", Shape{5}}, {"c", Shape{1}}, {"d", Shape{5}}}, Shape{5}), 13);
+    check(single(op, {{"a", Shape{2, 3}}}, Shape{2, 3}), 13);
+  }
 }
 
 TEST(CudaGpu, WhereCastExpand) {
