@@ -56,6 +56,7 @@ const Rule kRules[] = {
     {"Cast", 6, kAny, Kind::kCast}, {"Where", 9, kAny, Kind::kWhere},
     {"Softmax", 1, kAny, Kind::kFloatOp}, {"LogSoftmax", 1, kAny, Kind::kFloatOp},
     {"LayerNormalization", 17, kAny, Kind::kFloatOp}, {"InstanceNormalization", 6, kAny, Kind::kFloatOp},
+    {"GroupNormalization", 18, kAny, Kind::kFloatOp},
     {"ReduceSum", 1, kAny, Kind::kFloatOp}, {"ReduceMean", 1, kAny, Kind::kFloatOp}, {"ReduceMax", 1, kAny, Kind::kFloatOp},
     {"ReduceMin", 1, kAny, Kind::kFloatOp}, {"ReduceProd", 1, kAny, Kind::kFloatOp}, {"ReduceL1", 1, kAny, Kind::kFloatOp},
     {"ReduceL2", 1, kAny, Kind::kFloatOp}, {"ReduceSumSquare", 1, kAny, Kind::kFloatOp},
@@ -173,10 +174,12 @@ bool check_float_op(const ClaimInfo& info, Decline* why) {
     if (!x || !x->has_shape || x->shape.size() < 2 || x->shape.size() > 5)
       return decline(why, DeclineCode::kDynamicShape, "BatchNormalization needs an input of rank 2 to 5");
   }
-  if (op == "InstanceNormalization") {
+  if (op == "InstanceNormalization" || op == "GroupNormalization") {
     const TypeInfo* x = in_type(info, 0);
     if (!x || !x->has_shape || x->shape.size() < 3)
-      return decline(why, DeclineCode::kDynamicShape, "InstanceNormalization needs an input of rank 3 or more");
+      return decline(why, DeclineCode::kDynamicShape, op + " needs an input of rank 3 or more");
+    if (op == "GroupNormalization" && n.attr_int("stash_type", 1) != 1)
+      return decline(why, DeclineCode::kUnsupportedAttribute, "GroupNormalization stash_type other than float");
   }
   if (op == "LayerNormalization" && (n.has_output(1) || n.has_output(2)) && n.attr_int("stash_type", 1) != 1)
     return decline(why, DeclineCode::kUnsupportedAttribute, "LayerNormalization stash_type other than float");

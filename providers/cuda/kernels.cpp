@@ -1,6 +1,6 @@
 // The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
 // arithmetic, activations, Where, Cast, data movement (Tile, DepthToSpace, SpaceToDepth too),
-// Gather, Pad, Softmax, LayerNormalization, InstanceNormalization, Reduce*, ArgMax/ArgMin,
+// Gather, Pad, Softmax, LayerNormalization, Instance- and GroupNormalization, Reduce*, ArgMax/ArgMin,
 // onyx::Attention. Shapes come from the executor (already inferred); kernels only queue work on
 // the run's stream.
 #include <algorithm>
@@ -419,29 +419,43 @@ class LayerNormKernel final : public CudaKernel {
   float eps_;
 };
 
-/// InstanceNormalization: each (image, channel) plane normalised (LayerNormalization's kernel over
-/// rows of the spatial size), then the per-channel scale and bias.
-class InstanceNormKernel final : public CudaKernel {
+/// InstanceNormalization and GroupNormalization: each (image, group) normalised as one row of
+/// LayerNormalization's kernel (a group is one channel for InstanceNormalization), then the scale
+/// and bias: per channel, or per group for GroupNormalization before opset 21.
+class GroupNormKernel final : public CudaKernel {
  public:
-  InstanceNormKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
-      : CudaKernel(info, std::move(s)), eps_(info.node.attr_float("epsilon", 1e-5f)) {}
+  GroupNormKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), eps_(info.node.attr_float("epsilon", 1e-5f)),
+        instance_(info.node.op_type == "InstanceNormalization"), groups_(info.node.attr_int("num_groups", 0)),
+        per_channel_(instance_ || info.node.opset >= 21) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& x = in(ctx, 0);
     Tensor& y = out(ctx, 0, node_);
     if (x.rank() < 3) fail(ErrorCode::kInvalidArgument, node_.label(), ": input of rank ", x.rank(), " (at least 3: N, C, spatial)");
     const int64_t n = x.shape()[0], c = x.shape()[1], spatial = prod(x.shape(), 2, x.rank());
+    const int64_t groups = instance_ ? c : groups_;
+    if (groups <= 0 || c % groups != 0)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": num_groups ", groups, " must divide the ", c, " channels");
+    const int64_t want = per_channel_ ? c : groups;
     for (size_t i = 1; i < 3; ++i)
-      if (in(ctx, i).numel() != c)
-        fail(ErrorCode::kInvalidArgument, node_.label(), ": ", i == 1 ? "scale" : "B", " has ", in(ctx, i).numel(), " values for ", c,
-             " channels");
+      if (in(ctx, i).numel() != want)
+        fail(ErrorCode::kInvalidArgument, node_.label(), ": ", i == 1 ? "scale" : "B", " has ", in(ctx, i).numel(), " values (", want,
+             per_channel_ ? " channels)" : " groups)");
     if (y.numel() == 0) return;
-    layernorm_f32(devf(ctx, 0), nullptr, nullptr, dptr<float>(y), nullptr, nullptr, n * c, spatial, eps_, false, stream(ctx));
-    channel_scale_bias_f32(dptr<float>(y), devf(ctx, 1), devf(ctx, 2), n, c, spatial, stream(ctx));
+    const int64_t row = c / groups * spatial;
+    layernorm_f32(devf(ctx, 0), nullptr, nullptr, dptr<float>(y), nullptr, nullptr, n * groups, row, eps_, false, stream(ctx));
+    if (per_channel_)
+      channel_scale_bias_f32(dptr<float>(y), devf(ctx, 1), devf(ctx, 2), n, c, spatial, stream(ctx));
+    else
+      channel_scale_bias_f32(dptr<float>(y), devf(ctx, 1), devf(ctx, 2), n, groups, row, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 
  private:
   float eps_;
+  bool instance_;
+  int64_t groups_;
+  bool per_channel_;
 };
 
 class ReduceKernel final : public CudaKernel {
@@ -673,7 +687,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Gather") return std::make_unique<GatherKernel>(info, s);
   if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);
   if (op == "LayerNormalization") return std::make_unique<LayerNormKernel>(info, s);
-  if (op == "InstanceNormalization") return std::make_unique<InstanceNormKernel>(info, s);
+  if (op == "InstanceNormalization" || op == "GroupNormalization") return std::make_unique<GroupNormKernel>(info, s);
   if (op == "ArgMax" || op == "ArgMin") return std::make_unique<ArgKernel>(info, s);
   if (n.domain == "onyx" && op == "Attention") return std::make_unique<AttentionKernel>(info, s);
   fail(ErrorCode::kNotImplemented, "cuda: no kernel for ", n.label());

@@ -821,6 +821,13 @@ TEST(CudaGpu, ConvPoolBatchNorm) {
   inorm.initializers.emplace_back("b", random_tensor(Shape{4}, 6));
   inorm.nodes[0].inputs = {"x", "s", "b"};
   check(inorm);
+  for (int64_t opset : {18, 21}) {
+    GraphSpec gn = single("GroupNormalization", {{"x", Shape{2, 6, 5, 4}}}, Shape{2, 6, 5, 4}, {attr_int("num_groups", 3)});
+    gn.initializers.emplace_back("s", random_tensor(Shape{opset == 18 ? 3 : 6}, 5));
+    gn.initializers.emplace_back("b", random_tensor(Shape{opset == 18 ? 3 : 6}, 6));
+    gn.nodes[0].inputs = {"x", "s", "b"};
+    check(gn, opset);
+  }
   GraphSpec bn = single("BatchNormalization", {{"x", Shape{2, 4, 5, 3}}}, Shape{2, 4, 5, 3}, {attr_float("epsilon", 1e-3f)});
   bn.initializers.emplace_back("s", random_tensor(Shape{4}, 1));
   bn.initializers.emplace_back("b", random_tensor(Shape{4}, 2));

@@ -395,9 +395,9 @@ TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
   }
 }
 
-TEST(CudaKernelsEmulated, InstanceNormalizationMatchesTheCpuEp) {
-  // The CUDA EP's InstanceNormalization (LayerNormalization's row kernel over each plane, then the
-  // per-channel scale and bias) against the CPU EP running the node.
+TEST(CudaKernelsEmulated, InstanceAndGroupNormalizationMatchTheCpuEp) {
+  // The CUDA EP's InstanceNormalization and GroupNormalization (LayerNormalization's row kernel
+  // over each plane or group, then the scale and bias) against the CPU EP running the node.
   using namespace onyx;
   using namespace onyx::test;
   const Shape xs{2, 3, 5, 7};
@@ -418,4 +418,29 @@ TEST(CudaKernelsEmulated, InstanceNormalizationMatchesTheCpuEp) {
   layernorm_f32(r.data(), nullptr, nullptr, y.data(), nullptr, nullptr, 6, 35, 1e-3f, false, kStream);
   channel_scale_bias_f32(y.data(), sc.data(), bi.data(), 2, 3, 35, kStream);
   for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4) << "at " << i;
+  // GroupNormalization, 3 groups of 2 channels: per-group scale and bias at opset 18, per-channel at 21.
+  for (int64_t opset : {18, 21}) {
+    const Shape gs{2, 6, 3, 4};
+    const int64_t nscale = opset == 18 ? 3 : 6;
+    GraphSpec gg;
+    gg.nodes.push_back({"GroupNormalization", {"x", "s", "b"}, {"y"}, {attr_int("num_groups", 3), attr_float("epsilon", 1e-4f)}, "gn"});
+    gg.inputs.push_back({"x", DType::kFloat, gs.to_vector()});
+    gg.outputs.push_back(any_out("y"));
+    const std::vector<float> gsc = randoms(static_cast<size_t>(nscale), 31), gbi = randoms(static_cast<size_t>(nscale), 32);
+    gg.initializers.emplace_back("s", Tensor::from_vector<float>(Shape{nscale}, gsc));
+    gg.initializers.emplace_back("b", Tensor::from_vector<float>(Shape{nscale}, gbi));
+    const std::string gm = encode_model(gg, opset);
+    Session gsess = Session::builder().commit_from_memory(gm.data(), gm.size());
+    Tensor gx(DType::kFloat, gs);
+    const std::vector<float> gr = randoms(static_cast<size_t>(gx.numel()), 33, -1, 3);
+    std::copy(gr.begin(), gr.end(), gx.data<float>());
+    const Tensor gwant = gsess.run({{"x", Value(gx)}})[0].tensor();
+    std::vector<float> gy(gr.size());
+    layernorm_f32(gr.data(), nullptr, nullptr, gy.data(), nullptr, nullptr, 2 * 3, 2 * 12, 1e-4f, false, kStream);
+    if (opset == 18)
+      channel_scale_bias_f32(gy.data(), gsc.data(), gbi.data(), 2, 3, 2 * 12, kStream);
+    else
+      channel_scale_bias_f32(gy.data(), gsc.data(), gbi.data(), 2, 6, 12, kStream);
+    for (size_t i = 0; i < gy.size(); ++i) ASSERT_NEAR(gy[i], gwant.data<float>()[i], 1e-4) << "GroupNormalization-" << opset << " at " << i;
+  }
 }
