@@ -85,12 +85,15 @@ constexpr int64_t kFewRows = 2 * kPanelRows;
 /// Whether a 2-D convolution is computed as an implicit GEMM over its zero-padded input (see
 /// conv2d_shifted): a stride no longer than the dilated kernel (else some phase planes would go
 /// unread), and the columns it computes and drops per row at most an eighth of those it keeps.
-bool shifted_gemm_fits(const WindowGeometry& g) {
+/// The phase planes' copy of the input is kept within 64 MiB (a thread's workspace keeps it).
+bool shifted_gemm_fits(const WindowGeometry& g, int64_t channels) {
   if (g.out.size() != 2 || g.out[0] <= 0 || g.out[1] <= 0) return false;
   for (size_t d = 0; d < 2; ++d)
     if (g.stride[d] > (g.kernel[d] - 1) * g.dilation[d] + 1) return false;
   const int64_t extra = (g.kernel[1] - 1) * g.dilation[1] / g.stride[1];
-  return extra * 8 <= g.out[1] + extra;
+  const int64_t Hq = g.out[0] + (g.kernel[0] - 1) * g.dilation[0] / g.stride[0], Wq = g.out[1] + extra;
+  const double floats = static_cast<double>(channels) * static_cast<double>(g.stride[0] * g.stride[1]) * static_cast<double>(Hq * Wq);
+  return extra * 8 <= g.out[1] + extra && floats <= static_cast<double>(int64_t{1} << 24);
 }
 
 /// A 2-D convolution of one image and group as an implicit GEMM. The zero-padded input is split
@@ -341,7 +344,7 @@ void ConvKernel::compute(KernelContext& ctx) const {
   }
   // The implicit GEMM trades the im2col matrix (K x pixels) for a copy of the output (M x pixels):
   // only with K at least M (MobileNetV2's stem, 27 taps to 32 channels, is faster through im2col).
-  if (!pointwise && !packed_.empty() && Kg >= Mg && shifted_gemm_fits(g)) {
+  if (!pointwise && !packed_.empty() && Kg >= Mg && shifted_gemm_fits(g, Cg)) {
     for (int64_t n = 0; n < N; ++n)
       for (int64_t grp = 0; grp < group_; ++grp)
         conv2d_shifted(packed_[grp], px + (n * C + grp * Cg) * in_size, Cg, in, g, py + (n * M + grp * Mg) * out_size, Mg,
