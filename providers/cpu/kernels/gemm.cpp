@@ -417,7 +417,11 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         // at once, which the prefetchers do not follow: twice the time when C is not cached).
         const auto& micro = o.b_koff ? kMicroShifted : o.c_trans ? kMicroT : kMicro;
         const int64_t* koff = o.b_koff ? o.b_koff + p0 : nullptr;
-        // Stored transposed (C's rows are the product's columns), column panels outer.
+        // C is written in long sequential runs of its rows: row tiles outer, column panels inner
+        // (the other order writes all mc rows 32 columns at a time, mc streams at once, which the
+        // prefetchers do not follow: twice the time when C is not cached). Stored transposed, C's
+        // rows are the product's columns: column panels outer then (and each panel of B, the
+        // weights, serves every row tile in turn).
         const bool cols_outer = o.c_trans;
         const int64_t outer_end = cols_outer ? jc + nc : i0 + mc, inner_end = cols_outer ? i0 + mc : jc + nc;
         for (int64_t u = cols_outer ? jc : i0; u < outer_end; u += cols_outer ? kNR : kMR)
