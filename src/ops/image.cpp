@@ -501,4 +501,158 @@ void register_image_ops(OpRegistry& r) {
   r.add("", "AffineGrid", {20}, infer_affine_grid);
 }
 
+// ---- Resize axis plans ----
+
+
+/// x_original for output index xr of an axis (ONNX's coordinate_transformation_mode formulas).
+/// length_resized is the integer output length `out` (align_corners, pytorch_half_pixel,
+/// tf_crop_and_resize), as the spec defines it; the ONNX 1.12 reference implementation used the
+/// fractional in * scale instead, which is why the resize_downsample_scales_*_align_corners test
+/// data disagree (onnxruntime agrees with onyx).
+static double original_coord(const ResizeAttrs& a, int64_t xr, double scale, int64_t in, int64_t out, double rs, double re) {
+  const double x = static_cast<double>(xr);
+  switch (a.coord) {
+    case ResizeCoord::kHalfPixel:
+      return (x + 0.5) / scale - 0.5;
+    case ResizeCoord::kHalfPixelSymmetric: {
+      const double target = scale * static_cast<double>(in);
+      const double adjustment = static_cast<double>(out) / target;
+      const double center = static_cast<double>(in) / 2.0;
+      return center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5;
+    }
+    case ResizeCoord::kPytorchHalfPixel:
+      return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case ResizeCoord::kAlignCorners:
+      return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+    case ResizeCoord::kAsymmetric:
+      return x / scale;
+    case ResizeCoord::kTfHalfPixelForNN:
+      return (x + 0.5) / scale;
+    case ResizeCoord::kTfCropAndResize:
+      return out > 1 ? rs * static_cast<double>(in - 1) +
+                           x * (re - rs) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
+                     : 0.5 * (rs + re) * static_cast<double>(in - 1);
+  }
+  return x;
+}
+
+static int64_t nearest_index(ResizeNearest m, double x, bool downsample) {
+  const double f = std::floor(x);
+  switch (m) {
+    case ResizeNearest::kRoundPreferFloor:
+      return static_cast<int64_t>(x - f <= 0.5 ? f : f + 1.0);
+    case ResizeNearest::kRoundPreferCeil:
+      return static_cast<int64_t>(x - f < 0.5 ? f : f + 1.0);
+    case ResizeNearest::kFloor:
+      return static_cast<int64_t>(f);
+    case ResizeNearest::kCeil:
+      return static_cast<int64_t>(std::ceil(x));
+    case ResizeNearest::kLegacy:
+      return static_cast<int64_t>(downsample ? std::ceil(x) : std::trunc(x));
+  }
+  return static_cast<int64_t>(f);
+}
+
+template <class W>
+void build_resize_axis(const ResizeAttrs& a, ResizeAxisPlan<W>& p, int64_t in, int64_t out, double scale, double rs, double re,
+                const char* label) {
+  p.in = in;
+  p.out = out;
+  p.extrap.assign(static_cast<size_t>(out), 0);
+  const bool crop = a.coord == ResizeCoord::kTfCropAndResize;
+  const double last = static_cast<double>(in - 1);
+  bool identity = in == out;
+  if (a.mode == ResizeMode::kNearest) {
+    p.taps = 1;
+    p.idx.assign(static_cast<size_t>(out), 0);
+    for (int64_t o = 0; o < out; ++o) {
+      double x = original_coord(a, o, scale, in, out, rs, re);
+      if (crop && !(x >= 0.0 && x <= last)) {
+        p.extrap[o] = 1;
+        identity = false;
+        continue;
+      }
+      if (!std::isfinite(x)) x = 0.0;
+      x = std::clamp(x, -2.0, static_cast<double>(in) + 1.0);
+      const int64_t i = std::clamp<int64_t>(nearest_index(a.nearest, x, scale < 1.0), 0, in - 1);
+      p.idx[o] = i;
+      if (i != o) identity = false;
+    }
+    p.identity = identity;
+    return;
+  }
+  const bool linear = a.mode == ResizeMode::kLinear;
+  const double support = linear ? 1.0 : 2.0;
+  const bool aa = a.antialias && scale < 1.0;
+  const double s_aa = aa ? scale : 1.0;
+  int taps = linear ? 2 : 4;
+  if (aa) {
+    const double t = std::ceil(2.0 * support / s_aa) + 1.0;
+    if (!(t <= 65536.0))
+      fail(ErrorCode::kInvalidArgument, label, ": the antialiasing filter for scale ", scale, " is too wide");
+    taps = static_cast<int>(t);
+  }
+  p.taps = taps;
+  p.idx.assign(static_cast<size_t>(out) * taps, 0);
+  p.w.assign(static_cast<size_t>(out) * taps, W(0));
+  const double margin = static_cast<double>(taps) + 2.0;
+  const double A = a.cubic_a;
+  double wbuf[8];
+  std::vector<double> wvec(aa ? static_cast<size_t>(taps) : 0);
+  double* wt = aa ? wvec.data() : wbuf;
+  for (int64_t o = 0; o < out; ++o) {
+    double x = original_coord(a, o, scale, in, out, rs, re);
+    if (crop && !(x >= 0.0 && x <= last)) {
+      p.extrap[o] = 1;
+      identity = false;
+      continue;
+    }
+    if (!std::isfinite(x)) x = 0.0;
+    x = std::clamp(x, -margin, last + margin);
+    if (aa || x != static_cast<double>(o)) identity = false;
+    int64_t j0;
+    if (!aa) {
+      const double f = std::floor(x), t = x - f;
+      j0 = static_cast<int64_t>(f);
+      if (linear) {
+        wt[0] = 1.0 - t;
+        wt[1] = t;
+      } else {
+        j0 -= 1;
+        wt[0] = cubic_weight(t + 1.0, A);
+        wt[1] = cubic_weight(t, A);
+        wt[2] = cubic_weight(1.0 - t, A);
+        wt[3] = cubic_weight(2.0 - t, A);
+      }
+    } else {
+      const double R = support / s_aa;
+      j0 = static_cast<int64_t>(std::floor(x - R)) + 1;
+      for (int k = 0; k < taps; ++k) {
+        const double t = (static_cast<double>(j0 + k) - x) * s_aa;
+        wt[k] = linear ? std::max(0.0, 1.0 - std::fabs(t)) : cubic_weight(t, A);
+      }
+    }
+    double sum = 0.0;
+    int64_t* ix = &p.idx[static_cast<size_t>(o) * taps];
+    for (int k = 0; k < taps; ++k) {
+      int64_t j = j0 + k;
+      if (j < 0 || j >= in) {
+        if (a.exclude_outside) wt[k] = 0.0;
+        j = std::clamp<int64_t>(j, 0, in - 1);
+      }
+      ix[k] = j;
+      sum += wt[k];
+    }
+    const bool normalize = aa || a.exclude_outside;
+    W* w = &p.w[static_cast<size_t>(o) * taps];
+    for (int k = 0; k < taps; ++k) w[k] = static_cast<W>(normalize ? (sum != 0.0 ? wt[k] / sum : 0.0) : wt[k]);
+  }
+  p.identity = identity;
+}
+
+template void build_resize_axis<float>(const ResizeAttrs&, ResizeAxisPlan<float>&, int64_t, int64_t, double, double, double,
+                                       const char*);
+template void build_resize_axis<double>(const ResizeAttrs&, ResizeAxisPlan<double>&, int64_t, int64_t, double, double, double,
+                                        const char*);
+
 }  // namespace onyx

@@ -58,6 +58,34 @@ std::vector<int64_t> resize_axes(const Node& node, const ResizeAttrs& a, size_t 
 void resize_geometry(const Node& node, const ResizeAttrs& a, const Shape& in, const float* scales, int64_t nscales,
                      const int64_t* sizes, int64_t nsizes, Shape& out, std::vector<double>& axis_scale);
 
+/// Keys cubic convolution kernel with coefficient a (Resize's cubic mode, GridSample's bicubic).
+inline double cubic_weight(double t, double a) {
+  t = t < 0 ? -t : t;
+  if (t <= 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+  if (t < 2.0) return ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
+  return 0.0;
+}
+
+/// Per output index of one axis: the input taps (clamped indices) and their weights, or an
+/// extrapolated value (tf_crop_and_resize outside the input). Shared by the CPU EP's Resize and
+/// the CUDA EP's (which uploads the tables).
+template <class W>
+struct ResizeAxisPlan {
+  int64_t in = 0, out = 0;
+  int taps = 1;
+  bool identity = false;
+  std::vector<int64_t> idx;     // out * taps
+  std::vector<W> w;             // out * taps (unused for nearest)
+  std::vector<uint8_t> extrap;  // out
+};
+
+/// The plan of one axis resized from `in` to `out` at `scale` (roi [rs, re] for
+/// tf_crop_and_resize), by the node's mode, coordinate transformation, nearest mode, cubic
+/// coefficient, exclude_outside and antialias. Defined for W = float and double.
+template <class W>
+void build_resize_axis(const ResizeAttrs& a, ResizeAxisPlan<W>& p, int64_t in, int64_t out, double scale, double rs, double re,
+                       const char* label);
+
 // ---- MaxUnpool ----
 
 /// MaxUnpool's output shape from kernel_shape / strides / pads when no output_shape is given.
