@@ -1,5 +1,5 @@
 // onyx's own CUDA kernels: elementwise (unary, binary with broadcast, Where, Cast) and data
-// movement (strided copies, Gather, Pad, fill). One kernel per element type with the op chosen at run
+// movement (strided copies, Gather, Pad, fill), and Resize's separable passes. One kernel per element type with the op chosen at run
 // time keeps the number of instantiations (and nvcc's time) small.
 #include <cuda_fp16.h>
 
@@ -202,6 +202,23 @@ __global__ void pad_kernel(const T* x, T* y, PadGeometry g, PadMode mode, T valu
   }
 }
 
+__global__ void resize_pass_kernel(const float* src, float* dst, int64_t in, int64_t out, int64_t inner, int taps,
+                                   const int64_t* idx, const float* w, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t ii = i % inner, o = (i / inner) % out, oo = i / (inner * out);
+    const float* base = src + oo * in * inner + ii;
+    const int64_t* ix = idx + o * taps;
+    if (!w) {
+      dst[i] = base[ix[0] * inner];
+      continue;
+    }
+    const float* wt = w + o * taps;
+    float acc = 0.f;
+    for (int t = 0; t < taps; ++t) acc += wt[t] * base[ix[t] * inner];
+    dst[i] = acc;
+  }
+}
+
 template <class T>
 __global__ void fill_kernel(T* y, T v, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) y[i] = v;
@@ -348,6 +365,13 @@ void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void*
     default: break;
   }
 #undef ONYX_PAD
+}
+
+void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
+                     const int64_t* idx, const float* w, cudaStream_t s) {
+  const int64_t n = outer * out * inner;
+  if (n <= 0) return;
+  ONYX_LAUNCH(grid_for(n), kBlock, s, resize_pass_kernel)(src, dst, in, out, inner, taps, idx, w, n);
 }
 
 void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s) {

@@ -1,6 +1,6 @@
 // The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
 // arithmetic, activations, Where, Cast, data movement (Tile, DepthToSpace, SpaceToDepth too),
-// Gather, Pad, Softmax, LayerNormalization, Instance- and GroupNormalization, Reduce*, ArgMax/ArgMin,
+// Gather, Pad, Resize, Softmax, LayerNormalization, Instance- and GroupNormalization, Reduce*, ArgMax/ArgMin,
 // onyx::Attention. Shapes come from the executor (already inferred); kernels only queue work on
 // the run's stream.
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "ops/image.hpp"
 #include "runtime.hpp"
 
 namespace onyx::cuda {
@@ -268,6 +269,85 @@ class RearrangeKernel final : public CudaKernel {
  private:
   int64_t block_;
   bool crd_;
+};
+
+/// Resize (opset 10+, float32): the CPU EP's per-axis plans (ops/image), uploaded, then one
+/// separable pass per resized axis.
+class ResizeKernel final : public CudaKernel {
+ public:
+  ResizeKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), a_(parse_resize_attrs(info.node)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const size_t r = x.rank();
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+    if (a_.scales_input >= 0 && has(ctx, a_.scales_input))
+      for (double v : host_floats(ctx, static_cast<size_t>(a_.scales_input))) scales.push_back(static_cast<float>(v));
+    if (a_.sizes_input >= 0 && has(ctx, a_.sizes_input)) sizes = host_ints(ctx, static_cast<size_t>(a_.sizes_input));
+    Shape out_shape;
+    std::vector<double> axis_scale;
+    resize_geometry(node_, a_, x.shape(), scales.empty() ? nullptr : scales.data(), static_cast<int64_t>(scales.size()),
+                    sizes.empty() ? nullptr : sizes.data(), static_cast<int64_t>(sizes.size()), out_shape, axis_scale);
+    if (!(out_shape == y.shape()))
+      fail(ErrorCode::kRuntime, "cuda: ", node_.label(), ": output ", y.shape().to_string(), " differs from ", out_shape.to_string());
+    if (y.numel() == 0) return;
+    RunState& rs = run(ctx);
+    const std::string label = node_.label();
+    std::vector<ResizeAxisPlan<float>> plans(r);
+    std::vector<size_t> active;
+    size_t bytes = 0;
+    for (size_t k = 0; k < r; ++k) {
+      build_resize_axis(a_, plans[k], x.shape()[k], out_shape[k], axis_scale[k], 0.0, 1.0, label.c_str());
+      if (plans[k].identity) continue;
+      active.push_back(k);
+      bytes += plans[k].idx.size() * sizeof(int64_t) + (plans[k].w.size() * sizeof(float) + 7) / 8 * 8;
+    }
+    if (active.empty()) {
+      strided_copy(dev(ctx, 0), contiguous(x.shape()), y.raw_data(), contiguous(y.shape()), sizeof(float), y.numel(), rs.stream);
+      ONYX_CUDA_LAUNCHED();
+      return;
+    }
+    // The tables of every pass, in one upload through pinned staging memory.
+    char* stage = static_cast<char*>(rs.staging(bytes));
+    const std::shared_ptr<void> tables = shared_->allocate_bytes(bytes);
+    std::vector<size_t> at;
+    size_t off = 0;
+    for (size_t k : active) {
+      at.push_back(off);
+      std::memcpy(stage + off, plans[k].idx.data(), plans[k].idx.size() * sizeof(int64_t));
+      off += plans[k].idx.size() * sizeof(int64_t);
+      if (!plans[k].w.empty()) std::memcpy(stage + off, plans[k].w.data(), plans[k].w.size() * sizeof(float));
+      off += (plans[k].w.size() * sizeof(float) + 7) / 8 * 8;
+    }
+    ONYX_CUDA_CHECK(cudaMemcpyAsync(tables.get(), stage, bytes, cudaMemcpyHostToDevice, rs.stream));
+    Shape cur = x.shape();
+    const float* src = devf(ctx, 0);
+    Tensor step[2];
+    for (size_t i = 0; i < active.size(); ++i) {
+      const size_t k = active[i];
+      const ResizeAxisPlan<float>& p = plans[k];
+      Shape next = cur;
+      next[k] = out_shape[k];
+      float* dst;
+      if (i + 1 == active.size()) {
+        dst = dptr<float>(y);
+      } else {
+        step[i % 2] = shared_->allocate(DType::kFloat, next);
+        dst = dptr<float>(step[i % 2]);
+      }
+      const char* t = static_cast<const char*>(tables.get()) + at[i];
+      const auto* idx = reinterpret_cast<const int64_t*>(t);
+      const auto* w = p.w.empty() ? nullptr : reinterpret_cast<const float*>(t + p.idx.size() * sizeof(int64_t));
+      resize_pass_f32(src, dst, prod(cur, 0, k), cur[k], out_shape[k], prod(cur, k + 1, r), p.taps, idx, w, rs.stream);
+      ONYX_CUDA_LAUNCHED();
+      src = dst;
+      cur = next;
+    }
+  }
+
+ private:
+  ResizeAttrs a_;
 };
 
 class PadKernel final : public CudaKernel {
@@ -683,6 +763,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Slice") return std::make_unique<SliceKernel>(info, s);
   if (op == "Expand") return std::make_unique<ExpandKernel>(info, s);
   if (op == "Pad") return std::make_unique<PadKernel>(info, s);
+  if (op == "Resize") return std::make_unique<ResizeKernel>(info, s);
   if (op == "Tile" || op == "DepthToSpace" || op == "SpaceToDepth") return std::make_unique<RearrangeKernel>(info, s);
   if (op == "Gather") return std::make_unique<GatherKernel>(info, s);
   if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);

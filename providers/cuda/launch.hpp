@@ -54,6 +54,12 @@ struct PadGeometry {
   int64_t in[kMaxRank] = {}, out[kMaxRank] = {}, begin[kMaxRank] = {};
 };
 void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void* value, size_t elem, int64_t n, cudaStream_t s);
+/// One separable pass of Resize: src viewed as [outer, in, inner] into dst [outer, out, inner];
+/// output index o along the axis is the sum over its `taps` of w[o taps + t] * src[idx[o taps + t]]
+/// (w null: nearest, its one tap copied). The tables (ops/image's build_resize_axis) are in device
+/// memory.
+void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
+                     const int64_t* idx, const float* w, cudaStream_t s);
 /// Element type conversion of n elements.
 void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s);
 /// Fills n elements of `elem` bytes with the pattern at `value` (host memory, elem bytes).

@@ -165,6 +165,15 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
   EXPECT_TRUE(ClaimCase("Conv", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {f32({1, 4, 8, 8})}).ints("pads", {1, 1, 1, 1}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("LayerNormalization", {f32({2, 8}), f32({8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Tile", {f32({2, 3}), i64({2})}, {f32({4, 9})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("Resize", {f32({1, 3, 4, 4}), f32({0}), f32({4})}, {f32({1, 3, 8, 8})}, 19).text("mode", "linear").claim(&why))
+      << why.message;
+  EXPECT_TRUE(ClaimCase("Resize", {f32({1, 3, 4, 4}), f32({0}), f32({0}), i64({4})}, {f32({1, 3, 8, 8})}, 13).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("Resize", {f32({1, 3, 4, 4}), f32({8}), f32({4})}, {f32({1, 3, 8, 8})}, 13)
+                   .text("coordinate_transformation_mode", "tf_crop_and_resize")
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  EXPECT_FALSE(ClaimCase("Resize", {f32({1, 3, 4, 4}), f32({0}), f32({4})}, {f32({1, 3, 8, 8})}, 13).text("mode", "bicubic").claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
   EXPECT_TRUE(ClaimCase("DepthToSpace", {f32({1, 8, 2, 2})}, {f32({1, 2, 4, 4})}).integer("blocksize", 2).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("InstanceNormalization", {f32({2, 3, 4, 4}), f32({3}), f32({3})}, {f32({2, 3, 4, 4})}).claim(&why)) << why.message;
   EXPECT_FALSE(ClaimCase("InstanceNormalization", {f32({2, 3}), f32({3}), f32({3})}, {f32({2, 3})}).claim(&why));
@@ -320,6 +329,9 @@ TEST(CudaClaim, HostInputs) {
   EXPECT_FALSE(cuda::reads_host_input(pad.n, 0, pad.graph));
   EXPECT_TRUE(cuda::reads_host_input(pad.n, 1, pad.graph));
   EXPECT_TRUE(cuda::reads_host_input(pad.n, 2, pad.graph));
+  ClaimCase rz("Resize", {f32({1, 1, 4, 4}), f32({0}), f32({4})}, {f32({1, 1, 8, 8})}, 13);
+  EXPECT_FALSE(cuda::reads_host_input(rz.n, 0, rz.graph));
+  EXPECT_TRUE(cuda::reads_host_input(rz.n, 2, rz.graph));
   EXPECT_TRUE(cuda::reads_host_input(s.n, 2, s.graph));
 }
 
@@ -720,6 +732,19 @@ TEST(CudaGpu, DataMovement) {
   check(tl, 13);
   check(single("DepthToSpace", {{"x", Shape{2, 8, 3, 2}}}, Shape{2, 2, 6, 4}, {attr_int("blocksize", 2), attr_string("mode", "CRD")}), 13);
   check(single("SpaceToDepth", {{"x", Shape{2, 3, 6, 4}}}, Shape{2, 12, 3, 2}, {attr_int("blocksize", 2)}), 13);
+  // Resize: nearest (scales), linear (sizes), cubic with antialias down-scaling.
+  GraphSpec rz = single("Resize", {{"x", Shape{1, 2, 6, 5}}}, Shape{1, 2, 12, 7}, {attr_string("mode", "nearest")});
+  rz.initializers.emplace_back("sc", Tensor::from_vector<float>(Shape{4}, {1, 1, 2.0f, 1.5f}));
+  rz.nodes[0].inputs = {"x", "", "sc"};
+  check(rz, 19);
+  GraphSpec rl = single("Resize", {{"x", Shape{2, 3, 7, 9}}}, Shape{2, 3, 10, 4}, {attr_string("mode", "linear")});
+  rl.initializers.emplace_back("sz", Tensor::from_vector<int64_t>(Shape{4}, {2, 3, 10, 4}));
+  rl.nodes[0].inputs = {"x", "", "", "sz"};
+  check(rl, 19);
+  GraphSpec rc = single("Resize", {{"x", Shape{1, 1, 12, 12}}}, Shape{1, 1, 5, 6}, {attr_string("mode", "cubic"), attr_int("antialias", 1)});
+  rc.initializers.emplace_back("sc", Tensor::from_vector<float>(Shape{4}, {1, 1, 0.45f, 0.5f}));
+  rc.nodes[0].inputs = {"x", "", "sc"};
+  check(rc, 19);
   GraphSpec r = single("Reshape", {{"x", Shape{2, 6}}}, Shape{3, 4});
   r.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{2}, {3, 4}));
   r.nodes[0].inputs = {"x", "s"};
