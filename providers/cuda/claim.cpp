@@ -68,6 +68,7 @@ const Rule kRules[] = {
     {"MaxPool", 1, kAny, Kind::kFloatOp}, {"AveragePool", 1, kAny, Kind::kFloatOp},
     {"GlobalAveragePool", 1, kAny, Kind::kFloatOp}, {"GlobalMaxPool", 1, kAny, Kind::kFloatOp},
     {"BatchNormalization", 7, kAny, Kind::kFloatOp}, {"Resize", 10, kAny, Kind::kFloatOp},
+    {"Upsample", 9, 9, Kind::kFloatOp},
 };
 
 const Rule* find_rule(const std::string& op) {
@@ -161,7 +162,7 @@ bool check_float_op(const ClaimInfo& info, Decline* why) {
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] < 0) continue;
     const TypeInfo* t = in_type(info, i);
-    const bool host_param = (op.rfind("Reduce", 0) == 0 && i == 1) || (op == "Resize" && i >= 1);  // axes; roi, scales, sizes
+    const bool host_param = (op.rfind("Reduce", 0) == 0 && i == 1) || ((op == "Resize" || op == "Upsample") && i >= 1);  // axes; roi, scales, sizes
     if (host_param) continue;
     if (!t || t->elem_dtype() != DType::kFloat)
       return decline(why, DeclineCode::kUnsupportedType, str(op, " input ", i, " is ", t ? dtype_name(t->elem_dtype()) : "unknown", "; the CUDA EP runs it for float32 only"));
@@ -175,7 +176,7 @@ bool check_float_op(const ClaimInfo& info, Decline* why) {
     if (!x || !x->has_shape || x->shape.size() < 2 || x->shape.size() > 5)
       return decline(why, DeclineCode::kDynamicShape, "BatchNormalization needs an input of rank 2 to 5");
   }
-  if (op == "Resize") {
+  if (op == "Resize" || op == "Upsample") {
     if (n.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
       return decline(why, DeclineCode::kUnsupportedAttribute, "Resize tf_crop_and_resize (its roi and extrapolation run on the CPU)");
     try {
@@ -359,7 +360,7 @@ bool reads_host_input(const Node& n, size_t i, const Graph& g) {
   }
   const std::string& op = n.op_type;
   if (op == "Reshape" || op == "Expand" || op == "Tile") return i == 1;
-  if (op == "Slice" || op == "Pad" || op == "Resize") return i >= 1;
+  if (op == "Slice" || op == "Pad" || op == "Resize" || op == "Upsample") return i >= 1;
   if (op == "Squeeze" || op == "Unsqueeze" || op == "Split") return i == 1;
   if (op.rfind("Reduce", 0) == 0) return i == 1;
   if (op == "Clip") return i >= 1;

@@ -271,8 +271,8 @@ class RearrangeKernel final : public CudaKernel {
   bool crd_;
 };
 
-/// Resize (opset 10+, float32): the CPU EP's per-axis plans (ops/image), uploaded, then one
-/// separable pass per resized axis.
+/// Resize (opset 10+) and Upsample-9, float32: the CPU EP's per-axis plans (ops/image),
+/// uploaded, then one separable pass per resized axis.
 class ResizeKernel final : public CudaKernel {
  public:
   ResizeKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), a_(parse_resize_attrs(info.node)) {}
@@ -763,7 +763,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Slice") return std::make_unique<SliceKernel>(info, s);
   if (op == "Expand") return std::make_unique<ExpandKernel>(info, s);
   if (op == "Pad") return std::make_unique<PadKernel>(info, s);
-  if (op == "Resize") return std::make_unique<ResizeKernel>(info, s);
+  if (op == "Resize" || op == "Upsample") return std::make_unique<ResizeKernel>(info, s);
   if (op == "Tile" || op == "DepthToSpace" || op == "SpaceToDepth") return std::make_unique<RearrangeKernel>(info, s);
   if (op == "Gather") return std::make_unique<GatherKernel>(info, s);
   if (op == "Softmax" || op == "LogSoftmax") return std::make_unique<SoftmaxKernel>(info, s);

@@ -172,6 +172,9 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
                    .text("coordinate_transformation_mode", "tf_crop_and_resize")
                    .claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  EXPECT_TRUE(ClaimCase("Upsample", {f32({1, 3, 4, 4}), f32({4})}, {f32({1, 3, 8, 8})}, 9).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("Upsample", {f32({1, 3, 4, 4})}, {f32({1, 3, 8, 8})}, 7).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kOpsetOutOfRange) << why.message;
   EXPECT_FALSE(ClaimCase("Resize", {f32({1, 3, 4, 4}), f32({0}), f32({4})}, {f32({1, 3, 8, 8})}, 13).text("mode", "bicubic").claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
   EXPECT_TRUE(ClaimCase("DepthToSpace", {f32({1, 8, 2, 2})}, {f32({1, 2, 4, 4})}).integer("blocksize", 2).claim(&why)) << why.message;
@@ -745,6 +748,10 @@ TEST(CudaGpu, DataMovement) {
   rc.initializers.emplace_back("sc", Tensor::from_vector<float>(Shape{4}, {1, 1, 0.45f, 0.5f}));
   rc.nodes[0].inputs = {"x", "", "sc"};
   check(rc, 19);
+  GraphSpec up = single("Upsample", {{"x", Shape{1, 2, 3, 4}}}, Shape{1, 2, 6, 8}, {attr_string("mode", "linear")});
+  up.initializers.emplace_back("sc", Tensor::from_vector<float>(Shape{4}, {1, 1, 2, 2}));
+  up.nodes[0].inputs = {"x", "sc"};
+  check(up, 9);
   GraphSpec r = single("Reshape", {{"x", Shape{2, 6}}}, Shape{3, 4});
   r.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{2}, {3, 4}));
   r.nodes[0].inputs = {"x", "s"};
