@@ -53,7 +53,7 @@ const Rule kRules[] = {
     {"Transpose", 1, kAny, Kind::kMove}, {"Concat", 4, kAny, Kind::kMove}, {"Slice", 1, kAny, Kind::kMove},
     {"Gather", 1, kAny, Kind::kMove}, {"Expand", 8, kAny, Kind::kMove}, {"Split", 2, kAny, Kind::kMove},
     {"Pad", 2, kAny, Kind::kMove}, {"Tile", 6, kAny, Kind::kMove}, {"DepthToSpace", 1, kAny, Kind::kMove},
-    {"SpaceToDepth", 1, kAny, Kind::kMove},
+    {"SpaceToDepth", 1, kAny, Kind::kMove}, {"GatherElements", 11, kAny, Kind::kMove}, {"CumSum", 11, kAny, Kind::kBinary},
     {"Cast", 6, kAny, Kind::kCast}, {"Where", 9, kAny, Kind::kWhere},
     {"Softmax", 1, kAny, Kind::kFloatOp}, {"LogSoftmax", 1, kAny, Kind::kFloatOp},
     {"LayerNormalization", 17, kAny, Kind::kFloatOp}, {"InstanceNormalization", 6, kAny, Kind::kFloatOp},
@@ -279,6 +279,11 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
     case Kind::kBinary:
     case Kind::kFloatBin:
     case Kind::kCompare: {
+      if (op == "CumSum") {
+        const bool ok = t0 == DType::kFloat || t0 == DType::kInt32 || t0 == DType::kInt64;
+        if (!ok) return decline(why, DeclineCode::kUnsupportedType, str("CUDA CumSum does not take ", dtype_name(t0)));
+        return true;
+      }
       // Sum, Mean, Max and Min take any number of inputs (combined pairwise into the output).
       const bool variadic = op == "Sum" || op == "Mean" || op == "Max" || op == "Min";
       const bool all_given = std::all_of(n.inputs.begin(), n.inputs.end(), [](int v) { return v >= 0; });
@@ -306,6 +311,11 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
         const Tensor& t = info.graph.values[v].initializer;
         if (t.numel() != 1 || !t.on_host() || t.element_as_double(0) != 0.0)
           return decline(why, DeclineCode::kUnsupportedAttribute, "Dropout in training mode");
+      }
+      if (op == "GatherElements") {
+        const TypeInfo* ix = in_type(info, 1);
+        if (!ix || (ix->elem_dtype() != DType::kInt64 && ix->elem_dtype() != DType::kInt32))
+          return decline(why, DeclineCode::kUnsupportedType, "GatherElements indices must be int32 or int64");
       }
       if (op == "Gather") {
         const TypeInfo* ix = in_type(info, 1);
@@ -361,6 +371,7 @@ bool reads_host_input(const Node& n, size_t i, const Graph& g) {
   const std::string& op = n.op_type;
   if (op == "Reshape" || op == "Expand" || op == "Tile") return i == 1;
   if (op == "Slice" || op == "Pad" || op == "Resize" || op == "Upsample") return i >= 1;
+  if (op == "CumSum") return i == 1;
   if (op == "Squeeze" || op == "Unsqueeze" || op == "Split") return i == 1;
   if (op.rfind("Reduce", 0) == 0) return i == 1;
   if (op == "Clip") return i >= 1;

@@ -1,5 +1,6 @@
 // onyx's own CUDA kernels: elementwise (unary, binary with broadcast, Where, Cast) and data
-// movement (strided copies, Gather, Pad, fill), and Resize's separable passes. One kernel per element type with the op chosen at run
+// movement (strided copies, Gather, GatherElements, Pad, fill), CumSum, and Resize's separable
+// passes. One kernel per element type with the op chosen at run
 // time keeps the number of instantiations (and nvcc's time) small.
 #include <cuda_fp16.h>
 
@@ -219,6 +220,45 @@ __global__ void resize_pass_kernel(const float* src, float* dst, int64_t in, int
   }
 }
 
+template <class T, class I>
+__global__ void gather_elements_kernel(const T* data, const I* idx, T* out, GatherElementsArgs a, int64_t n, int* error) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    int64_t g = static_cast<int64_t>(idx[i]);
+    if (g < 0) g += a.axis_dim;
+    if (g < 0 || g >= a.axis_dim) {
+      *error = 1;
+      out[i] = T(0);
+      continue;
+    }
+    int64_t rem = i, off = 0;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      const int64_t c = rem % a.out[d];
+      rem /= a.out[d];
+      off += (d == a.axis ? g : c) * a.data_strides[d];
+    }
+    out[i] = data[off];
+  }
+}
+
+template <class T>
+__global__ void cumsum_kernel(const T* x, T* y, int64_t len, int64_t inner, int64_t lines, bool exclusive, bool reverse) {
+  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < lines; l += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t base = (l / inner) * len * inner + l % inner;
+    T acc = T(0);
+    for (int64_t t = 0; t < len; ++t) {
+      const int64_t at = base + (reverse ? len - 1 - t : t) * inner;
+      const T v = x[at];
+      if (exclusive) {
+        y[at] = acc;
+        acc += v;
+      } else {
+        acc += v;
+        y[at] = acc;
+      }
+    }
+  }
+}
+
 template <class T>
 __global__ void fill_kernel(T* y, T v, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) y[i] = v;
@@ -372,6 +412,39 @@ void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, in
   const int64_t n = outer * out * inner;
   if (n <= 0) return;
   ONYX_LAUNCH(grid_for(n), kBlock, s, resize_pass_kernel)(src, dst, in, out, inner, taps, idx, w, n);
+}
+
+void gather_elements(const void* data, const void* indices, bool idx64, void* out, size_t elem, const GatherElementsArgs& a,
+                     int64_t n, int* error, cudaStream_t s) {
+  if (n <= 0) return;
+  const unsigned g = grid_for(n);
+#define ONYX_GATHER_ELEMENTS(T)                                                                                              \
+  if (idx64)                                                                                                                \
+    ONYX_LAUNCH(g, kBlock, s, gather_elements_kernel)(static_cast<const T*>(data), static_cast<const int64_t*>(indices),    \
+                                                      static_cast<T*>(out), a, n, error);                                   \
+  else                                                                                                                      \
+    ONYX_LAUNCH(g, kBlock, s, gather_elements_kernel)(static_cast<const T*>(data), static_cast<const int32_t*>(indices),    \
+                                                      static_cast<T*>(out), a, n, error);
+  switch (elem) {
+    case 1: ONYX_GATHER_ELEMENTS(uint8_t) break;
+    case 2: ONYX_GATHER_ELEMENTS(uint16_t) break;
+    case 4: ONYX_GATHER_ELEMENTS(uint32_t) break;
+    case 8: ONYX_GATHER_ELEMENTS(uint64_t) break;
+    default: break;
+  }
+#undef ONYX_GATHER_ELEMENTS
+}
+
+void cumsum(Ty ty, const void* x, void* y, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, cudaStream_t s) {
+  const int64_t lines = outer * inner;
+  if (lines <= 0 || len <= 0) return;
+  const unsigned g = grid_for(lines);
+  switch (ty) {
+    case Ty::kF32: ONYX_LAUNCH(g, kBlock, s, cumsum_kernel)(static_cast<const float*>(x), static_cast<float*>(y), len, inner, lines, exclusive, reverse); break;
+    case Ty::kI32: ONYX_LAUNCH(g, kBlock, s, cumsum_kernel)(static_cast<const int32_t*>(x), static_cast<int32_t*>(y), len, inner, lines, exclusive, reverse); break;
+    case Ty::kI64: ONYX_LAUNCH(g, kBlock, s, cumsum_kernel)(static_cast<const int64_t*>(x), static_cast<int64_t*>(y), len, inner, lines, exclusive, reverse); break;
+    default: break;
+  }
 }
 
 void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s) {

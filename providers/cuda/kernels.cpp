@@ -1,6 +1,6 @@
 // The CUDA EP's kernels built on onyx's own CUDA code (launch.hpp): elementwise and broadcast
 // arithmetic, activations, Where, Cast, data movement (Tile, DepthToSpace, SpaceToDepth too),
-// Gather, Pad, Resize, Softmax, LayerNormalization, Instance- and GroupNormalization, Reduce*, ArgMax/ArgMin,
+// Gather, GatherElements, CumSum, Pad, Resize, Softmax, LayerNormalization, Instance- and GroupNormalization, Reduce*, ArgMax/ArgMin,
 // onyx::Attention. Shapes come from the executor (already inferred); kernels only queue work on
 // the run's stream.
 #include <algorithm>
@@ -348,6 +348,61 @@ class ResizeKernel final : public CudaKernel {
 
  private:
   ResizeAttrs a_;
+};
+
+class GatherElementsKernel final : public CudaKernel {
+ public:
+  GatherElementsKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), axis_(info.node.attr_int("axis", 0)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    const Tensor& idx = in(ctx, 1);
+    Tensor& y = out(ctx, 0, node_);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    if (idx.rank() != x.rank() || r > kMaxRank || r == 0)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": indices of rank ", idx.rank(), " for data of rank ", r);
+    const int64_t axis = normalize_axis(axis_, r, "GatherElements axis");
+    GatherElementsArgs a;
+    a.rank = static_cast<int>(r);
+    a.axis = static_cast<int>(axis);
+    a.axis_dim = x.shape()[axis];
+    const Strided xs = contiguous(x.shape());
+    for (int64_t d = 0; d < r; ++d) {
+      if (d != axis && idx.shape()[d] > x.shape()[d])
+        fail(ErrorCode::kInvalidArgument, node_.label(), ": indices ", idx.shape().to_string(), " exceed data ", x.shape().to_string());
+      a.out[d] = idx.shape()[d];
+      a.data_strides[d] = xs.strides[d];
+    }
+    RunState& rs = run(ctx);
+    gather_elements(dev(ctx, 0), dev(ctx, 1), idx.dtype() == DType::kInt64, y.raw_data(), dtype_size(x.dtype()), a, y.numel(),
+                    rs.error_flag, rs.stream);
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class CumSumKernel final : public CudaKernel {
+ public:
+  CumSumKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, std::move(s)), exclusive_(info.node.attr_int("exclusive", 0) != 0),
+        reverse_(info.node.attr_int("reverse", 0) != 0) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    Tensor& y = out(ctx, 0, node_);
+    const std::vector<int64_t> ax = host_ints(ctx, 1);
+    if (ax.size() != 1) fail(ErrorCode::kInvalidArgument, node_.label(), ": axis must be one value, got ", ax.size());
+    const int64_t r = static_cast<int64_t>(x.rank());
+    if (r == 0) fail(ErrorCode::kInvalidArgument, node_.label(), ": CumSum of a scalar");
+    const int64_t axis = normalize_axis(ax[0], r, "CumSum axis");
+    cumsum(to_ty(x.dtype()), dev(ctx, 0), y.raw_data(), prod(x.shape(), 0, axis), x.shape()[axis], prod(x.shape(), axis + 1, x.rank()),
+           exclusive_, reverse_, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  bool exclusive_, reverse_;
 };
 
 class PadKernel final : public CudaKernel {
@@ -763,6 +818,8 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   if (op == "Slice") return std::make_unique<SliceKernel>(info, s);
   if (op == "Expand") return std::make_unique<ExpandKernel>(info, s);
   if (op == "Pad") return std::make_unique<PadKernel>(info, s);
+  if (op == "GatherElements") return std::make_unique<GatherElementsKernel>(info, s);
+  if (op == "CumSum") return std::make_unique<CumSumKernel>(info, s);
   if (op == "Resize" || op == "Upsample") return std::make_unique<ResizeKernel>(info, s);
   if (op == "Tile" || op == "DepthToSpace" || op == "SpaceToDepth") return std::make_unique<RearrangeKernel>(info, s);
   if (op == "Gather") return std::make_unique<GatherKernel>(info, s);

@@ -60,6 +60,19 @@ void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void*
 /// memory.
 void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
                      const int64_t* idx, const float* w, cudaStream_t s);
+/// GatherElements: output index (i_0 .. i_r) (row-major over `out`, the indices' shape) reads
+/// data at the same index with coordinate `axis` replaced by indices[i] (negative counts from the
+/// end); one out of range sets *error to 1 and writes zero.
+struct GatherElementsArgs {
+  int rank = 0, axis = 0;
+  int64_t out[kMaxRank] = {}, data_strides[kMaxRank] = {};
+  int64_t axis_dim = 0;
+};
+void gather_elements(const void* data, const void* indices, bool idx64, void* out, size_t elem, const GatherElementsArgs& a,
+                     int64_t n, int* error, cudaStream_t s);
+/// CumSum along the middle axis of x viewed as [outer, len, inner] (kF32, kI32 or kI64): one
+/// thread per line; exclusive leaves each element out of its own sum, reverse sums from the end.
+void cumsum(Ty ty, const void* x, void* y, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, cudaStream_t s);
 /// Element type conversion of n elements.
 void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s);
 /// Fills n elements of `elem` bytes with the pattern at `value` (host memory, elem bytes).

@@ -173,6 +173,11 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
                    .claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
   EXPECT_TRUE(ClaimCase("Upsample", {f32({1, 3, 4, 4}), f32({4})}, {f32({1, 3, 8, 8})}, 9).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("GatherElements", {f32({3, 4}), i64({2, 4})}, {f32({2, 4})}, 13).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("CumSum", {f32({3, 4}), i64({})}, {f32({3, 4})}, 14).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("CumSum", {TypeInfo::tensor(DType::kDouble, Shape{3}), i64({})}, {TypeInfo::tensor(DType::kDouble, Shape{3})}, 14)
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
   EXPECT_FALSE(ClaimCase("Upsample", {f32({1, 3, 4, 4})}, {f32({1, 3, 8, 8})}, 7).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kOpsetOutOfRange) << why.message;
   EXPECT_FALSE(ClaimCase("Resize", {f32({1, 3, 4, 4}), f32({0}), f32({4})}, {f32({1, 3, 8, 8})}, 13).text("mode", "bicubic").claim(&why));
@@ -748,6 +753,14 @@ TEST(CudaGpu, DataMovement) {
   rc.initializers.emplace_back("sc", Tensor::from_vector<float>(Shape{4}, {1, 1, 0.45f, 0.5f}));
   rc.nodes[0].inputs = {"x", "", "sc"};
   check(rc, 19);
+  GraphSpec ge = single("GatherElements", {{"x", Shape{4, 5}}}, Shape{3, 5}, {attr_int("axis", 0)});
+  ge.initializers.emplace_back("i", Tensor::from_vector<int64_t>(Shape{3, 5}, {0, 1, 2, 3, -1, 3, 2, 1, 0, -4, 1, 1, 1, 1, 1}));
+  ge.nodes[0].inputs = {"x", "i"};
+  check(ge, 13);
+  GraphSpec cu = single("CumSum", {{"x", Shape{3, 6, 2}}}, Shape{3, 6, 2}, {attr_int("reverse", 1)});
+  cu.initializers.emplace_back("a", Tensor::from_vector<int64_t>(Shape{}, {1}));
+  cu.nodes[0].inputs = {"x", "a"};
+  check(cu, 14);
   GraphSpec up = single("Upsample", {{"x", Shape{1, 2, 3, 4}}}, Shape{1, 2, 6, 8}, {attr_string("mode", "linear")});
   up.initializers.emplace_back("sc", Tensor::from_vector<float>(Shape{4}, {1, 1, 2, 2}));
   up.nodes[0].inputs = {"x", "sc"};

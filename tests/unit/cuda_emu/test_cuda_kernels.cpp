@@ -516,3 +516,57 @@ TEST(CudaKernelsEmulated, ResizePassesMatchTheCpuEp) {
     for (size_t i = 0; i < cur.size(); ++i) ASSERT_NEAR(cur[i], want.data<float>()[i], 1e-4) << c.attrs[0].s << " case at " << i;
   }
 }
+
+TEST(CudaKernelsEmulated, GatherElementsAndCumSumMatchTheCpuEp) {
+  using namespace onyx;
+  using namespace onyx::test;
+  // GatherElements along each axis of [3, 4, 5], indices narrower than the data, negative ones.
+  const Shape ds{3, 4, 5};
+  const std::vector<float> data = randoms(60, 51);
+  for (int64_t axis : {0, 1, -1}) {
+    const Shape is{2, 3, 4};
+    const int64_t len = ds[axis < 0 ? 2 : axis];
+    std::vector<int64_t> idx(24);
+    for (int64_t i = 0; i < 24; ++i) idx[i] = (i * 7 % (2 * len)) - len;  // in [-len, len)
+    GraphSpec g;
+    g.nodes.push_back({"GatherElements", {"x", "i"}, {"y"}, {attr_int("axis", axis)}, "ge"});
+    g.inputs.push_back({"x", DType::kFloat, ds.to_vector()});
+    g.outputs.push_back(any_out("y"));
+    g.initializers.emplace_back("i", Tensor::from_vector<int64_t>(is, idx));
+    const std::string m = encode_model(g, 13);
+    Session s = Session::builder().commit_from_memory(m.data(), m.size());
+    const Tensor want = s.run({{"x", Value(Tensor::from_vector<float>(ds, data))}})[0].tensor();
+    GatherElementsArgs a;
+    a.rank = 3;
+    a.axis = static_cast<int>(axis < 0 ? 2 : axis);
+    a.axis_dim = len;
+    const int64_t st[3] = {20, 5, 1};
+    for (int d = 0; d < 3; ++d) a.out[d] = is[d], a.data_strides[d] = st[d];
+    std::vector<float> y(24);
+    int error = 0;
+    gather_elements(data.data(), idx.data(), true, y.data(), 4, a, 24, &error, kStream);
+    EXPECT_EQ(error, 0);
+    for (int64_t i = 0; i < 24; ++i) ASSERT_EQ(y[i], want.data<float>()[i]) << "axis " << axis << " at " << i;
+    std::vector<int32_t> bad(24, 0);
+    bad[5] = static_cast<int32_t>(len);
+    gather_elements(data.data(), bad.data(), false, y.data(), 4, a, 24, &error, kStream);
+    EXPECT_EQ(error, 1);
+  }
+  // CumSum along the middle axis, each of exclusive / reverse.
+  const Shape cs{2, 5, 3};
+  const std::vector<float> x = randoms(30, 52);
+  for (int ex = 0; ex < 2; ++ex)
+    for (int rev = 0; rev < 2; ++rev) {
+      GraphSpec g;
+      g.nodes.push_back({"CumSum", {"x", "a"}, {"y"}, {attr_int("exclusive", ex), attr_int("reverse", rev)}, "cs"});
+      g.inputs.push_back({"x", DType::kFloat, cs.to_vector()});
+      g.outputs.push_back(any_out("y"));
+      g.initializers.emplace_back("a", Tensor::from_vector<int64_t>(Shape{}, {1}));
+      const std::string m = encode_model(g, 14);
+      Session s = Session::builder().commit_from_memory(m.data(), m.size());
+      const Tensor want = s.run({{"x", Value(Tensor::from_vector<float>(cs, x))}})[0].tensor();
+      std::vector<float> y(30);
+      cumsum(Ty::kF32, x.data(), y.data(), 2, 5, 3, ex != 0, rev != 0, kStream);
+      for (int64_t i = 0; i < 30; ++i) ASSERT_NEAR(y[i], want.data<float>()[i], 1e-5) << "exclusive " << ex << " reverse " << rev << " at " << i;
+    }
+}
