@@ -66,6 +66,7 @@ const Rule kRules[] = {
     {"MatMul", 1, kAny, Kind::kFloatOp}, {"Gemm", 7, kAny, Kind::kFloatOp},
     {"Conv", 1, kAny, Kind::kFloatOp}, {"ConvTranspose", 1, kAny, Kind::kFloatOp},
     {"MaxPool", 1, kAny, Kind::kFloatOp}, {"AveragePool", 1, kAny, Kind::kFloatOp},
+    {"LpPool", 2, kAny, Kind::kFloatOp}, {"GlobalLpPool", 2, kAny, Kind::kFloatOp},
     {"GlobalAveragePool", 1, kAny, Kind::kFloatOp}, {"GlobalMaxPool", 1, kAny, Kind::kFloatOp},
     {"BatchNormalization", 7, kAny, Kind::kFloatOp}, {"Resize", 10, kAny, Kind::kFloatOp},
     {"Upsample", 9, 9, Kind::kFloatOp},
@@ -113,13 +114,13 @@ bool check_spatial(const ClaimInfo& info, Decline* why) {
   const TypeInfo* x = in_type(info, 0);
   if (!x || !x->has_shape) return decline(why, DeclineCode::kDynamicShape, op + " needs the input's rank");
   const size_t rank = x->shape.size();
-  const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
+  const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "GlobalLpPool";
   if (rank < 3 || rank > 5) return decline(why, DeclineCode::kUnsupportedType, str(op, " on rank ", rank, ": cuDNN takes 1 to 3 spatial dims"));
   if (global) return true;
   // A convolution's pads that cuDNN cannot express (asymmetric, SAME_*) become a zero border
   // copied around the input, and pooling that cuDNN cannot express runs on onyx's direct kernel;
   // ConvTranspose takes symmetric explicit pads only.
-  const bool conv = op == "Conv" || op == "FusedConv", pool = op == "MaxPool" || op == "AveragePool";
+  const bool conv = op == "Conv" || op == "FusedConv", pool = op == "MaxPool" || op == "AveragePool" || op == "LpPool";
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && !((conv || pool) && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")))
     return decline(why, DeclineCode::kUnsupportedAttribute, str(op, " auto_pad=", auto_pad, " (pads are given explicitly only)"));

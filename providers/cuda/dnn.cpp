@@ -13,7 +13,7 @@ namespace onyx::cuda {
 
 bool is_dnn_op(const std::string& op) {
   return op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" || op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
-         op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "BatchNormalization";
+         op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "LpPool" || op == "GlobalLpPool" || op == "BatchNormalization";
 }
 
 namespace {
@@ -560,6 +560,8 @@ class PoolKernel final : public CudaKernel {
     const std::string& op = info.node.op_type;
     global_ = op.rfind("Global", 0) == 0;
     max_ = op == "MaxPool" || op == "GlobalMaxPool";
+    if (op == "LpPool" || op == "GlobalLpPool")
+      p_ = info.node.opset < 2 ? info.node.attr_float("p", 2.0f) : static_cast<float>(info.node.attr_int("p", 2));
     include_pad_ = info.node.attr_int("count_include_pad", 0) != 0;
     if (!global_) attrs_ = WindowAttrs::of(info.node, true);
   }
@@ -575,6 +577,19 @@ class PoolKernel final : public CudaKernel {
       ks = node_.attr_ints("kernel_shape");
     if (ks.size() != sp) fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape has ", ks.size(), " values for ", sp, " spatial dims");
     RunState& rs = run(ctx);
+    if (p_ > 0 && global_) {
+      // GlobalLpPool: one window over the whole plane, onyx's direct kernel.
+      WindowGeometry g;
+      g.kernel = Shape(ks);
+      g.stride = g.dilation = Shape::filled(sp, 1);
+      g.pad_begin = g.pad_end = Shape::filled(sp, 0);
+      g.out = Shape::filled(sp, 1);
+      PoolArgs a = pool_args(x.shape(), g, false, false, false);
+      a.p = p_;
+      pool_f32(devf(ctx, 0), dptr<float>(y), nullptr, a, rs.stream);
+      ONYX_CUDA_LAUNCHED();
+      return;
+    }
     Spatial s = global_ ? Spatial::of(Node{}, sp, ks) : Spatial::of(node_, sp, ks);
     if (!global_) {
       // What cuDNN's pooling cannot express (ceil_mode, dilations, asymmetric pads, the Indices
@@ -582,14 +597,15 @@ class PoolKernel final : public CudaKernel {
       const WindowGeometry g = window_geometry(attrs_, node_, Shape(std::span<const int64_t>(x.shape().data() + 2, sp)), Shape(ks));
       for (size_t k = 0; k < sp; ++k) s.pads[k] = static_cast<int>(g.pad_begin[k]);
       const bool indices = node_.has_output(1) && ctx.output_ready(1);
-      bool direct = indices || attrs_.ceil_mode || sp > 3;
+      bool direct = indices || attrs_.ceil_mode || sp > 3 || p_ > 0;
       for (size_t k = 0; k < sp; ++k) direct |= g.dilation[k] != 1 || g.pad_begin[k] != g.pad_end[k];
       if (direct) {
         if (sp > 3) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": pooling over ", sp, " spatial dims");
         for (size_t k = 0; k < sp; ++k)
           if (g.out[k] != y.shape()[k + 2])
             fail(ErrorCode::kRuntime, "cuda: ", node_.label(), ": output ", y.shape().to_string(), " differs from the window geometry");
-        const PoolArgs a = pool_args(x.shape(), g, max_, include_pad_, node_.attr_int("storage_order", 0) != 0);
+        PoolArgs a = pool_args(x.shape(), g, max_, include_pad_, node_.attr_int("storage_order", 0) != 0);
+        a.p = p_;
         int64_t* idx = nullptr;
         if (indices) {
           Tensor& it = ctx.output(1);
@@ -616,6 +632,7 @@ class PoolKernel final : public CudaKernel {
 
  private:
   bool global_ = false, max_ = false, include_pad_ = false;
+  float p_ = 0;  // LpPool's p (0 for the others)
   WindowAttrs attrs_;
 };
 

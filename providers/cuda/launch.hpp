@@ -127,6 +127,7 @@ struct PoolArgs {
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
   int64_t pad_begin[3] = {}, pad_end[3] = {};
   bool max = true, count_include_pad = false, column_major_indices = false;
+  float p = 0;  // LpPool when > 0: (sum of |x|^p over the taps inside the input)^(1/p)
 };
 void pool_f32(const float* x, float* y, int64_t* indices, const PoolArgs& a, cudaStream_t s);
 

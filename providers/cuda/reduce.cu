@@ -268,7 +268,9 @@ __global__ void pool_kernel(const float* x, float* y, int64_t* indices, PoolArgs
           const int64_t off = (i0 * a.in[1] + i1) * a.in[2] + i2;
           const float v = xp[off];
           ++count;
-          if (a.max) {
+          if (a.p > 0.f) {
+            sum += a.p == 2.f ? v * v : a.p == 1.f ? fabsf(v) : powf(fabsf(v), a.p);
+          } else if (a.max) {
             if (v > best || best_at < 0 || v != v) {
               best = v;
               best_at = off;
@@ -279,7 +281,9 @@ __global__ void pool_kernel(const float* x, float* y, int64_t* indices, PoolArgs
         }
       }
     }
-    if (a.max) {
+    if (a.p > 0.f) {
+      y[i] = a.p == 2.f ? sqrtf(sum) : a.p == 1.f ? sum : powf(sum, 1.f / a.p);
+    } else if (a.max) {
       y[i] = best;
       if (indices) {
         int64_t flat = best_at;

@@ -174,6 +174,9 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
   EXPECT_TRUE(ClaimCase("Upsample", {f32({1, 3, 4, 4}), f32({4})}, {f32({1, 3, 8, 8})}, 9).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("GatherElements", {f32({3, 4}), i64({2, 4})}, {f32({2, 4})}, 13).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("LpPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 4, 4})}, 18).ints("kernel_shape", {2, 2}).integer("ceil_mode", 1).claim(&why))
+      << why.message;
+  EXPECT_TRUE(ClaimCase("GlobalLpPool", {f32({1, 3, 8, 8})}, {f32({1, 3, 1, 1})}, 2).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("CumSum", {f32({3, 4}), i64({})}, {f32({3, 4})}, 14).claim(&why)) << why.message;
   EXPECT_FALSE(ClaimCase("CumSum", {TypeInfo::tensor(DType::kDouble, Shape{3}), i64({})}, {TypeInfo::tensor(DType::kDouble, Shape{3})}, 14)
                    .claim(&why));
@@ -861,6 +864,11 @@ TEST(CudaGpu, ConvPoolBatchNorm) {
                {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_int("count_include_pad", 1)}));
   check(single("GlobalAveragePool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
   check(single("GlobalMaxPool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
+  check(single("GlobalLpPool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}, {attr_int("p", 2)}));
+  check(single("LpPool", {{"x", Shape{1, 3, 9, 8}}}, Shape{1, 3, 5, 4},
+               {attr_ints("kernel_shape", {3, 2}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 0, 1, 1}), attr_int("ceil_mode", 1),
+                attr_int("p", 3)}),
+        18);
   GraphSpec inorm = single("InstanceNormalization", {{"x", Shape{2, 4, 6, 5}}}, Shape{2, 4, 6, 5}, {attr_float("epsilon", 1e-3f)});
   inorm.initializers.emplace_back("s", random_tensor(Shape{4}, 5));
   inorm.initializers.emplace_back("b", random_tensor(Shape{4}, 6));

@@ -356,6 +356,9 @@ TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
       {"AveragePool", Shape{1, 2, 8, 8}, {attr_ints("kernel_shape", {3, 2}), attr_ints("pads", {0, 1, 2, 0}), attr_int("ceil_mode", 1)}},
       {"AveragePool", Shape{1, 2, 5, 6, 7}, {attr_ints("kernel_shape", {2, 3, 2}), attr_ints("strides", {2, 2, 3}),
                                              attr_string("auto_pad", "SAME_UPPER")}},
+      {"LpPool", Shape{1, 3, 9, 8}, {attr_ints("kernel_shape", {3, 2}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 0, 1, 1}),
+                                     attr_int("ceil_mode", 1), attr_int("p", 2)}},
+      {"LpPool", Shape{2, 2, 11}, {attr_ints("kernel_shape", {4}), attr_ints("dilations", {2}), attr_int("p", 3)}},
   };
   for (const Case& c : cases) {
     const bool max = std::string(c.op) == "MaxPool";
@@ -368,6 +371,7 @@ TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
     Session s = Session::builder().commit_from_memory(m.data(), m.size());
     Tensor x(DType::kFloat, c.x);
     const std::vector<float> r = randoms(static_cast<size_t>(x.numel()), 11);
+    SCOPED_TRACE(c.op);
     std::copy(r.begin(), r.end(), x.data<float>());
     if (max) x.data<float>()[5] = x.data<float>()[6] = 10.0f;  // a tie for a window's maximum: the first tap wins
     const auto want = s.run({{"x", Value(x)}});
@@ -385,7 +389,8 @@ TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
     }
     const Shape kernel(node.attr_ints("kernel_shape"));
     const WindowGeometry geo = window_geometry(node, Shape(std::span<const int64_t>(c.x.data() + 2, sp)), kernel, true);
-    const PoolArgs a = pool_args(c.x, geo, max, node.attr_int("count_include_pad", 0) != 0, node.attr_int("storage_order", 0) != 0);
+    PoolArgs a = pool_args(c.x, geo, max, node.attr_int("count_include_pad", 0) != 0, node.attr_int("storage_order", 0) != 0);
+    if (std::string(c.op) == "LpPool") a.p = static_cast<float>(node.attr_int("p", 2));
     std::vector<float> y(static_cast<size_t>(wy.numel()));
     std::vector<int64_t> idx(y.size());
     pool_f32(x.data<float>(), y.data(), max ? idx.data() : nullptr, a, kStream);
