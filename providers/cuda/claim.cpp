@@ -6,6 +6,7 @@
 #include "core/common.hpp"
 #include "cuda_ep.hpp"
 #include "ops/image.hpp"
+#include "views.hpp"
 
 namespace onyx::cuda {
 namespace {
@@ -21,6 +22,7 @@ enum class Kind {
   kWhere,
   kFloatOp,    // float tensors (Softmax, LayerNorm, Reduce*, MatMul, Gemm, Conv, pooling, BN)
   kArg,        // ArgMax/ArgMin: float in, int64 out
+  kScan,       // CumSum: float, int32 or int64 in and out (the axis read on the host)
 };
 
 struct Rule {
@@ -53,7 +55,7 @@ const Rule kRules[] = {
     {"Transpose", 1, kAny, Kind::kMove}, {"Concat", 4, kAny, Kind::kMove}, {"Slice", 1, kAny, Kind::kMove},
     {"Gather", 1, kAny, Kind::kMove}, {"Expand", 8, kAny, Kind::kMove}, {"Split", 2, kAny, Kind::kMove},
     {"Pad", 2, kAny, Kind::kMove}, {"Tile", 6, kAny, Kind::kMove}, {"DepthToSpace", 1, kAny, Kind::kMove},
-    {"SpaceToDepth", 1, kAny, Kind::kMove}, {"GatherElements", 11, kAny, Kind::kMove}, {"CumSum", 11, kAny, Kind::kBinary},
+    {"SpaceToDepth", 1, kAny, Kind::kMove}, {"GatherElements", 11, kAny, Kind::kMove}, {"CumSum", 11, kAny, Kind::kScan},
     {"Cast", 6, kAny, Kind::kCast}, {"Where", 9, kAny, Kind::kWhere},
     {"Softmax", 1, kAny, Kind::kFloatOp}, {"LogSoftmax", 1, kAny, Kind::kFloatOp},
     {"LayerNormalization", 17, kAny, Kind::kFloatOp}, {"InstanceNormalization", 6, kAny, Kind::kFloatOp},
@@ -280,11 +282,6 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
     case Kind::kBinary:
     case Kind::kFloatBin:
     case Kind::kCompare: {
-      if (op == "CumSum") {
-        const bool ok = t0 == DType::kFloat || t0 == DType::kInt32 || t0 == DType::kInt64;
-        if (!ok) return decline(why, DeclineCode::kUnsupportedType, str("CUDA CumSum does not take ", dtype_name(t0)));
-        return true;
-      }
       // Sum, Mean, Max and Min take any number of inputs (combined pairwise into the output).
       const bool variadic = op == "Sum" || op == "Mean" || op == "Max" || op == "Min";
       const bool all_given = std::all_of(n.inputs.begin(), n.inputs.end(), [](int v) { return v >= 0; });
@@ -326,8 +323,8 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
       }
       if (op == "Pad") {
         const std::string mode = n.attr_string("mode", "constant");
-        if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-          return decline(why, DeclineCode::kUnsupportedAttribute, "Pad mode '" + mode + "'");
+        PadMode pm;
+        if (!pad_mode_of(mode, &pm)) return decline(why, DeclineCode::kUnsupportedAttribute, "Pad mode '" + mode + "'");
         if (n.opset < 11 && t0 != DType::kFloat)
           return decline(why, DeclineCode::kUnsupportedType, str("CUDA Pad-", n.opset, " (a float value attribute) runs on float32 only"));
       }
@@ -353,6 +350,10 @@ bool claim_node(const ClaimInfo& info, Decline* why) {
     }
     case Kind::kFloatOp:
       return check_float_op(info, why);
+    case Kind::kScan:
+      if (t0 != DType::kFloat && t0 != DType::kInt32 && t0 != DType::kInt64)
+        return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " does not take ", dtype_name(t0)));
+      return true;
     case Kind::kArg:
       if (t0 != DType::kFloat) return decline(why, DeclineCode::kUnsupportedType, op + " runs on float32 only");
       return true;

@@ -584,8 +584,7 @@ class PoolKernel final : public CudaKernel {
       g.stride = g.dilation = Shape::filled(sp, 1);
       g.pad_begin = g.pad_end = Shape::filled(sp, 0);
       g.out = Shape::filled(sp, 1);
-      PoolArgs a = pool_args(x.shape(), g, false, false, false);
-      a.p = p_;
+      const PoolArgs a = pool_args(x.shape(), g, false, false, false, p_);
       pool_f32(devf(ctx, 0), dptr<float>(y), nullptr, a, rs.stream);
       ONYX_CUDA_LAUNCHED();
       return;
@@ -604,8 +603,7 @@ class PoolKernel final : public CudaKernel {
         for (size_t k = 0; k < sp; ++k)
           if (g.out[k] != y.shape()[k + 2])
             fail(ErrorCode::kRuntime, "cuda: ", node_.label(), ": output ", y.shape().to_string(), " differs from the window geometry");
-        PoolArgs a = pool_args(x.shape(), g, max_, include_pad_, node_.attr_int("storage_order", 0) != 0);
-        a.p = p_;
+        const PoolArgs a = pool_args(x.shape(), g, max_, include_pad_, node_.attr_int("storage_order", 0) != 0, p_);
         int64_t* idx = nullptr;
         if (indices) {
           Tensor& it = ctx.output(1);

@@ -409,11 +409,7 @@ class PadKernel final : public CudaKernel {
  public:
   PadKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)) {
     mode_name_ = info.node.attr_string("mode", "constant");
-    if (mode_name_ == "constant") mode_ = PadMode::kConstant;
-    else if (mode_name_ == "reflect") mode_ = PadMode::kReflect;
-    else if (mode_name_ == "edge") mode_ = PadMode::kEdge;
-    else if (mode_name_ == "wrap") mode_ = PadMode::kWrap;
-    else fail(ErrorCode::kInvalidGraph, info.node.label(), ": unknown pad mode '", mode_name_, "'");
+    if (!pad_mode_of(mode_name_, &mode_)) fail(ErrorCode::kInvalidGraph, info.node.label(), ": unknown pad mode '", mode_name_, "'");
   }
   void compute(KernelContext& ctx) const override {
     const Tensor& x = in(ctx, 0);

@@ -140,7 +140,18 @@ Strided space_to_depth_view(const Shape& in, int64_t b, const Shape& out, Stride
   return six(Shape{N, b, b, C, H, W}, st, dst);
 }
 
-PoolArgs pool_args(const Shape& x, const WindowGeometry& g, bool max, bool count_include_pad, bool column_major_indices) {
+bool pad_mode_of(const std::string& name, PadMode* mode) {
+  static const std::pair<const char*, PadMode> kModes[] = {
+      {"constant", PadMode::kConstant}, {"reflect", PadMode::kReflect}, {"edge", PadMode::kEdge}, {"wrap", PadMode::kWrap}};
+  for (const auto& [n, m] : kModes)
+    if (name == n) {
+      *mode = m;
+      return true;
+    }
+  return false;
+}
+
+PoolArgs pool_args(const Shape& x, const WindowGeometry& g, bool max, bool count_include_pad, bool column_major_indices, float p) {
   const size_t sp = x.size() < 2 ? 0 : x.size() - 2;
   if (sp > 3 || g.out.size() != sp) fail(ErrorCode::kNotImplemented, "cuda: pooling over ", sp, " spatial dims (at most 3)");
   PoolArgs a;
@@ -157,6 +168,7 @@ PoolArgs pool_args(const Shape& x, const WindowGeometry& g, bool max, bool count
   a.max = max;
   a.count_include_pad = count_include_pad;
   a.column_major_indices = column_major_indices;
+  a.p = p;
   return a;
 }
 

@@ -2,6 +2,7 @@
 // are tested without a GPU).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "launch.hpp"
@@ -34,8 +35,11 @@ Strided tile_view(const Shape& in, const std::vector<int64_t>& repeats, const Sh
 Strided depth_to_space_view(const Shape& in, int64_t block, bool crd, const Shape& out, Strided* dst);
 Strided space_to_depth_view(const Shape& in, int64_t block, const Shape& out, Strided* dst);
 
+/// Pad's `mode` attribute as the kernel's PadMode; false for a mode the kernel does not know.
+bool pad_mode_of(const std::string& name, PadMode* mode);
+
 /// The direct pooling kernel's arguments for input `x` ([N, C, up to 3 spatial dims]) and its
 /// window geometry (ops/nn's window_geometry, as the CPU EP and shape inference resolve it).
-PoolArgs pool_args(const Shape& x, const WindowGeometry& g, bool max, bool count_include_pad, bool column_major_indices);
+PoolArgs pool_args(const Shape& x, const WindowGeometry& g, bool max, bool count_include_pad, bool column_major_indices, float p = 0);
 
 }  // namespace onyx::cuda

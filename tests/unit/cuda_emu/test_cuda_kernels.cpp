@@ -389,8 +389,8 @@ TEST(CudaKernelsEmulated, DirectPoolingMatchesTheCpuEp) {
     }
     const Shape kernel(node.attr_ints("kernel_shape"));
     const WindowGeometry geo = window_geometry(node, Shape(std::span<const int64_t>(c.x.data() + 2, sp)), kernel, true);
-    PoolArgs a = pool_args(c.x, geo, max, node.attr_int("count_include_pad", 0) != 0, node.attr_int("storage_order", 0) != 0);
-    if (std::string(c.op) == "LpPool") a.p = static_cast<float>(node.attr_int("p", 2));
+    const float p = std::string(c.op) == "LpPool" ? static_cast<float>(node.attr_int("p", 2)) : 0.0f;
+    const PoolArgs a = pool_args(c.x, geo, max, node.attr_int("count_include_pad", 0) != 0, node.attr_int("storage_order", 0) != 0, p);
     std::vector<float> y(static_cast<size_t>(wy.numel()));
     std::vector<int64_t> idx(y.size());
     pool_f32(x.data<float>(), y.data(), max ? idx.data() : nullptr, a, kStream);
