@@ -19,6 +19,19 @@ inline unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
 }
 
+/// Calls f with a value of the unsigned integer type of `elem` bytes (1, 2, 4 or 8; nothing for
+/// other sizes): the kernels that only move elements are instantiated per size, not per type.
+template <class F>
+void by_element_size(size_t elem, F&& f) {
+  switch (elem) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    case 8: f(uint64_t{}); break;
+    default: break;
+  }
+}
+
 __device__ __forceinline__ float unary_f(UnaryOp op, float x, float a, float b) {
   switch (op) {
     case UnaryOp::kRelu: return x > 0.f ? x : 0.f;
@@ -341,13 +354,10 @@ void where(const uint8_t* cond, const Strided& sc, const void* x, const Strided&
            void* y, size_t elem, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   const unsigned g = grid_for(n);
-  switch (elem) {
-    case 1: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint8_t*>(x), sx, static_cast<const uint8_t*>(z), sz, static_cast<uint8_t*>(y), n); break;
-    case 2: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint16_t*>(x), sx, static_cast<const uint16_t*>(z), sz, static_cast<uint16_t*>(y), n); break;
-    case 4: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint32_t*>(x), sx, static_cast<const uint32_t*>(z), sz, static_cast<uint32_t*>(y), n); break;
-    case 8: ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const uint64_t*>(x), sx, static_cast<const uint64_t*>(z), sz, static_cast<uint64_t*>(y), n); break;
-    default: break;
-  }
+  by_element_size(elem, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(g, kBlock, s, where_kernel)(cond, sc, static_cast<const T*>(x), sx, static_cast<const T*>(z), sz, static_cast<T*>(y), n);
+  });
 }
 
 void strided_copy(const void* src, const Strided& sv, void* dst, const Strided& dv, size_t elem, int64_t n, cudaStream_t s) {
@@ -357,13 +367,10 @@ void strided_copy(const void* src, const Strided& sv, void* dst, const Strided& 
     return;
   }
   const unsigned g = grid_for(n);
-  switch (elem) {
-    case 1: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint8_t*>(src), sv, static_cast<uint8_t*>(dst), dv, n); break;
-    case 2: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint16_t*>(src), sv, static_cast<uint16_t*>(dst), dv, n); break;
-    case 4: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint32_t*>(src), sv, static_cast<uint32_t*>(dst), dv, n); break;
-    case 8: ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const uint64_t*>(src), sv, static_cast<uint64_t*>(dst), dv, n); break;
-    default: break;
-  }
+  by_element_size(elem, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(g, kBlock, s, copy_kernel)(static_cast<const T*>(src), sv, static_cast<T*>(dst), dv, n);
+  });
 }
 
 void gather(const void* data, const void* indices, bool idx64, void* out, size_t elem, int64_t outer, int64_t axis_dim,
@@ -371,40 +378,26 @@ void gather(const void* data, const void* indices, bool idx64, void* out, size_t
   const int64_t n = outer * nidx * inner;
   if (n <= 0) return;
   const unsigned g = grid_for(n);
-#define ONYX_GATHER(T)                                                                                                     \
-  if (idx64)                                                                                                               \
-    ONYX_LAUNCH(g, kBlock, s, gather_kernel)(static_cast<const T*>(data), static_cast<const int64_t*>(indices), static_cast<T*>(out), \
-                                       axis_dim, nidx, inner, n, error);                                                   \
-  else                                                                                                                     \
-    ONYX_LAUNCH(g, kBlock, s, gather_kernel)(static_cast<const T*>(data), static_cast<const int32_t*>(indices), static_cast<T*>(out), \
-                                       axis_dim, nidx, inner, n, error);
-  switch (elem) {
-    case 1: ONYX_GATHER(uint8_t) break;
-    case 2: ONYX_GATHER(uint16_t) break;
-    case 4: ONYX_GATHER(uint32_t) break;
-    case 8: ONYX_GATHER(uint64_t) break;
-    default: break;
-  }
-#undef ONYX_GATHER
+  by_element_size(elem, [&](auto tag) {
+    using T = decltype(tag);
+    if (idx64)
+      ONYX_LAUNCH(g, kBlock, s, gather_kernel)(static_cast<const T*>(data), static_cast<const int64_t*>(indices), static_cast<T*>(out),
+                                               axis_dim, nidx, inner, n, error);
+    else
+      ONYX_LAUNCH(g, kBlock, s, gather_kernel)(static_cast<const T*>(data), static_cast<const int32_t*>(indices), static_cast<T*>(out),
+                                               axis_dim, nidx, inner, n, error);
+  });
 }
 
 void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void* value, size_t elem, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   const unsigned grid = grid_for(n);
-#define ONYX_PAD(T)                                                                                             \
-  {                                                                                                             \
-    T v;                                                                                                        \
-    std::memcpy(&v, value, sizeof(T));                                                                          \
-    ONYX_LAUNCH(grid, kBlock, s, pad_kernel)(static_cast<const T*>(x), static_cast<T*>(y), g, mode, v, n);      \
-  }
-  switch (elem) {
-    case 1: ONYX_PAD(uint8_t) break;
-    case 2: ONYX_PAD(uint16_t) break;
-    case 4: ONYX_PAD(uint32_t) break;
-    case 8: ONYX_PAD(uint64_t) break;
-    default: break;
-  }
-#undef ONYX_PAD
+  by_element_size(elem, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, value, sizeof(T));
+    ONYX_LAUNCH(grid, kBlock, s, pad_kernel)(static_cast<const T*>(x), static_cast<T*>(y), g, mode, v, n);
+  });
 }
 
 void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
@@ -418,21 +411,15 @@ void gather_elements(const void* data, const void* indices, bool idx64, void* ou
                      int64_t n, int* error, cudaStream_t s) {
   if (n <= 0) return;
   const unsigned g = grid_for(n);
-#define ONYX_GATHER_ELEMENTS(T)                                                                                              \
-  if (idx64)                                                                                                                \
-    ONYX_LAUNCH(g, kBlock, s, gather_elements_kernel)(static_cast<const T*>(data), static_cast<const int64_t*>(indices),    \
-                                                      static_cast<T*>(out), a, n, error);                                   \
-  else                                                                                                                      \
-    ONYX_LAUNCH(g, kBlock, s, gather_elements_kernel)(static_cast<const T*>(data), static_cast<const int32_t*>(indices),    \
-                                                      static_cast<T*>(out), a, n, error);
-  switch (elem) {
-    case 1: ONYX_GATHER_ELEMENTS(uint8_t) break;
-    case 2: ONYX_GATHER_ELEMENTS(uint16_t) break;
-    case 4: ONYX_GATHER_ELEMENTS(uint32_t) break;
-    case 8: ONYX_GATHER_ELEMENTS(uint64_t) break;
-    default: break;
-  }
-#undef ONYX_GATHER_ELEMENTS
+  by_element_size(elem, [&](auto tag) {
+    using T = decltype(tag);
+    if (idx64)
+      ONYX_LAUNCH(g, kBlock, s, gather_elements_kernel)(static_cast<const T*>(data), static_cast<const int64_t*>(indices),
+                                                        static_cast<T*>(out), a, n, error);
+    else
+      ONYX_LAUNCH(g, kBlock, s, gather_elements_kernel)(static_cast<const T*>(data), static_cast<const int32_t*>(indices),
+                                                        static_cast<T*>(out), a, n, error);
+  });
 }
 
 void cumsum(Ty ty, const void* x, void* y, int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, cudaStream_t s) {
@@ -460,13 +447,12 @@ void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s) {
 void fill(void* y, const void* value, size_t elem, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   const unsigned g = grid_for(n);
-  switch (elem) {
-    case 1: { uint8_t v; std::memcpy(&v, value, 1); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint8_t*>(y), v, n); break; }
-    case 2: { uint16_t v; std::memcpy(&v, value, 2); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint16_t*>(y), v, n); break; }
-    case 4: { uint32_t v; std::memcpy(&v, value, 4); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint32_t*>(y), v, n); break; }
-    case 8: { uint64_t v; std::memcpy(&v, value, 8); ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<uint64_t*>(y), v, n); break; }
-    default: break;
-  }
+  by_element_size(elem, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, value, sizeof(T));
+    ONYX_LAUNCH(g, kBlock, s, fill_kernel)(static_cast<T*>(y), v, n);
+  });
 }
 
 }  // namespace onyx::cuda
