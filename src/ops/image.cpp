@@ -562,17 +562,23 @@ void build_resize_axis(const ResizeAttrs& a, ResizeAxisPlan<W>& p, int64_t in, i
   const bool crop = a.coord == ResizeCoord::kTfCropAndResize;
   const double last = static_cast<double>(in - 1);
   bool identity = in == out;
+  // The input coordinate of output o, or false where tf_crop_and_resize extrapolates there.
+  auto source = [&](int64_t o, double* x) {
+    *x = original_coord(a, o, scale, in, out, rs, re);
+    if (crop && !(*x >= 0.0 && *x <= last)) {
+      p.extrap[o] = 1;
+      identity = false;
+      return false;
+    }
+    if (!std::isfinite(*x)) *x = 0.0;
+    return true;
+  };
   if (a.mode == ResizeMode::kNearest) {
     p.taps = 1;
     p.idx.assign(static_cast<size_t>(out), 0);
     for (int64_t o = 0; o < out; ++o) {
-      double x = original_coord(a, o, scale, in, out, rs, re);
-      if (crop && !(x >= 0.0 && x <= last)) {
-        p.extrap[o] = 1;
-        identity = false;
-        continue;
-      }
-      if (!std::isfinite(x)) x = 0.0;
+      double x;
+      if (!source(o, &x)) continue;
       x = std::clamp(x, -2.0, static_cast<double>(in) + 1.0);
       const int64_t i = std::clamp<int64_t>(nearest_index(a.nearest, x, scale < 1.0), 0, in - 1);
       p.idx[o] = i;
@@ -601,13 +607,8 @@ void build_resize_axis(const ResizeAttrs& a, ResizeAxisPlan<W>& p, int64_t in, i
   std::vector<double> wvec(aa ? static_cast<size_t>(taps) : 0);
   double* wt = aa ? wvec.data() : wbuf;
   for (int64_t o = 0; o < out; ++o) {
-    double x = original_coord(a, o, scale, in, out, rs, re);
-    if (crop && !(x >= 0.0 && x <= last)) {
-      p.extrap[o] = 1;
-      identity = false;
-      continue;
-    }
-    if (!std::isfinite(x)) x = 0.0;
+    double x;
+    if (!source(o, &x)) continue;
     x = std::clamp(x, -margin, last + margin);
     if (aa || x != static_cast<double>(o)) identity = false;
     int64_t j0;
