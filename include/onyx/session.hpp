@@ -66,6 +66,9 @@ struct Placement {
     std::string device;
     int region = -1;  ///< fused region id on a compiling EP (-1: a single-node kernel)
     std::vector<Decline> declined;
+    /// "" for ai.onnx, "onyx" for the optimizer's fused ops, "onyx.nhwc" for an op the optimizer
+    /// gave to an EP preferring channels-last in that layout (docs/optimizer.md).
+    std::string domain;
   };
   /// A copy between two memories, inserted on an edge.
   struct CopyInfo {

@@ -35,6 +35,11 @@ struct RegionInfo {
   }
 };
 
+/// Order of a data tensor's dims for the layout-sensitive ops (convolution, pooling, batch
+/// normalisation): channels-first [N, C, spatial...] as ONNX writes them, or channels-last
+/// [N, spatial..., C].
+enum class DataLayout { kChannelsFirst, kChannelsLast };
+
 class ExecutionProvider {
  public:
   virtual ~ExecutionProvider() = default;
@@ -71,6 +76,12 @@ class ExecutionProvider {
     (void)graph;
     return false;
   }
+  /// (optional) The layout the EP would rather run the layout-sensitive ops in. An EP answering
+  /// kChannelsLast is offered, for each such node it would take, the node's channels-last form
+  /// (domain onyx.nhwc, ops/layout.hpp) by the optimizer; where it claims that form too, the
+  /// node is rewritten to it between Transposes, which the transpose optimizer cancels between
+  /// neighbours (docs/optimizer.md). Compiling EPs are not asked. Default: kChannelsFirst.
+  virtual DataLayout preferred_layout() const { return DataLayout::kChannelsFirst; }
   /// Accept the node (true) or decline it with a reason.
   virtual bool claim(const ClaimInfo& info, Decline* why) const = 0;
   /// Prepares the kernel for a claimed node.

@@ -1,5 +1,7 @@
 #include "ir/rewrite.hpp"
 
+#include "core/common.hpp"
+
 namespace onyx {
 
 UseInfo compute_uses(const Graph& g) {
@@ -35,6 +37,16 @@ void remove_nodes(Graph& g, const std::vector<char>& dead) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
   g.nodes = std::move(kept);
+  recompute_producers(g);
+}
+
+std::string unused_value_name(const Graph& g, const std::string& base) {
+  std::string n = base;
+  for (int k = 1; g.find(n) >= 0; ++k) n = str(base, "_", k);
+  return n;
+}
+
+void recompute_producers(Graph& g) {
   for (auto& v : g.values) v.producer = -1;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (int v : g.nodes[i].outputs)

@@ -1,6 +1,7 @@
 // Graph rewriting helpers for optimizer passes: use counts, rewiring, node removal.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "ir/graph.hpp"
@@ -19,6 +20,12 @@ UseInfo compute_uses(const Graph& g);
 /// outputs). Subgraphs that read `from` by name through outer scope are not rewritten, so callers
 /// must not rewire values that subgraphs read (check UseInfo: implicit uses count as consumers).
 void replace_uses(Graph& g, int from, int to);
+
+/// `base`, or `base_1`, `base_2`, ... : the first that names no value of `g` yet.
+std::string unused_value_name(const Graph& g, const std::string& base);
+
+/// Sets every value's producer index from the node list (after nodes were inserted or reordered).
+void recompute_producers(Graph& g);
 
 /// Removes the nodes marked in `dead` and recomputes producer indices. Node order is kept, so a
 /// topologically sorted graph stays sorted.

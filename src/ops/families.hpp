@@ -22,6 +22,7 @@ void register_signal_ops(OpRegistry& r);        // ops/signal.cpp
 void register_random_ops(OpRegistry& r);        // ops/random.cpp
 void register_training_ops(OpRegistry& r);      // ops/training.cpp
 void register_einsum_ops(OpRegistry& r);        // ops/einsum.cpp
+void register_layout_ops(OpRegistry& r);        // ops/layout.cpp (channels-last forms)
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -41,6 +42,7 @@ inline void register_all_op_families(OpRegistry& r) {
   register_random_ops(r);
   register_training_ops(r);
   register_einsum_ops(r);
+  register_layout_ops(r);
 }
 
 }  // namespace onyx

@@ -23,6 +23,12 @@ struct PassContext {
   /// a fusion never moves work to another EP. Compiling EPs (regions) are left their nodes.
   std::function<bool(std::span<const Node* const> members, const Node& fused)> may_fuse_group =
       [](std::span<const Node* const>, const Node&) { return true; };
+  /// Whether `node` may be replaced by `channels_last`, its form in domain onyx.nhwc (whose input
+  /// 0 and output 0 are values of the graph, typed): the session allows it when the EP that
+  /// would run `node` prefers channels-last and claims the form. Default: never.
+  std::function<bool(const Node& node, const Node& channels_last)> may_use_channels_last = [](const Node&, const Node&) {
+    return false;
+  };
   std::vector<std::string> log;  // one line per change, for verbose logging
 };
 
@@ -41,6 +47,15 @@ int fuse_gelu(Graph& g, PassContext& ctx);
 /// MatMul by a constant 2-D B, + a constant bias row, optionally followed by Relu / Clip / Gelu,
 /// becomes onyx::FusedMatMul (bias and activation in the GEMM's epilogue).
 int fuse_matmul_bias(Graph& g, PassContext& ctx);
+/// Rewrites the layout-sensitive nodes that an EP preferring channels-last takes into their
+/// channels-last forms (ops/layout.hpp), each between a Transpose to channels-last and one back
+/// (channels_last.cpp). Run optimize_transposes after it.
+int assign_channels_last(Graph& g, PassContext& ctx);
+/// Removes Transposes that undo one another, merges chains and repeats, and moves a Transpose
+/// past layout-agnostic ops (elementwise, Concat, Softmax, Reduce* keeping dims) where that does
+/// not add transposes, so that pairs meet and cancel (transpose_optimizer.cpp). Leaves dead
+/// Transposes for eliminate_dead_nodes.
+int optimize_transposes(Graph& g, PassContext& ctx);
 /// Removes nodes none of whose outputs are used.
 int eliminate_dead_nodes(Graph& g, PassContext& ctx);
 

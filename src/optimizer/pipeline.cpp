@@ -47,6 +47,10 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
     changed += run_pass(fuse_gelu, "fuse_gelu", g, ctx);
     changed += run_pass(fuse_matmul_bias, "fuse_matmul_bias", g, ctx);
   }
+  // Layouts last, so that fused nodes (FusedConv) are offered channels-last as a whole.
+  int moved = run_pass(assign_channels_last, "assign_channels_last", g, ctx);
+  moved += run_pass(optimize_transposes, "optimize_transposes", g, ctx);
+  if (moved) changed += moved + run_pass(eliminate_dead_nodes, "eliminate_dead_nodes", g, ctx);
   return changed;
 }
 

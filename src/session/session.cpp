@@ -292,21 +292,21 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
   infer_all();
   PassContext pass;
   pass.evaluate = [this](const Graph& gg, size_t i, std::vector<Value>& outs) { return evaluate_constant_node(gg, i, outs); };
+  auto claims = [this, &g](size_t e, const Node& n) {
+    ClaimInfo c{n, g, {}, {}};
+    for (int v : n.inputs) c.input_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    for (int v : n.outputs) c.output_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    Decline why;
+    return eps[e]->claim(c, &why);
+  };
+  auto first_claimer = [this, claims](const Node& n) -> size_t {
+    for (size_t e = 0; e < eps.size(); ++e)
+      if (claims(e, n)) return e;
+    return eps.size();
+  };
   // A fusion never moves work to another EP: the EP that would take every replaced node must
   // take the fused node too (and not be a compiling EP, which fuses within its regions).
-  pass.may_fuse_group = [this, &g](std::span<const Node* const> members, const Node& fused) {
-    auto claims = [&](size_t e, const Node& n) {
-      ClaimInfo c{n, g, {}, {}};
-      for (int v : n.inputs) c.input_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
-      for (int v : n.outputs) c.output_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
-      Decline why;
-      return eps[e]->claim(c, &why);
-    };
-    auto first_claimer = [&](const Node& n) -> size_t {
-      for (size_t e = 0; e < eps.size(); ++e)
-        if (claims(e, n)) return e;
-      return eps.size();
-    };
+  pass.may_fuse_group = [this, claims, first_claimer](std::span<const Node* const> members, const Node& fused) {
     if (members.empty()) return false;
     const size_t e0 = first_claimer(*members[0]);
     // Compiling EPs (oneDNN, XNNPACK) see the nodes as written and fuse inside their regions.
@@ -314,6 +314,13 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     for (const Node* n : members.subspan(1))
       if (first_claimer(*n) != e0) return false;
     return claims(e0, fused);
+  };
+  // Likewise a node goes channels-last only for the EP that would run it, if that EP prefers
+  // channels-last and takes the channels-last form.
+  pass.may_use_channels_last = [this, claims, first_claimer](const Node& node, const Node& form) {
+    const size_t e0 = first_claimer(node);
+    if (e0 == eps.size() || eps[e0]->compiles_regions() || eps[e0]->preferred_layout() != DataLayout::kChannelsLast) return false;
+    return claims(e0, form);
   };
   if (optimize_graph(g, options.level, pass) > 0) infer_all();
   optimizer_log = std::move(pass.log);
@@ -502,7 +509,7 @@ Placement Session::placement() const {
   for (size_t i = 0; i < g.graph.nodes.size(); ++i) {
     const Node& n = g.graph.nodes[i];
     const auto& ep = impl_->eps[g.node_ep[i]];
-    p.nodes.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device(), g.region_of[i], g.declines[i]});
+    p.nodes.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep->name(), ep->device(), g.region_of[i], g.declines[i], n.domain});
   }
   p.copies = g.copies;
   p.summary = impl_->placement_summary();

@@ -1,6 +1,8 @@
 // A small EP module for tests (libonyx_ep_testdev.so), loaded like a third-party EP through the
 // option module_path. It claims the op types listed in its "claim" option (float tensors only)
 // and runs them with plain loops. Options let tests make it fail: "fail_probe", "fail_create".
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -36,11 +38,122 @@ void add(const int&, KernelContext& ctx) {
 std::unique_ptr<Kernel> make_relu(const KernelCreateInfo&) { return std::make_unique<FnKernel<int>>(0, relu); }
 std::unique_ptr<Kernel> make_add(const KernelCreateInfo&) { return std::make_unique<FnKernel<int>>(0, add); }
 
+// Channels-last kernels (domain onyx.nhwc, option channels_last): plain loops over [N, H, W, C]
+// data with ONNX-layout weights, explicit pads only. They let tests run the optimizer's
+// channels-last pass end to end without a device that prefers that layout.
+struct Window {
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  static Window of(const Node& n, int64_t kh, int64_t kw) {
+    Window w;
+    w.kh = kh;
+    w.kw = kw;
+    const auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+    w.sh = s[0], w.sw = s[1], w.dh = d[0], w.dw = d[1], w.ph = p[0], w.pw = p[1];
+    return w;
+  }
+};
+
+void conv_nhwc(const int&, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.optional_input(2);
+  Tensor& y = ctx.output(0);
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+  const int64_t OH = y.dim(1), OW = y.dim(2), M = y.dim(3);
+  const int64_t group = ctx.node().attr_int("group", 1), cg = C / group, mg = M / group;
+  const Window k = Window::of(ctx.node(), w.dim(2), w.dim(3));
+  const float* X = x.data<float>();
+  const float* Wt = w.data<float>();
+  float* Y = y.data<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t m = 0; m < M; ++m) {
+          const int64_t g = m / mg;
+          double acc = b ? b->data<float>()[m] : 0.0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j) {
+                const int64_t ih = oh * k.sh - k.ph + i * k.dh, iw = ow * k.sw - k.pw + j * k.dw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                acc += static_cast<double>(X[((n * H + ih) * W + iw) * C + g * cg + c]) * Wt[((m * cg + c) * k.kh + i) * k.kw + j];
+              }
+          Y[((n * OH + oh) * OW + ow) * M + m] = static_cast<float>(acc);
+        }
+}
+
+void pool_nhwc(const int&, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const Node& node = ctx.node();
+  const bool global = node.op_type.rfind("Global", 0) == 0;
+  const bool max = node.op_type.find("Max") != std::string::npos;
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), OH = y.dim(1), OW = y.dim(2);
+  const auto ks = node.attr_ints("kernel_shape", {H, W});
+  const Window k = global ? Window{H, W, 1, 1, 1, 1, 0, 0} : Window::of(node, ks[0], ks[1]);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t c = 0; c < C; ++c) {
+          double acc = max ? -1e300 : 0.0;
+          int64_t count = 0;
+          for (int64_t i = 0; i < k.kh; ++i)
+            for (int64_t j = 0; j < k.kw; ++j) {
+              const int64_t ih = oh * k.sh - k.ph + i, iw = ow * k.sw - k.pw + j;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              const double v = x.data<float>()[((n * H + ih) * W + iw) * C + c];
+              acc = max ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          y.data<float>()[((n * OH + oh) * OW + ow) * C + c] = static_cast<float>(max ? acc : acc / std::max<int64_t>(count, 1));
+        }
+}
+
+void batch_norm_nhwc(const int&, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const int64_t C = x.dim(x.rank() - 1);
+  const float eps = ctx.node().attr_float("epsilon", 1e-5f);
+  const float *scale = ctx.input(1).data<float>(), *bias = ctx.input(2).data<float>();
+  const float *mean = ctx.input(3).data<float>(), *var = ctx.input(4).data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = i % C;
+    y.data<float>()[i] = (x.data<float>()[i] - mean[c]) / std::sqrt(var[c] + eps) * scale[c] + bias[c];
+  }
+}
+
+std::unique_ptr<Kernel> make_conv_nhwc(const KernelCreateInfo& info) {
+  if (info.node.attr_string("auto_pad", "NOTSET") != "NOTSET") fail(ErrorCode::kNotImplemented, "testdev: auto_pad");
+  return std::make_unique<FnKernel<int>>(0, conv_nhwc);
+}
+std::unique_ptr<Kernel> make_pool_nhwc(const KernelCreateInfo&) { return std::make_unique<FnKernel<int>>(0, pool_nhwc); }
+std::unique_ptr<Kernel> make_batch_norm_nhwc(const KernelCreateInfo&) { return std::make_unique<FnKernel<int>>(0, batch_norm_nhwc); }
+
 constexpr TypeMask kF32 = type_mask({DType::kFloat});
 const KernelDef kDefs[] = {
     {"", "Relu", 1, 99, {{0, kF32}}, make_relu},
     {"", "Add", 7, 99, {{0, kF32}}, make_add},
 };
+const KernelDef kChannelsLastDefs[] = {
+    {"onyx.nhwc", "Conv", 1, 99, {{0, kF32}}, make_conv_nhwc},
+    {"onyx.nhwc", "MaxPool", 1, 99, {{0, kF32}}, make_pool_nhwc},
+    {"onyx.nhwc", "AveragePool", 1, 99, {{0, kF32}}, make_pool_nhwc},
+    {"onyx.nhwc", "GlobalAveragePool", 1, 99, {{0, kF32}}, make_pool_nhwc},
+    {"onyx.nhwc", "GlobalMaxPool", 1, 99, {{0, kF32}}, make_pool_nhwc},
+    {"onyx.nhwc", "BatchNormalization", 1, 99, {{0, kF32}}, make_batch_norm_nhwc},
+};
+
+/// What the channels-last kernels above do not handle: declined, so the node stays channels-first.
+bool channels_last_supported(const ClaimInfo& info) {
+  const Node& n = info.node;
+  if (n.attr_string("auto_pad", "NOTSET") != "NOTSET" || n.attr_int("ceil_mode", 0) != 0 || n.attr_int("count_include_pad", 0) != 0)
+    return false;
+  if (!info.input_types[0] || !info.input_types[0]->has_shape || info.input_types[0]->shape.size() != 4) return false;
+  if (n.op_type == "Conv")
+    for (size_t i = 1; i < info.input_types.size(); ++i)
+      if (n.inputs[i] >= 0 && !info.graph.values[n.inputs[i]].has_initializer) return false;
+  return n.op_type != "BatchNormalization" || n.attr_int("training_mode", 0) == 0;
+}
 
 /// A compiled region: the region's nodes' kernels, run in order on the caller's frame.
 class RegionKernel final : public Kernel {
@@ -77,10 +190,17 @@ class RegionKernel final : public Kernel {
 
 class TestEp final : public ExecutionProvider {
  public:
-  TestEp(std::string claim, std::string device, bool regions, size_t min_nodes, std::string memory)
-      : claim_("," + claim + ","), device_(std::move(device)), regions_(regions), min_nodes_(min_nodes), memory_(std::move(memory)) {
+  TestEp(std::string claim, std::string device, bool regions, size_t min_nodes, std::string memory, bool channels_last)
+      : claim_("," + claim + ","),
+        device_(std::move(device)),
+        regions_(regions),
+        min_nodes_(min_nodes),
+        memory_(std::move(memory)),
+        channels_last_(channels_last) {
     registry_.add(kDefs);
+    if (channels_last_) registry_.add(kChannelsLastDefs);
   }
+  DataLayout preferred_layout() const override { return channels_last_ ? DataLayout::kChannelsLast : DataLayout::kChannelsFirst; }
   // The memory is host memory under another name: copies are plain memcpy, but the session
   // must still insert them wherever memories differ.
   std::string memory() const override { return memory_; }
@@ -103,6 +223,19 @@ class TestEp final : public ExecutionProvider {
       *why = {DeclineCode::kUnsupportedOp, "testdev claims only " + claim_.substr(1, claim_.size() - 2)};
       return false;
     }
+    if (info.node.domain == "onyx.nhwc" && !channels_last_supported(info)) {
+      *why = {DeclineCode::kUnsupportedAttribute, "testdev's channels-last kernels take explicit pads on 4-d inputs only"};
+      return false;
+    }
+    // The channels-first forms of ops that only have a channels-last kernel here: taken (so the
+    // optimizer offers the channels-last form), though only that form can run (so with the
+    // optimizer disabled such a session fails to prepare its kernels).
+    if (channels_last_ && info.node.domain.empty() && channels_last_supported(info)) {
+      Node form = info.node;
+      form.domain = "onyx.nhwc";
+      Decline ignored;
+      if (registry_.find(form, info.input_types, info.output_types, &ignored)) return true;
+    }
     return registry_.find(info.node, info.input_types, info.output_types, why) != nullptr;
   }
   std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
@@ -117,6 +250,7 @@ class TestEp final : public ExecutionProvider {
   bool regions_;
   size_t min_nodes_;
   std::string memory_;
+  bool channels_last_;
   KernelRegistry registry_;
 };
 
@@ -131,7 +265,8 @@ class TestFactory final : public EpFactory {
             {"regions", "bool", "false", "compile claimed nodes into regions"},
             {"min_region_nodes", "int", "1", "smallest region worth compiling"},
             {"memory", "string", "cpu", "memory the EP's tensors live in (copies are inserted where it differs)"},
-            {"threads", "int", "0", "unused; tests option validation"}};
+            {"threads", "int", "0", "unused; tests option validation"},
+            {"channels_last", "bool", "false", "prefer channels-last (runs onyx.nhwc Conv, pooling, BatchNormalization)"}};
   }
   bool probe(std::string* reason) const override {
     if (std::getenv("ONYX_TESTDEV_NO_DEVICE")) {
@@ -145,7 +280,7 @@ class TestFactory final : public EpFactory {
     return std::make_unique<TestEp>(option(ctx.options, "claim"), option(ctx.options, "device"),
                                     option(ctx.options, "regions") == "true",
                                     static_cast<size_t>(std::stoul(option(ctx.options, "min_region_nodes"))),
-                                    option(ctx.options, "memory"));
+                                    option(ctx.options, "memory"), option(ctx.options, "channels_last") == "true");
   }
 };
 

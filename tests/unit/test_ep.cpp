@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "layout_graphs.hpp"
 #include "model_builder.hpp"
 
 using namespace onyx;
@@ -74,7 +75,7 @@ TEST(Ep, ThirdPartyModuleLoadsWithItsSchema) {
   EXPECT_TRUE(a.usable) << a.reason;
   EXPECT_EQ(a.version, "test-1");
   EXPECT_EQ(a.module, ONYX_TESTDEV_MODULE);
-  EXPECT_EQ(testdev().option_schema().size(), 7u);
+  EXPECT_EQ(testdev().option_schema().size(), 8u);
 }
 
 TEST(Ep, PerNodeFallbackWithReasons) {
@@ -293,4 +294,49 @@ TEST(Ep, CopiesExactlyWhereMemoriesDiffer) {
   // Same memory: no copies.
   Session same = commit(Session::builder().with_execution_providers({testdev().build()}));
   EXPECT_TRUE(same.placement().copies.empty());
+}
+
+TEST(Ep, ChannelsLastForAnEpThatPrefersIt) {
+  // testdev with channels_last runs Conv, pooling and BatchNormalization only in their onyx.nhwc
+  // forms; the optimizer rewrites them and cancels the transposes between them, and the results
+  // match the CPU EP's. Transposes left: into the chain, out to the side output (its Sigmoid runs
+  // on the CPU), and out before Flatten.
+  const std::string m = encode_model(channels_last_cnn_graph(), 17);
+  const Inputs in = random_inputs(channels_last_cnn_graph(), 3);
+  Session cpu = cpu_session(m);
+  Session dev = Session::builder()
+                    .with_no_environment_execution_providers()
+                    .with_execution_providers({testdev()
+                                                   .set("claim", "Conv,MaxPool,BatchNormalization,GlobalAveragePool,Relu,Add")
+                                                   .set("channels_last", "true")
+                                                   .build()
+                                                   .error_on_failure()})
+                    .commit_from_memory(m.data(), m.size());
+  std::map<std::string, int> ops;
+  for (const auto& n : dev.placement().nodes) {
+    ops[(n.domain.empty() ? "" : n.domain + "::") + n.op_type + "@" + n.ep]++;
+    if (n.domain == "onyx.nhwc") EXPECT_EQ(n.ep, "testdev") << n.name;
+  }
+  EXPECT_EQ(ops["onyx.nhwc::Conv@testdev"], 4);
+  EXPECT_EQ(ops["onyx.nhwc::MaxPool@testdev"], 1);
+  EXPECT_EQ(ops["onyx.nhwc::BatchNormalization@testdev"], 1);
+  EXPECT_EQ(ops["onyx.nhwc::GlobalAveragePool@testdev"], 1);
+  EXPECT_EQ(ops["Relu@testdev"], 2);
+  EXPECT_EQ(ops["Add@testdev"], 1);
+  EXPECT_EQ(ops["Transpose@cpu"], 3);
+  const auto want = cpu.run(in);
+  const auto got = dev.run(in);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(close(got[0], want[0]));
+  EXPECT_TRUE(close(got[1], want[1]));
+  // Without the preference the same EP is not offered the forms (and takes nothing it cannot run).
+  Session plain = Session::builder()
+                      .with_no_environment_execution_providers()
+                      .with_execution_providers({testdev().set("claim", "Conv,Relu,Add").build()})
+                      .commit_from_memory(m.data(), m.size());
+  for (const auto& n : plain.placement().nodes) {
+    EXPECT_TRUE(n.domain.empty()) << n.name;
+    EXPECT_NE(n.op_type, "Transpose");
+  }
+  EXPECT_TRUE(close(plain.run(in)[0], want[0]));
 }

@@ -233,3 +233,112 @@ TEST(Optimizer, FusesResidualAddIntoTheConvolution) {
   Session s = Session::builder().commit_from_memory(m.data(), m.size());
   for (const auto& p : s.placement().nodes) EXPECT_NE(p.op_type, "FusedConvAdd");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Transpose optimizer
+
+namespace {
+
+/// Runs `g` with random inputs unoptimised and at `level`: the outputs must agree; returns the
+/// number of Transpose nodes the optimised session kept.
+int transposes_after(const GraphSpec& g, GraphOptimizationLevel level = GraphOptimizationLevel::kBasic, int opset = 17) {
+  const std::string m = encode_model(g, opset);
+  const Inputs in = random_inputs(g, 7);
+  Session plain = Session::builder().with_optimization_level(GraphOptimizationLevel::kDisabled).commit_from_memory(m.data(), m.size());
+  Session opt = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
+  const auto want = plain.run(in);
+  const auto got = opt.run(in);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) EXPECT_TRUE(close(got[i], want[i], 1e-5, 1e-6)) << "output " << i;
+  int n = 0;
+  for (const auto& p : opt.placement().nodes) n += p.op_type == "Transpose";
+  return n;
+}
+
+NodeSpec transpose(const std::string& in, const std::string& out, std::vector<int64_t> perm, const std::string& name) {
+  return {"Transpose", {in}, {out}, {attr_ints("perm", std::move(perm))}, name};
+}
+
+}  // namespace
+
+TEST(TransposeOptimizer, PairAcrossAnElementwiseOpCancels) {
+  // Transpose to NHWC, Relu, Transpose back, + x: the Transpose moves past Relu and meets its inverse.
+  GraphSpec g;
+  g.nodes.push_back(transpose("x", "t", {0, 2, 3, 1}, "to_last"));
+  g.nodes.push_back({"Relu", {"t"}, {"r"}, {}, "relu"});
+  g.nodes.push_back(transpose("r", "b", {0, 3, 1, 2}, "to_first"));
+  g.nodes.push_back({"Add", {"b", "x"}, {"y"}, {}, "add"});
+  g.inputs.push_back({"x", DType::kFloat, {2, 3, 4, 5}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 3, 4, 5}});
+  EXPECT_EQ(transposes_after(g), 0);
+  EXPECT_EQ(transposes_after(g, GraphOptimizationLevel::kAll), 0);
+}
+
+TEST(TransposeOptimizer, ChainsMergeAndRepeatsAreShared) {
+  GraphSpec g;
+  g.nodes.push_back(transpose("x", "a", {1, 0, 2}, "t1"));
+  g.nodes.push_back(transpose("a", "y", {0, 2, 1}, "t2"));  // one Transpose (1, 2, 0) of x
+  g.nodes.push_back(transpose("x", "p", {2, 0, 1}, "t3"));
+  g.nodes.push_back(transpose("x", "q", {2, 0, 1}, "t4"));  // a repeat of t3
+  g.nodes.push_back({"Sub", {"p", "q"}, {"z"}, {}, "sub"});  // then the Sub runs on x, one Transpose after
+  g.inputs.push_back({"x", DType::kFloat, {2, 3, 4}});
+  g.outputs.push_back({"y", DType::kFloat, {3, 4, 2}});
+  g.outputs.push_back({"z", DType::kFloat, {4, 2, 3}});
+  EXPECT_EQ(transposes_after(g), 2);
+}
+
+TEST(TransposeOptimizer, NeverAddsTransposes) {
+  // The transposed value is also a graph output, or has two readers: moving the Transpose past
+  // a reader would add one, so nothing moves.
+  GraphSpec g;
+  g.nodes.push_back(transpose("x", "t", {0, 2, 1}, "t"));
+  g.nodes.push_back({"Relu", {"t"}, {"y"}, {}, "relu"});
+  g.inputs.push_back({"x", DType::kFloat, {2, 3, 4}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 4, 3}});
+  g.outputs.push_back({"t", DType::kFloat, {2, 4, 3}});
+  EXPECT_EQ(transposes_after(g), 1);
+  GraphSpec h;
+  h.nodes.push_back(transpose("x", "t", {0, 2, 1}, "t"));
+  h.nodes.push_back({"Relu", {"t"}, {"y1"}, {}, "relu"});
+  h.nodes.push_back({"Sigmoid", {"t"}, {"y2"}, {}, "sigmoid"});
+  h.inputs.push_back({"x", DType::kFloat, {2, 3, 4}});
+  h.outputs.push_back({"y1", DType::kFloat, {2, 4, 3}});
+  h.outputs.push_back({"y2", DType::kFloat, {2, 4, 3}});
+  EXPECT_EQ(transposes_after(h), 1);
+  // A broadcast that makes the output bigger than the transposed input: the Transpose stays small.
+  GraphSpec b;
+  b.nodes.push_back(transpose("x", "t", {0, 2, 3, 1}, "t"));
+  b.nodes.push_back({"Add", {"t", "z"}, {"y"}, {}, "add"});
+  b.inputs.push_back({"x", DType::kFloat, {1, 1, 4, 5}});
+  b.inputs.push_back({"z", DType::kFloat, {1, 4, 5, 3}});
+  b.outputs.push_back({"y", DType::kFloat, {1, 4, 5, 3}});
+  EXPECT_EQ(transposes_after(b), 1);
+}
+
+TEST(TransposeOptimizer, ConstantsAxesAndReductionsFollowTheLayout) {
+  // x NCHW -> NHWC -> + c[3] (broadcast over channels) -> * s (scalar) -> Concat(axis 3) with
+  // itself -> Softmax(axis -1) -> ReduceMean(axes 1, 2) -> back to NCHW: no Transpose left (the
+  // last one's output is the graph output: the ReduceMean makes it directly).
+  GraphSpec g;
+  g.nodes.push_back(transpose("x", "t", {0, 2, 3, 1}, "to_last"));
+  g.nodes.push_back({"Add", {"t", "c"}, {"a"}, {}, "bias"});
+  g.nodes.push_back({"Mul", {"s", "a"}, {"m"}, {}, "scale"});
+  g.nodes.push_back({"Concat", {"m", "m"}, {"cat"}, {attr_int("axis", 3)}, "cat"});
+  g.nodes.push_back({"Softmax", {"cat"}, {"sm"}, {attr_int("axis", -1)}, "softmax"});
+  g.nodes.push_back({"ReduceMean", {"sm"}, {"r"}, {attr_ints("axes", {1, 2})}, "mean"});
+  g.nodes.push_back(transpose("r", "y", {0, 3, 1, 2}, "to_first"));
+  g.inputs.push_back({"x", DType::kFloat, {2, 3, 4, 5}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 6, 1, 1}});
+  g.initializers.emplace_back("c", random_tensor(Shape{3}, 5));
+  g.initializers.emplace_back("s", Tensor::scalar<float>(1.5f));
+  EXPECT_EQ(transposes_after(g), 0);
+  // ReduceSum-13 takes its axes as an input (a constant: remapped into a new one).
+  GraphSpec h;
+  h.nodes.push_back(transpose("x", "t", {0, 2, 3, 1}, "to_last"));
+  h.nodes.push_back({"ReduceSum", {"t", "axes"}, {"r"}, {}, "sum"});
+  h.nodes.push_back(transpose("r", "y", {0, 3, 1, 2}, "to_first"));
+  h.inputs.push_back({"x", DType::kFloat, {2, 3, 4, 5}});
+  h.outputs.push_back({"y", DType::kFloat, {2, 3, 1, 5}});
+  h.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{1}, {1}));
+  EXPECT_EQ(transposes_after(h), 0);
+}

@@ -40,6 +40,9 @@ void registration_json(Json& j, const Session& s) {
   j.end_array();
 }
 
+/// The op as the tables show it: channels-last forms are marked.
+std::string op_label(const Placement::NodeInfo& n) { return n.domain == "onyx.nhwc" ? n.op_type + " (NHWC)" : n.op_type; }
+
 // Graphviz colours per EP (stable by first appearance).
 const char* kColours[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9"};
 
@@ -61,7 +64,9 @@ int cmd_explain(const Args& a) {
       j.key("device").value(n.device).key("region").value(n.region);
       j.key("declined").begin_array();
       for (const auto& d : n.declined) j.begin_object().key("ep").value(d.ep).key("code").value(d.code).key("message").value(d.message).end_object();
-      j.end_array().end_object();
+      j.end_array();
+      if (!n.domain.empty()) j.key("domain").value(n.domain);  // fused and channels-last ops
+      j.end_object();
     }
     j.end_array();
     j.key("copies").begin_array();
@@ -81,7 +86,7 @@ int cmd_explain(const Args& a) {
     const Graph& g = *impl.model->graph;
     std::printf("digraph onyx {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n");
     for (size_t i = 0; i < p.nodes.size(); ++i)
-      std::printf("  n%zu [label=\"%s\\n%s\\n[%s]\", fillcolor=\"%s\"];\n", i, p.nodes[i].name.c_str(), p.nodes[i].op_type.c_str(),
+      std::printf("  n%zu [label=\"%s\\n%s\\n[%s]\", fillcolor=\"%s\"];\n", i, p.nodes[i].name.c_str(), op_label(p.nodes[i]).c_str(),
                   p.nodes[i].ep.c_str(), colour[p.nodes[i].ep]);
     for (size_t i = 0; i < g.nodes.size(); ++i)
       for (int v : g.nodes[i].inputs)
@@ -104,7 +109,7 @@ int cmd_explain(const Args& a) {
   for (const auto& n : p.nodes) {
     std::string why;
     for (const auto& d : n.declined) why += (why.empty() ? "" : "; ") + d.ep + " (" + d.code + ": " + d.message + ")";
-    std::printf("%-32s %-22s %-10s %s\n", n.name.c_str(), n.op_type.c_str(), n.ep.c_str(), why.c_str());
+    std::printf("%-32s %-22s %-10s %s\n", n.name.c_str(), op_label(n).c_str(), n.ep.c_str(), why.c_str());
   }
   std::printf("\ncopies: %zu\n", p.copies.size());
   for (const auto& c : p.copies)

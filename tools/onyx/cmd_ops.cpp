@@ -96,6 +96,8 @@ int cmd_ops(const Args& a) {
     std::printf("or changed, the versions the built-in CPU EP has a kernel for, and the element types that\n");
     std::printf("kernel takes (per constrained input or output). %zu operators; %zu with every version on the CPU EP.\n\n",
                 rows.size(), full);
+    std::printf("The `onyx` rows are the optimizer's fused ops, and the `onyx.nhwc` rows the channels-last forms it\n"
+                "gives EPs that prefer that layout (see [optimizer.md](optimizer.md)); the CPU EP runs none of the latter.\n\n");
     std::printf("| domain | operator | versions | CPU EP | types (CPU EP) |\n|---|---|---|---|---|\n");
     for (const auto& r : rows) {
       const std::string missing = versions_text(r, false);

@@ -1,0 +1,82 @@
+// Channels-last forms of the layout-sensitive ops: their inference is the channels-first op's,
+// with the data input and output permuted around it.
+#include "ops/layout.hpp"
+
+#include "ops/families.hpp"
+#include "ops/schema.hpp"
+
+namespace onyx {
+
+namespace {
+
+constexpr const char* kForms[] = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                                  "BatchNormalization", "FusedConv"};
+
+TypeInfo permuted(const TypeInfo& t, const std::vector<int64_t>& perm) {
+  if (!t.is_tensor() || !t.has_shape || t.shape.size() != perm.size()) return t;
+  Shape s;
+  for (int64_t p : perm) s.push_back(t.shape[static_cast<size_t>(p)]);
+  return TypeInfo::tensor(t.dtype, s);
+}
+
+void infer_channels_last(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const OpSchema* base = OpRegistry::global().find(channels_first_domain(n.op_type), n.op_type);
+  if (!base || !base->infer) ctx.fail_node("no channels-first op behind this channels-last node");
+  const TypeInfo& x = ctx.input_type(0);
+  if (!x.has_shape) ctx.fail_node("a channels-last node needs its input's rank");
+  if (x.shape.size() < 3) ctx.fail_node("a channels-last input needs rank >= 3, got ", x.shape.to_string());
+  const size_t rank = x.shape.size();
+  const TypeInfo x_first = permuted(x, to_channels_first_perm(rank));
+  std::vector<const TypeInfo*> in_types(ctx.num_inputs(), nullptr);
+  std::vector<const Value*> in_values(ctx.num_inputs(), nullptr);
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    in_types[i] = i == 0 ? &x_first : &ctx.input_type(i);
+    if (i > 0) in_values[i] = ctx.input_value(i);  // the data input's values are in the other layout
+  }
+  std::vector<TypeInfo> out_types(ctx.num_outputs());
+  std::vector<Value> out_values(ctx.num_outputs());
+  InferContext inner(n, std::move(in_types), std::move(in_values), out_types, out_values, ctx.symbols(), nullptr);
+  base->infer(inner);
+  for (size_t i = 0; i < out_types.size(); ++i)
+    ctx.set_output_type(i, i == 0 ? permuted(out_types[i], to_channels_last_perm(rank)) : out_types[i]);
+}
+
+}  // namespace
+
+bool has_channels_last_form(const Node& node) {
+  if (!node.domain.empty() && node.domain != "onyx") return false;
+  if (node.domain == "onyx" && node.op_type != "FusedConv") return false;
+  if (node.domain.empty() && node.op_type == "FusedConv") return false;
+  bool known = false;
+  for (const char* f : kForms) known |= node.op_type == f;
+  if (!known || node.inputs.empty() || node.inputs[0] < 0 || !node.has_output(0) || !node.implicit_inputs.empty()) return false;
+  // Outputs other than the data one (MaxPool's Indices, training BatchNormalization's statistics)
+  // have layouts of their own: such nodes keep channels-first.
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (node.outputs[i] >= 0) return false;
+  return true;
+}
+
+std::string_view channels_first_domain(std::string_view op) { return op == "FusedConv" ? "onyx" : ""; }
+
+std::vector<int64_t> to_channels_last_perm(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t k = 2; k < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> to_channels_first_perm(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  return p;
+}
+
+void register_layout_ops(OpRegistry& r) {
+  // Any opset: the node keeps the opset of the op it stands for, whose schema checks it.
+  for (const char* f : kForms) r.add(std::string(kChannelsLastDomain), f, {1}, infer_channels_last);
+}
+
+}  // namespace onyx

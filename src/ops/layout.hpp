@@ -1,0 +1,31 @@
+// Channels-last forms of the layout-sensitive ops (domain onyx.nhwc), for EPs that prefer that
+// layout (ExecutionProvider::preferred_layout). The optimizer's channels-last pass rewrites such a
+// node into this domain between two Transposes; the transpose optimizer then cancels the pairs
+// between neighbouring nodes (docs/optimizer.md).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.hpp"
+
+namespace onyx {
+
+/// Domain of the channels-last forms. A node there has the op type, attributes and opset of the
+/// op it stands for; only its data input 0 and output 0 are channels-last ([N, spatial..., C]
+/// instead of [N, C, spatial...]). Weights, bias and the other inputs keep their ONNX layout.
+inline constexpr std::string_view kChannelsLastDomain = "onyx.nhwc";
+
+/// Whether `node` (ai.onnx or onyx) has a channels-last form: Conv, ConvTranspose, MaxPool
+/// (without its Indices output), AveragePool, GlobalAveragePool, GlobalMaxPool,
+/// BatchNormalization (inference) and onyx::FusedConv.
+bool has_channels_last_form(const Node& node);
+/// The domain of the op that a channels-last node of type `op` stands for ("" or "onyx").
+std::string_view channels_first_domain(std::string_view op);
+
+/// Transpose perms between [N, C, d1..dk] and [N, d1..dk, C] for a tensor of `rank` >= 3.
+std::vector<int64_t> to_channels_last_perm(size_t rank);
+std::vector<int64_t> to_channels_first_perm(size_t rank);
+
+}  // namespace onyx

@@ -1,0 +1,86 @@
+// The channels-last pass: a layout-sensitive node that an EP preferring channels-last takes is
+// rewritten to its onyx.nhwc form between Transpose(to channels-last) and Transpose(back). On its
+// own that only adds transposes; optimize_transposes then cancels the pairs between neighbours,
+// so a chain of such nodes (and the elementwise ops between them) runs channels-last throughout.
+#include "core/common.hpp"
+#include "ops/layout.hpp"
+#include "optimizer/passes.hpp"
+
+namespace onyx {
+
+namespace {
+
+int add_typed_value(Graph& g, const std::string& base, const TypeInfo& t, const std::vector<int64_t>& perm) {
+  const int v = g.add_value(unused_value_name(g, base));
+  Shape s;
+  for (int64_t p : perm) s.push_back(t.shape[static_cast<size_t>(p)]);
+  g.values[v].type = TypeInfo::tensor(t.dtype, s);
+  return v;
+}
+
+void drop_last_value(Graph& g) {
+  g.by_name.erase(g.values.back().name);
+  g.values.pop_back();
+}
+
+Node transpose_node(std::string name, int in, int out, std::vector<int64_t> perm) {
+  Node t;
+  t.name = std::move(name);
+  t.op_type = "Transpose";
+  t.opset = 13;
+  t.inputs = {in};
+  t.outputs = {out};
+  Attribute a;
+  a.name = "perm";
+  a.type = AttrType::kInts;
+  a.ints = std::move(perm);
+  t.attrs.push_back(std::move(a));
+  return t;
+}
+
+}  // namespace
+
+int assign_channels_last(Graph& g, PassContext& ctx) {
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size());
+  int changed = 0;
+  for (Node& n : g.nodes) {
+    if (!has_channels_last_form(n)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    const int x = n.inputs[0], y = n.outputs[0];
+    const TypeInfo& xt = g.values[x].type;
+    const TypeInfo& yt = g.values[y].type;
+    const bool ranked = xt.is_tensor() && xt.has_shape && yt.is_tensor() && yt.has_shape && yt.shape.size() == xt.shape.size();
+    // 2-d and 3-d spatial ops (rank 4 and 5): what channels-last kernels are written for.
+    if (!ranked || xt.shape.size() < 4 || xt.shape.size() > 5) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    const size_t rank = xt.shape.size();
+    const std::vector<int64_t> to_last = to_channels_last_perm(rank), to_first = to_channels_first_perm(rank);
+    const int xl = add_typed_value(g, g.values[x].name + "_nhwc", xt, to_last);
+    const int yl = add_typed_value(g, g.values[y].name + "_nhwc", yt, to_last);
+    Node form = n;
+    form.domain = std::string(kChannelsLastDomain);
+    form.inputs[0] = xl;
+    form.outputs[0] = yl;
+    if (!ctx.may_use_channels_last(n, form)) {
+      drop_last_value(g);
+      drop_last_value(g);
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    ctx.log.push_back(str(n.label(), " runs channels-last (", kChannelsLastDomain, "::", n.op_type, ")"));
+    nodes.push_back(transpose_node(n.name + "_to_nhwc", x, xl, to_last));
+    nodes.push_back(std::move(form));
+    nodes.push_back(transpose_node(n.name + "_to_nchw", yl, y, to_first));
+    ++changed;
+  }
+  g.nodes = std::move(nodes);
+  recompute_producers(g);
+  return changed;
+}
+
+}  // namespace onyx
