@@ -117,6 +117,23 @@ for m in resnet50 mobilenet_v2 bert_like; do
   placement=$("$ONYX" explain "$D/model.onnx" --ep "$EP" 2>/dev/null | tail -1)
   say "- $m: vs CPU EP $r, vs PyTorch $t; $(grep -h relative "$WORK/cmp_$m.txt" | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' ')(relative); placement: $placement"
 done
+# The CNNs again with prefer_nhwc (channels-last convolutions, pooling, BatchNormalization).
+if [ "$EP" = cuda ]; then
+  for m in resnet50 mobilenet_v2; do
+    D=$MODELS/$m
+    [ -d "$D/out_cpu" ] || continue
+    rm -rf "$D/out_nhwc"
+    if ! timeout 120 "$ONYX" run "$D/model.onnx" --ep cuda --ep-option cuda.prefer_nhwc=true --require-ep --inputs "$D/test_data_set_0" \
+           --save "$D/out_nhwc" --quiet >>"$OUT/models.log" 2>&1; then
+      say "- $m (prefer_nhwc): FAIL, onyx run failed (models.log)"; FAILS=$((FAILS + 1)); continue
+    fi
+    if "$PY" "$REPO/tests/models/compare.py" "$D/out_nhwc" "$D/out_cpu" --rtol 1e-3 >"$WORK/cmp_nhwc_$m.txt" 2>&1; then r=ok; else r=FAIL; FAILS=$((FAILS + 1)); fi
+    cat "$WORK/cmp_nhwc_$m.txt" >>"$OUT/models.log"
+    layout=$("$ONYX" explain "$D/model.onnx" --ep cuda --ep-option cuda.prefer_nhwc=true --json 2>/dev/null | "$PY" -c \
+      'import json,sys; n=json.load(sys.stdin)["nodes"]; print(sum(x.get("domain")=="onyx.nhwc" for x in n), "channels-last nodes,", sum(x["op_type"]=="Transpose" for x in n), "transposes")')
+    say "- $m (prefer_nhwc): vs CPU EP $r; $(grep -h relative "$WORK/cmp_nhwc_$m.txt" | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' ')(relative); $layout"
+  done
+fi
 
 # ------------------------------------------------------------------------------------------------
 # 4. Benchmarks: onyx on the CUDA EP vs PyTorch (fp32, TF32 off in both) on the same GPU, batch 1
@@ -128,6 +145,11 @@ for m in resnet50 mobilenet_v2 bert_like; do
   [ -f "$D/model.onnx" ] || continue
   timeout 120 "$ONYX" bench "$D/model.onnx" --ep "$EP" --runs 50 --warmup 10 --json --inputs "$D/test_data_set_0" >"$WORK/bench_$m.json" 2>>"$OUT/models.log" || true
   sed "s/^/{\"model\":\"$m\",\"ep\":\"$EP\",\"result\":/; s/$/}/" "$WORK/bench_$m.json" >>"$OUT/bench.json"
+  if [ "$EP" = cuda ] && [ "$m" != bert_like ]; then
+    timeout 120 "$ONYX" bench "$D/model.onnx" --ep cuda --ep-option cuda.prefer_nhwc=true --runs 50 --warmup 10 --json \
+      --inputs "$D/test_data_set_0" >"$WORK/bench_nhwc_$m.json" 2>>"$OUT/models.log" || true
+    sed "s/^/{\"model\":\"$m\",\"ep\":\"cuda-nhwc\",\"result\":/; s/$/}/" "$WORK/bench_nhwc_$m.json" >>"$OUT/bench.json"
+  fi
 done
 SIZE=$SIZE timeout 180 "$PY" - "$REPO" "$WORK" >"$WORK/torch_bench.txt" 2>>"$OUT/models.log" <<'PYEOF'
 import json, os, sys, time
@@ -164,13 +186,14 @@ PYEOF
 TORCH=$(tail -1 "$WORK/torch_bench.txt" 2>/dev/null)
 echo "{\"ep\":\"pytorch\",\"result\":${TORCH:-null}}" >>"$OUT/bench.json"
 say ""
-say "| model | onyx $EP | PyTorch | onyx / PyTorch |"
-say "| --- | --- | --- | --- |"
+say "| model | onyx $EP | onyx $EP, prefer_nhwc | PyTorch | onyx / PyTorch |"
+say "| --- | --- | --- | --- | --- |"
 for m in resnet50 mobilenet_v2 bert_like; do
   o=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_$m.json" 2>/dev/null || echo "-")
+  h=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_nhwc_$m.json" 2>/dev/null || echo "-")
   t=$("$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$m" 2>/dev/null || echo "-")
   r=$("$PY" -c "print('%.2f' % (float('$o') / float('$t')))" 2>/dev/null || echo "-")
-  say "| $m | $o | $t | $r |"
+  say "| $m | $o | $h | $t | $r |"
 done
 
 # ------------------------------------------------------------------------------------------------

@@ -151,6 +151,10 @@ class CUDA : public SpecOf<CUDA> {
   CUDA& with_conv_algo_search(const std::string& mode) { return set("cudnn_conv_algo_search", mode); }
   /// Allow TF32 tensor-core math for float32 (option use_tf32, off by default).
   CUDA& with_tf32(bool on) { return set("use_tf32", on ? "true" : "false"); }
+  /// Run 2-d convolution, pooling and batch normalisation channels-last (option prefer_nhwc, off
+  /// by default): the optimizer hands those nodes over in NHWC and cancels the transposes between
+  /// them (needs an optimization level above kDisabled).
+  CUDA& with_prefer_nhwc(bool on) { return set("prefer_nhwc", on ? "true" : "false"); }
 };
 
 // EPs of ort's table that this onyx does not implement: their specs exist so portable code

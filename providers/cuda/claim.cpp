@@ -6,6 +6,7 @@
 #include "core/common.hpp"
 #include "cuda_ep.hpp"
 #include "ops/image.hpp"
+#include "ops/layout.hpp"
 #include "views.hpp"
 
 namespace onyx::cuda {
@@ -211,11 +212,47 @@ bool check_float_op(const ClaimInfo& info, Decline* why) {
   return true;
 }
 
-}  // namespace
-
-bool claim_node(const ClaimInfo& info, Decline* why) {
+/// A channels-last form (onyx.nhwc): what the channels-first op takes, on 4-d tensors, with
+/// constant weights (permuted once, when the kernel is prepared) and, for windowed pooling, only
+/// what cuDNN's pooling expresses (onyx's direct pooling kernel is channels-first).
+bool claim_channels_last(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
   const Node& n = info.node;
   const std::string& op = n.op_type;
+  if (!prefer_nhwc)
+    return decline(why, DeclineCode::kUnsupportedOp, str("channels-last ", op, " runs on the CUDA EP only with prefer_nhwc=true"));
+  const TypeInfo* x = in_type(info, 0);
+  const TypeInfo* y = out_type(info, 0);
+  if (!x || !x->has_shape || x->shape.size() != 4 || !y || !y->has_shape || y->shape.size() != 4)
+    return decline(why, DeclineCode::kUnsupportedType, str("channels-last ", op, " on 4-d tensors only (2-d convolution and pooling)"));
+  Node first = n;
+  first.domain = std::string(channels_first_domain(op));
+  const TypeInfo xf = permute_type(*x, to_channels_first_perm(4)), yf = permute_type(*y, to_channels_first_perm(4));
+  ClaimInfo fi{first, info.graph, info.input_types, info.output_types};
+  fi.input_types[0] = &xf;
+  fi.output_types[0] = &yf;
+  if (!claim_node(fi, why, false)) return false;
+  if ((op == "Conv" || op == "FusedConv" || op == "ConvTranspose") && !is_constant(info.graph, n.inputs.size() > 1 ? n.inputs[1] : -1))
+    return decline(why, DeclineCode::kUnsupportedAttribute, str("channels-last ", op, " needs constant weights (they are permuted once)"));
+  if (op == "MaxPool" || op == "AveragePool") {
+    bool direct = n.attr_int("ceil_mode", 0) != 0;
+    const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+    direct |= auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    for (int64_t d : n.attr_ints("dilations")) direct |= d != 1;
+    const std::vector<int64_t> pads = n.attr_ints("pads");
+    for (size_t k = 0; k < pads.size() / 2; ++k) direct |= pads[k] != pads[k + pads.size() / 2];
+    if (direct)
+      return decline(why, DeclineCode::kUnsupportedAttribute,
+                     str("channels-last ", op, " with ceil_mode, dilations or asymmetric pads (onyx's direct pooling is channels-first)"));
+  }
+  return true;
+}
+
+}  // namespace
+
+bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
+  const Node& n = info.node;
+  const std::string& op = n.op_type;
+  if (n.domain == kChannelsLastDomain) return claim_channels_last(info, why, prefer_nhwc);
   if (n.domain == "onyx" && op == "Attention" && n.opset == 1) {
     // The optimizer's fused attention (it asks before fusing): float32 Q, KT, V and bias.
     for (size_t i = 0; i < n.inputs.size(); ++i) {

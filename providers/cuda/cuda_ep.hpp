@@ -35,9 +35,10 @@ std::vector<ep::OptionInfo> option_schema();
 /// key for a bad value or a feature this EP does not support yet.
 Options parse_options(const OptionList& options);
 
-/// Whether the CUDA EP takes `info.node`, else why not. Pure: depends on the node, its types and
-/// the graph only (never on a device).
-bool claim_node(const ClaimInfo& info, Decline* why);
+/// Whether the CUDA EP takes `info.node`, else why not. Pure: depends on the node, its types,
+/// the graph and the prefer_nhwc option only (never on a device). Channels-last forms (domain
+/// onyx.nhwc) are taken only with prefer_nhwc.
+bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc = false);
 /// Inputs the EP's kernel reads on the host: shape/axes operands and constant initializers
 /// (weights are uploaded once when the kernel is prepared).
 bool reads_host_input(const Node& node, size_t input, const Graph& graph);

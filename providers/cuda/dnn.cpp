@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "ops/layout.hpp"
 #include "ops/nn.hpp"
 #include "runtime.hpp"
 
@@ -314,25 +315,39 @@ struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
   TensorDesc() { ONYX_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
   ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
-  /// NCHW-packed descriptor of `dims`, padded with trailing 1s to at least 4 dims.
-  void set(std::vector<int> dims) {
+  /// Packed descriptor of `dims` (given in [N, C, spatial...] order, padded with trailing 1s to
+  /// at least 4 dims), stored channels-first, or with channels_last as [N, spatial..., C].
+  void set(std::vector<int> dims, bool channels_last = false) {
     while (dims.size() < 4) dims.push_back(1);
     std::vector<int> strides(dims.size());
-    int s = 1;
-    for (int k = static_cast<int>(dims.size()) - 1; k >= 0; --k) {
-      strides[k] = s;
-      s *= dims[k];
+    const int r = static_cast<int>(dims.size());
+    if (channels_last) {
+      strides[1] = 1;
+      int s = dims[1];
+      for (int k = r - 1; k >= 2; --k) {
+        strides[k] = s;
+        s *= dims[k];
+      }
+      strides[0] = s;
+    } else {
+      int s = 1;
+      for (int k = r - 1; k >= 0; --k) {
+        strides[k] = s;
+        s *= dims[k];
+      }
     }
-    ONYX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(dims.size()), dims.data(), strides.data()));
+    ONYX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, r, dims.data(), strides.data()));
   }
 };
 struct FilterDesc {
   cudnnFilterDescriptor_t d = nullptr;
   FilterDesc() { ONYX_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
   ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
-  void set(std::vector<int> dims) {
+  /// dims in ONNX order [K, C, spatial...]; channels_last: the weights are stored [K, spatial..., C].
+  void set(std::vector<int> dims, bool channels_last = false) {
     while (dims.size() < 4) dims.push_back(1);
-    ONYX_CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(dims.size()), dims.data()));
+    ONYX_CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                                static_cast<int>(dims.size()), dims.data()));
   }
 };
 struct ConvDesc {
@@ -379,6 +394,16 @@ struct Spatial {
   }
 };
 
+/// A channels-last node's data shape [N, spatial..., C] in [N, C, spatial...] order (the order
+/// cuDNN's descriptors and the window geometry take); other nodes' shapes as they are.
+Shape first_order(const Shape& s, bool channels_last) {
+  if (!channels_last) return s;
+  Shape r;
+  for (int64_t p : to_channels_first_perm(s.size())) r.push_back(s[static_cast<size_t>(p)]);
+  return r;
+}
+bool is_channels_last(const Node& n) { return n.domain == kChannelsLastDomain; }
+
 cudnnMathType_t math_type(bool tf32) { return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; }
 
 constexpr size_t kConvSearchWorkspace = size_t(256) << 20;
@@ -387,8 +412,16 @@ constexpr size_t kConvSearchWorkspace = size_t(256) << 20;
 class ConvKernel final : public CudaKernel {
  public:
   ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
-      : CudaKernel(info, s), transpose_(info.node.op_type == "ConvTranspose"), attrs_(WindowAttrs::of(info.node, false)) {
+      : CudaKernel(info, s),
+        transpose_(info.node.op_type == "ConvTranspose"),
+        last_(is_channels_last(info.node)),
+        attrs_(WindowAttrs::of(info.node, false)) {
     group_ = static_cast<int>(info.node.attr_int("group", 1));
+    if (last_) {  // cuDNN's channels-last filter layout: [K, spatial..., C], permuted once here
+      const Tensor* w = host_constant(1);
+      if (!w) fail(ErrorCode::kNotImplemented, "cuda: ", info.node.label(), ": channels-last convolution needs constant weights");
+      w_last_ = shared_->upload(permute_tensor(*w, to_channels_last_perm(w->rank())));
+    }
     kernel_shape_ = info.node.attr_ints("kernel_shape");
     if (info.node.op_type == "FusedConv") {  // the activation joins the bias pass
       act_ = FusedActivation::of(info.node);
@@ -401,13 +434,14 @@ class ConvKernel final : public CudaKernel {
     Tensor& y = out0(ctx, node_);
     if (y.numel() == 0) return;
     const size_t sp = x.rank() - 2;
+    const size_t sp0 = last_ ? 1 : 2;  // where the spatial dims start in memory
     std::vector<int64_t> ks = kernel_shape_;
     if (ks.empty())
       for (size_t k = 0; k < sp; ++k) ks.push_back(w.shape()[k + 2]);
     Spatial s = Spatial::of(node_, sp, ks);
     RunState& rs = run(ctx);
     const void* X = dev(ctx, 0);
-    Shape xs = x.shape();
+    Shape xs = first_order(x.shape(), last_);  // [N, C, spatial...]
     Tensor padded;  // the input with the pads cuDNN cannot express (one side's excess) made explicit
     if (!transpose_) {
       // Pads from auto_pad or the pads attribute, as the CPU EP and shape inference resolve them.
@@ -417,17 +451,19 @@ class ConvKernel final : public CudaKernel {
       PadGeometry pg;
       bool asymmetric = false;
       pg.rank = static_cast<int>(xs.size());
-      for (size_t k = 0; k < xs.size(); ++k) pg.in[k] = pg.out[k] = xs[k];
+      for (size_t k = 0; k < xs.size(); ++k) pg.in[k] = pg.out[k] = x.shape()[k];  // (as stored)
       for (size_t k = 0; k < sp; ++k) {
         const int64_t common = std::min(g.pad_begin[k], g.pad_end[k]);
         s.pads[k] = static_cast<int>(common);
-        pg.begin[k + 2] = g.pad_begin[k] - common;
-        pg.out[k + 2] = xs[k + 2] + g.pad_begin[k] + g.pad_end[k] - 2 * common;
+        pg.begin[k + sp0] = g.pad_begin[k] - common;
+        pg.out[k + sp0] = xs[k + 2] + g.pad_begin[k] + g.pad_end[k] - 2 * common;
         asymmetric |= g.pad_begin[k] != g.pad_end[k];
       }
       if (asymmetric) {
-        for (size_t k = 0; k < xs.size(); ++k) xs[k] = pg.out[k];
-        padded = shared_->allocate(DType::kFloat, xs);
+        Shape stored;
+        for (size_t k = 0; k < xs.size(); ++k) stored.push_back(pg.out[k]);
+        xs = first_order(stored, last_);
+        padded = shared_->allocate(DType::kFloat, stored);
         const float zero_value = 0.0f;
         pad(X, padded.raw_data(), pg, PadMode::kConstant, &zero_value, sizeof(float), padded.numel(), rs.stream);
         ONYX_CUDA_LAUNCHED();
@@ -437,15 +473,16 @@ class ConvKernel final : public CudaKernel {
     TensorDesc xd, yd;
     FilterDesc wd;
     ConvDesc cd;
-    xd.set(dims_of(xs));
-    yd.set(dims_of(y.shape()));
-    wd.set(dims_of(w.shape()));
+    const Shape ys = first_order(y.shape(), last_);
+    xd.set(dims_of(xs), last_);
+    yd.set(dims_of(ys), last_);
+    wd.set(dims_of(w.shape()), last_);
     ONYX_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(cd.d, static_cast<int>(s.pads.size()), s.pads.data(), s.strides.data(),
                                                      s.dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     ONYX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(cd.d, group_));
     ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, math_type(shared_->opt.use_tf32)));
     const float one = 1.f, zero = 0.f;
-    const void* W = dev(ctx, 1);
+    const void* W = last_ ? w_last_.raw_data() : dev(ctx, 1);
     void* Y = y.raw_data();
     const Choice c = choose(rs, xs, xd, wd, cd, yd, X, W, Y);
     ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, c.math));
@@ -456,7 +493,7 @@ class ConvKernel final : public CudaKernel {
     else
       ONYX_CUDNN_CHECK(cudnnConvolutionBackwardData(rs.cudnn, &one, wd.d, W, xd.d, X, cd.d,
                                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws, c.workspace, &zero, yd.d, Y));
-    const int64_t c_out = y.shape()[1];
+    const int64_t c_out = ys[1];
     const float* bias = nullptr;
     if (has(ctx, 2)) {
       const Tensor& b = in(ctx, 2);
@@ -464,8 +501,10 @@ class ConvKernel final : public CudaKernel {
       bias = devf(ctx, 2);
     }
     if (bias || act_.any()) {
-      channel_bias_act_f32(dptr<float>(y), bias, y.shape()[0], c_out, y.numel() / std::max<int64_t>(1, y.shape()[0] * c_out),
-                           act_.conv(), act_.lo, act_.hi, rs.stream);
+      // Channels-last: every pixel is a row of c_out channels.
+      const int64_t rows = last_ ? y.numel() / std::max<int64_t>(1, c_out) : ys[0];
+      channel_bias_act_f32(dptr<float>(y), bias, rows, c_out, last_ ? 1 : y.numel() / std::max<int64_t>(1, ys[0] * c_out), act_.conv(),
+                           act_.lo, act_.hi, rs.stream);
       ONYX_CUDA_LAUNCHED();
     }
   }
@@ -486,7 +525,17 @@ class ConvKernel final : public CudaKernel {
     }
     Choice c;
     c.math = math_type(shared_->opt.use_tf32);
-    const ConvAlgoSearch mode = shared_->opt.conv_algo_search;
+    ConvAlgoSearch mode = shared_->opt.conv_algo_search;
+    if (mode == ConvAlgoSearch::kDefault) {
+      // The fixed algorithm may not take every layout (channels-last tensors and filters): then
+      // cuDNN's heuristics choose instead.
+      size_t probe = 0;
+      const cudnnStatus_t st =
+          transpose_ ? cudnnGetConvolutionBackwardDataWorkspaceSize(rs.cudnn, wd.d, xd.d, cd.d, yd.d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, &probe)
+                     : cudnnGetConvolutionForwardWorkspaceSize(rs.cudnn, xd.d, wd.d, cd.d, yd.d, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                                               &probe);
+      if (st != CUDNN_STATUS_SUCCESS) mode = ConvAlgoSearch::kHeuristic;
+    }
     if (!transpose_) {
       if (mode == ConvAlgoSearch::kDefault) {
         c.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
@@ -546,6 +595,8 @@ class ConvKernel final : public CudaKernel {
   }
 
   bool transpose_;
+  bool last_;      // channels-last form (onyx.nhwc): data [N, spatial..., C], weights w_last_
+  Tensor w_last_;  // the weights as cuDNN's channels-last filter layout wants them
   WindowAttrs attrs_;  // pads / auto_pad / strides / dilations, read once
   FusedActivation act_;
   int group_ = 1;
@@ -556,7 +607,7 @@ class ConvKernel final : public CudaKernel {
 
 class PoolKernel final : public CudaKernel {
  public:
-  PoolKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)) {
+  PoolKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), last_(is_channels_last(info.node)) {
     const std::string& op = info.node.op_type;
     global_ = op.rfind("Global", 0) == 0;
     max_ = op == "MaxPool" || op == "GlobalMaxPool";
@@ -570,9 +621,10 @@ class PoolKernel final : public CudaKernel {
     Tensor& y = out0(ctx, node_);
     if (y.numel() == 0) return;
     const size_t sp = x.rank() - 2;
+    const Shape xs = first_order(x.shape(), last_), ys = first_order(y.shape(), last_);  // [N, C, spatial...]
     std::vector<int64_t> ks;
     if (global_)
-      for (size_t k = 0; k < sp; ++k) ks.push_back(x.shape()[k + 2]);
+      for (size_t k = 0; k < sp; ++k) ks.push_back(xs[k + 2]);
     else
       ks = node_.attr_ints("kernel_shape");
     if (ks.size() != sp) fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape has ", ks.size(), " values for ", sp, " spatial dims");
@@ -593,11 +645,13 @@ class PoolKernel final : public CudaKernel {
     if (!global_) {
       // What cuDNN's pooling cannot express (ceil_mode, dilations, asymmetric pads, the Indices
       // output) goes to onyx's direct kernel; cuDNN gets the pads resolved (auto_pad included).
-      const WindowGeometry g = window_geometry(attrs_, node_, Shape(std::span<const int64_t>(x.shape().data() + 2, sp)), Shape(ks));
+      const WindowGeometry g = window_geometry(attrs_, node_, Shape(std::span<const int64_t>(xs.data() + 2, sp)), Shape(ks));
       for (size_t k = 0; k < sp; ++k) s.pads[k] = static_cast<int>(g.pad_begin[k]);
       const bool indices = node_.has_output(1) && ctx.output_ready(1);
       bool direct = indices || attrs_.ceil_mode || sp > 3 || p_ > 0;
       for (size_t k = 0; k < sp; ++k) direct |= g.dilation[k] != 1 || g.pad_begin[k] != g.pad_end[k];
+      if (direct && last_)
+        fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": channels-last pooling that cuDNN cannot express (the claim declines it)");
       if (direct) {
         if (sp > 3) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": pooling over ", sp, " spatial dims");
         for (size_t k = 0; k < sp; ++k)
@@ -622,14 +676,15 @@ class PoolKernel final : public CudaKernel {
     ONYX_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(pd.d, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(s.kernel.size()), s.kernel.data(),
                                                  s.pads.data(), s.strides.data()));
     TensorDesc xd, yd;
-    xd.set(dims_of(x.shape()));
-    yd.set(dims_of(y.shape()));
+    xd.set(dims_of(xs), last_);
+    yd.set(dims_of(ys), last_);
     const float one = 1.f, zero = 0.f;
     ONYX_CUDNN_CHECK(cudnnPoolingForward(rs.cudnn, pd.d, &one, xd.d, dev(ctx, 0), &zero, yd.d, y.raw_data()));
   }
 
  private:
   bool global_ = false, max_ = false, include_pad_ = false;
+  bool last_;    // channels-last form (onyx.nhwc)
   float p_ = 0;  // LpPool's p (0 for the others)
   WindowAttrs attrs_;
 };
@@ -637,17 +692,18 @@ class PoolKernel final : public CudaKernel {
 class BatchNormKernel final : public CudaKernel {
  public:
   BatchNormKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
-      : CudaKernel(info, std::move(s)), eps_(info.node.attr_float("epsilon", 1e-5f)) {}
+      : CudaKernel(info, std::move(s)), last_(is_channels_last(info.node)), eps_(info.node.attr_float("epsilon", 1e-5f)) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& x = in(ctx, 0);
     Tensor& y = out0(ctx, node_);
     if (y.numel() == 0) return;
-    const int64_t c = x.shape()[1];
+    const Shape xs = first_order(x.shape(), last_);  // [N, C, spatial...]
+    const int64_t c = xs[1];
     for (size_t i = 1; i < 5; ++i)
       if (in(ctx, i).numel() != c)
         fail(ErrorCode::kInvalidArgument, node_.label(), ": input ", i, " has ", in(ctx, i).numel(), " values for ", c, " channels");
     TensorDesc xd, bnd;
-    xd.set(dims_of(x.shape()));
+    xd.set(dims_of(xs), last_);
     ONYX_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bnd.d, xd.d, CUDNN_BATCHNORM_SPATIAL));
     const float one = 1.f, zero = 0.f;
     RunState& rs = run(ctx);
@@ -657,6 +713,7 @@ class BatchNormKernel final : public CudaKernel {
   }
 
  private:
+  bool last_;  // channels-last form (onyx.nhwc)
   float eps_;
 };
 

@@ -17,7 +17,9 @@ std::vector<ep::OptionInfo> option_schema() {
        "how Conv/ConvTranspose pick a cuDNN algorithm, once per input shape: benchmark all (EXHAUSTIVE), cuDNN's heuristics (HEURISTIC), "
        "or a fixed implicit-GEMM algorithm (DEFAULT)"},
       {"use_tf32", "bool", "false", "allow TF32 tensor-core math in cuBLAS and cuDNN for float32 (faster, ~1e-3 relative error)"},
-      {"prefer_nhwc", "bool", "false", "run convolutions in NHWC layout (not supported yet: only false is accepted)"},
+      {"prefer_nhwc", "bool", "false",
+       "run 2-d Conv, ConvTranspose, pooling and BatchNormalization channels-last (NHWC): the optimizer gives them to this EP in that "
+       "layout and cancels the transposes between neighbours"},
       {"enable_cuda_graph", "bool", "false", "capture runs with static shapes into a CUDA graph (not supported yet: only false is accepted)"},
   };
 }
@@ -60,8 +62,6 @@ Options parse_options(const OptionList& o) {
   r.use_tf32 = to_bool("use_tf32", get(o, "use_tf32", "false"));
   r.prefer_nhwc = to_bool("prefer_nhwc", get(o, "prefer_nhwc", "false"));
   r.enable_cuda_graph = to_bool("enable_cuda_graph", get(o, "enable_cuda_graph", "false"));
-  if (r.prefer_nhwc)
-    fail(ErrorCode::kNotImplemented, "cuda: option 'prefer_nhwc=true' is not supported yet (convolutions run in NCHW)");
   if (r.enable_cuda_graph)
     fail(ErrorCode::kNotImplemented, "cuda: option 'enable_cuda_graph=true' is not supported yet (runs are not captured into CUDA graphs)");
   return r;

@@ -413,7 +413,10 @@ class CudaEp final : public ExecutionProvider {
   bool reads_host_input(const Node& node, size_t input, const Graph& graph) const override {
     return cuda::reads_host_input(node, input, graph);
   }
-  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, why); }
+  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, why, shared_->opt.prefer_nhwc); }
+  DataLayout preferred_layout() const override {
+    return shared_->opt.prefer_nhwc ? DataLayout::kChannelsLast : DataLayout::kChannelsFirst;
+  }
   std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
     ONYX_CUDA_CHECK(cudaSetDevice(shared_->opt.device_id));
     if (is_dnn_op(info.node.op_type)) return create_dnn_kernel(info, shared_);

@@ -46,6 +46,21 @@ std::string unused_value_name(const Graph& g, const std::string& base) {
   return n;
 }
 
+Node transpose_node(std::string name, int in, int out, std::vector<int64_t> perm) {
+  Node t;
+  t.name = std::move(name);
+  t.op_type = "Transpose";
+  t.opset = 13;
+  t.inputs = {in};
+  t.outputs = {out};
+  Attribute a;
+  a.name = "perm";
+  a.type = AttrType::kInts;
+  a.ints = std::move(perm);
+  t.attrs.push_back(std::move(a));
+  return t;
+}
+
 void recompute_producers(Graph& g) {
   for (auto& v : g.values) v.producer = -1;
   for (size_t i = 0; i < g.nodes.size(); ++i)

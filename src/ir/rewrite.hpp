@@ -24,6 +24,9 @@ void replace_uses(Graph& g, int from, int to);
 /// `base`, or `base_1`, `base_2`, ... : the first that names no value of `g` yet.
 std::string unused_value_name(const Graph& g, const std::string& base);
 
+/// An ai.onnx Transpose node (opset 13) of value `in` into value `out` with `perm`.
+Node transpose_node(std::string name, int in, int out, std::vector<int64_t> perm);
+
 /// Sets every value's producer index from the node list (after nodes were inserted or reordered).
 void recompute_producers(Graph& g);
 

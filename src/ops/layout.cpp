@@ -2,6 +2,8 @@
 // with the data input and output permuted around it.
 #include "ops/layout.hpp"
 
+#include <cstring>
+
 #include "ops/families.hpp"
 #include "ops/schema.hpp"
 
@@ -12,13 +14,6 @@ namespace {
 constexpr const char* kForms[] = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                                   "BatchNormalization", "FusedConv"};
 
-TypeInfo permuted(const TypeInfo& t, const std::vector<int64_t>& perm) {
-  if (!t.is_tensor() || !t.has_shape || t.shape.size() != perm.size()) return t;
-  Shape s;
-  for (int64_t p : perm) s.push_back(t.shape[static_cast<size_t>(p)]);
-  return TypeInfo::tensor(t.dtype, s);
-}
-
 void infer_channels_last(InferContext& ctx) {
   const Node& n = ctx.node();
   const OpSchema* base = OpRegistry::global().find(channels_first_domain(n.op_type), n.op_type);
@@ -27,7 +22,7 @@ void infer_channels_last(InferContext& ctx) {
   if (!x.has_shape) ctx.fail_node("a channels-last node needs its input's rank");
   if (x.shape.size() < 3) ctx.fail_node("a channels-last input needs rank >= 3, got ", x.shape.to_string());
   const size_t rank = x.shape.size();
-  const TypeInfo x_first = permuted(x, to_channels_first_perm(rank));
+  const TypeInfo x_first = permute_type(x, to_channels_first_perm(rank));
   std::vector<const TypeInfo*> in_types(ctx.num_inputs(), nullptr);
   std::vector<const Value*> in_values(ctx.num_inputs(), nullptr);
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -40,7 +35,7 @@ void infer_channels_last(InferContext& ctx) {
   InferContext inner(n, std::move(in_types), std::move(in_values), out_types, out_values, ctx.symbols(), nullptr);
   base->infer(inner);
   for (size_t i = 0; i < out_types.size(); ++i)
-    ctx.set_output_type(i, i == 0 ? permuted(out_types[i], to_channels_last_perm(rank)) : out_types[i]);
+    ctx.set_output_type(i, i == 0 ? permute_type(out_types[i], to_channels_last_perm(rank)) : out_types[i]);
 }
 
 }  // namespace
@@ -72,6 +67,42 @@ std::vector<int64_t> to_channels_first_perm(size_t rank) {
   std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
   for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
   return p;
+}
+
+TypeInfo permute_type(const TypeInfo& t, const std::vector<int64_t>& perm) {
+  if (!t.is_tensor() || !t.has_shape || t.shape.size() != perm.size()) return t;
+  Shape s;
+  for (int64_t p : perm) s.push_back(t.shape[static_cast<size_t>(p)]);
+  return TypeInfo::tensor(t.dtype, s);
+}
+
+Tensor permute_tensor(const Tensor& x, const std::vector<int64_t>& perm) {
+  const size_t r = perm.size();
+  if (x.rank() != r || !x.on_host() || x.dtype() == DType::kString || x.dtype() == DType::kInt4 || x.dtype() == DType::kUInt4)
+    fail(ErrorCode::kInvalidArgument, "permute_tensor: a host tensor of fixed-size elements and rank ", r, " is needed, got ",
+         x.summary());
+  Shape out_shape;
+  for (int64_t p : perm) out_shape.push_back(x.shape()[static_cast<size_t>(p)]);
+  Tensor y(x.dtype(), out_shape);
+  const size_t elem = dtype_size(x.dtype());
+  std::vector<int64_t> x_stride(r, 1);
+  for (size_t k = r; k-- > 1;) x_stride[k - 1] = x_stride[k] * x.shape()[k];
+  std::vector<int64_t> src_stride(r);
+  for (size_t k = 0; k < r; ++k) src_stride[k] = x_stride[static_cast<size_t>(perm[k])];
+  const auto* src = static_cast<const uint8_t*>(x.raw_data());
+  auto* dst = static_cast<uint8_t*>(y.raw_data());
+  std::vector<int64_t> idx(r, 0);
+  int64_t off = 0;
+  for (int64_t i = 0, n = y.numel(); i < n; ++i) {
+    std::memcpy(dst + static_cast<size_t>(i) * elem, src + static_cast<size_t>(off) * elem, elem);
+    for (size_t k = r; k-- > 0;) {  // next output index, row-major; off follows in x
+      off += src_stride[k];
+      if (++idx[k] < out_shape[k]) break;
+      off -= src_stride[k] * out_shape[k];
+      idx[k] = 0;
+    }
+  }
+  return y;
 }
 
 void register_layout_ops(OpRegistry& r) {

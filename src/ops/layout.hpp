@@ -28,4 +28,12 @@ std::string_view channels_first_domain(std::string_view op);
 std::vector<int64_t> to_channels_last_perm(size_t rank);
 std::vector<int64_t> to_channels_first_perm(size_t rank);
 
+/// The type of a tensor of type `t` transposed by `perm` (t itself when its rank is unknown or
+/// differs from the perm's).
+TypeInfo permute_type(const TypeInfo& t, const std::vector<int64_t>& perm);
+
+/// ONNX Transpose of a host tensor of fixed-size elements: output dim i is x's dim perm[i]
+/// (weights permuted for a channels-last kernel, constants the transpose optimizer moves).
+Tensor permute_tensor(const Tensor& x, const std::vector<int64_t>& perm);
+
 }  // namespace onyx

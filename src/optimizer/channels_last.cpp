@@ -12,30 +12,13 @@ namespace {
 
 int add_typed_value(Graph& g, const std::string& base, const TypeInfo& t, const std::vector<int64_t>& perm) {
   const int v = g.add_value(unused_value_name(g, base));
-  Shape s;
-  for (int64_t p : perm) s.push_back(t.shape[static_cast<size_t>(p)]);
-  g.values[v].type = TypeInfo::tensor(t.dtype, s);
+  g.values[v].type = permute_type(t, perm);
   return v;
 }
 
 void drop_last_value(Graph& g) {
   g.by_name.erase(g.values.back().name);
   g.values.pop_back();
-}
-
-Node transpose_node(std::string name, int in, int out, std::vector<int64_t> perm) {
-  Node t;
-  t.name = std::move(name);
-  t.op_type = "Transpose";
-  t.opset = 13;
-  t.inputs = {in};
-  t.outputs = {out};
-  Attribute a;
-  a.name = "perm";
-  a.type = AttrType::kInts;
-  a.ints = std::move(perm);
-  t.attrs.push_back(std::move(a));
-  return t;
 }
 
 }  // namespace
@@ -50,8 +33,7 @@ int assign_channels_last(Graph& g, PassContext& ctx) {
       continue;
     }
     const int x = n.inputs[0], y = n.outputs[0];
-    const TypeInfo& xt = g.values[x].type;
-    const TypeInfo& yt = g.values[y].type;
+    const TypeInfo xt = g.values[x].type, yt = g.values[y].type;  // (copies: values grow below)
     const bool ranked = xt.is_tensor() && xt.has_shape && yt.is_tensor() && yt.has_shape && yt.shape.size() == xt.shape.size();
     // 2-d and 3-d spatial ops (rank 4 and 5): what channels-last kernels are written for.
     if (!ranked || xt.shape.size() < 4 || xt.shape.size() > 5) {

@@ -10,11 +10,11 @@
 //     output's shape (so the moved Transpose is no bigger).
 // Transposes left without readers are removed by eliminate_dead_nodes.
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <set>
 
 #include "core/common.hpp"
+#include "ops/layout.hpp"
 #include "optimizer/passes.hpp"
 
 namespace onyx {
@@ -129,33 +129,6 @@ bool permutable_dtype(DType t) {
   }
 }
 
-/// T_q(x) of a host tensor: output index (i_0, ...) reads x at the index whose dim q[k] is i_k.
-Tensor transpose_tensor(const Tensor& x, const Perm& q) {
-  const size_t r = q.size();
-  const Shape out_shape = permute(x.shape(), q);
-  Tensor y(x.dtype(), out_shape);
-  const size_t elem = dtype_size(x.dtype());
-  std::vector<int64_t> x_stride(r, 1);
-  for (size_t k = r; k-- > 1;) x_stride[k - 1] = x_stride[k] * x.shape()[k];
-  std::vector<int64_t> src_stride(r);
-  for (size_t k = 0; k < r; ++k) src_stride[k] = x_stride[static_cast<size_t>(q[k])];
-  const auto* src = static_cast<const uint8_t*>(x.raw_data());
-  auto* dst = static_cast<uint8_t*>(y.raw_data());
-  std::vector<int64_t> idx(r, 0);
-  const int64_t n = y.numel();
-  int64_t off = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(dst + static_cast<size_t>(i) * elem, src + static_cast<size_t>(off) * elem, elem);
-    for (size_t k = r; k-- > 0;) {
-      off += src_stride[k];
-      if (++idx[k] < out_shape[k]) break;
-      off -= src_stride[k] * out_shape[k];
-      idx[k] = 0;
-    }
-  }
-  return y;
-}
-
 class Optimizer {
  public:
   Optimizer(Graph& g, PassContext& ctx) : g_(g), ctx_(ctx), uses_(compute_uses(g)) {
@@ -187,13 +160,12 @@ class Optimizer {
     Perm perm;
   };
 
-  int resolve(int v) {
+  /// The value a read of v now reads (its reader count was moved there when the alias was made).
+  int resolve(int v) const {
     while (v >= 0) {
       auto it = alias_.find(v);
       if (it == alias_.end()) break;
-      --use(v);
       v = it->second;
-      ++use(v);
     }
     return v;
   }
@@ -239,8 +211,10 @@ class Optimizer {
       auto seen = made_.find({x, p});
       if (same < 0 && seen != made_.end()) same = seen->second;
       if (same >= 0) {  // readers of y read `same` instead; the node goes
-        release(x);
+        use(same) += use(y);
+        use(y) = 0;
         alias_[y] = same;
+        release(x);
         changed_ += !merged;
         ctx_.log.push_back(str("removed ", n.label(), is_identity(p) ? " (it undoes the Transpose before it)" : " (a repeat)"));
         return;
@@ -281,7 +255,7 @@ class Optimizer {
     const Kind kind = kind_of(n);
     if (kind == Kind::kNone) return false;
     const int y = n.outputs[0];
-    const TypeInfo& yt = g_.values[y].type;
+    const TypeInfo yt = g_.values[y].type;  // (a copy: values are added below)
     if (!yt.is_tensor() || !yt.has_shape) return false;
     const size_t rank = yt.shape.size();
     const size_t data_inputs = kind == Kind::kUnary || kind == Kind::kReduce ? 1 : n.inputs.size();
@@ -343,13 +317,13 @@ class Optimizer {
       if (reads.count(v)) {
         new_inputs.emplace_back(i, sources_[v].input);
       } else if (!layout_free(g_, v)) {
-        const Tensor& c = g_.values[v].initializer;
+        const Tensor c = g_.values[v].initializer;  // (a handle: values are added below)
         Shape full;
         for (size_t k = c.rank(); k < rank; ++k) full.push_back(1);
         for (int64_t d : c.shape()) full.push_back(d);
         const int cv = g_.add_value(unused_value_name(g_, g_.values[v].name + "_t"));
         g_.values[cv].has_initializer = true;
-        g_.values[cv].initializer = transpose_tensor(c.reshaped(full), pinv);
+        g_.values[cv].initializer = permute_tensor(c.reshaped(full), pinv);
         g_.values[cv].type = TypeInfo::tensor(c.dtype(), g_.values[cv].initializer.shape());
         new_inputs.emplace_back(i, cv);
       }
@@ -365,13 +339,7 @@ class Optimizer {
     ++use(yl);
     ctx_.log.push_back(str("moved a Transpose past ", n.label()));
     ++changed_;
-    Node t;
-    t.name = n.name + "_transpose";
-    t.op_type = "Transpose";
-    t.opset = 13;
-    t.inputs = {yl};
-    t.outputs = {y};
-    set_perm(t, p);
+    Node t = transpose_node(n.name + "_transpose", yl, y, p);
     g_.nodes.push_back(std::move(n));
     made_[{yl, p}] = y;
     sources_[y] = Source{yl, p};

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "fusion_graphs.hpp"
+#include "layout_graphs.hpp"
 #include "cuda_ep.hpp"
 #include "views.hpp"
 #include "ep/factory.hpp"
@@ -76,6 +77,30 @@ GraphSpec single(const std::string& op, std::vector<std::pair<std::string, Shape
   g.outputs.push_back({"y", out, y.to_vector()});
   return g;
 }
+
+/// One Conv / ConvTranspose of input x with constant weights w (and a bias when asked).
+GraphSpec conv_graph(const std::string& op, Shape x, Shape w, bool bias, std::vector<AttrSpec> attrs, Shape y) {
+  GraphSpec g = single(op, {{"x", x}}, y, std::move(attrs));
+  g.initializers.emplace_back("w", random_tensor(w, 7));
+  g.nodes[0].inputs = {"x", "w"};
+  if (bias) {
+    g.initializers.emplace_back("b", random_tensor(Shape{op == "ConvTranspose" ? w[1] : w[0]}, 8));
+    g.nodes[0].inputs.push_back("b");
+  }
+  return g;
+}
+
+/// BatchNormalization of x [2, 4, 5, 3] with constant statistics.
+GraphSpec batch_norm_graph() {
+  GraphSpec bn = single("BatchNormalization", {{"x", Shape{2, 4, 5, 3}}}, Shape{2, 4, 5, 3}, {attr_float("epsilon", 1e-3f)});
+  bn.initializers.emplace_back("s", random_tensor(Shape{4}, 1));
+  bn.initializers.emplace_back("b", random_tensor(Shape{4}, 2));
+  bn.initializers.emplace_back("m", random_tensor(Shape{4}, 3));
+  bn.initializers.emplace_back("v", random_tensor(Shape{4}, 4, 0.5f, 1.5f));
+  bn.nodes[0].inputs = {"x", "s", "b", "m", "v"};
+  return bn;
+}
+
 
 // ---------------------------------------------------------------------------------------------
 // Claim decisions, without a device: a node and its types, as the partitioner hands them over.
@@ -143,12 +168,17 @@ struct ClaimCase {
     graph.values[v].initializer = Tensor(in[input].dtype, in[input].shape);
     return *this;
   }
-  bool claim(Decline* why) const {
+  bool claim(Decline* why, bool prefer_nhwc = false) const {
     std::vector<const TypeInfo*> ip, op;
     for (const auto& t : in) ip.push_back(&t);
     for (const auto& t : out) op.push_back(&t);
     ClaimInfo info{n, graph, ip, op};
-    return cuda::claim_node(info, why);
+    return cuda::claim_node(info, why, prefer_nhwc);
+  }
+  /// The node as the channels-last form the optimizer would offer.
+  ClaimCase& channels_last() {
+    n.domain = "onyx.nhwc";
+    return *this;
   }
 };
 
@@ -192,6 +222,52 @@ TEST(CudaClaim, TakesFloatKernelsOfEveryFamily) {
   EXPECT_TRUE(ClaimCase("Reshape", {f32({2, 6}), i64({2})}, {f32({3, 4})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Cast", {i64({2, 6})}, {f32({2, 6})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("Where", {TypeInfo::tensor(DType::kBool, Shape{4}), f32({4}), f32({4})}, {f32({4})}).claim(&why)) << why.message;
+}
+
+TEST(CudaClaim, ChannelsLastForms) {
+  // Types as the optimizer gives them: data [N, H, W, C], weights in ONNX's layout.
+  Decline why;
+  auto conv = [] {
+    ClaimCase c("Conv", {f32({1, 8, 8, 3}), f32({4, 3, 3, 3}), f32({4})}, {f32({1, 8, 8, 4})});
+    c.ints("pads", {1, 1, 1, 1}).channels_last();
+    return c;
+  };
+  EXPECT_TRUE(conv().constant(1).constant(2).claim(&why, true)) << why.message;
+  EXPECT_FALSE(conv().constant(1).claim(&why, false));  // only with prefer_nhwc
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp) << why.message;
+  EXPECT_NE(why.message.find("prefer_nhwc"), std::string::npos) << why.message;
+  EXPECT_FALSE(conv().claim(&why, true));  // weights computed at run time
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  // What the channels-first op would decline, the form declines too (here: float64).
+  ClaimCase d("Conv", {TypeInfo::tensor(DType::kDouble, Shape{1, 8, 8, 3}), TypeInfo::tensor(DType::kDouble, Shape{4, 3, 3, 3})},
+              {TypeInfo::tensor(DType::kDouble, Shape{1, 8, 8, 4})});
+  EXPECT_FALSE(d.channels_last().constant(1).claim(&why, true));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  ClaimCase fc("FusedConv", {f32({1, 8, 8, 3}), f32({4, 3, 1, 1})}, {f32({1, 8, 8, 4})}, 1);
+  fc.fused("Relu").channels_last().constant(1);
+  EXPECT_TRUE(fc.claim(&why, true)) << why.message;
+  ClaimCase ct("ConvTranspose", {f32({1, 5, 5, 4}), f32({4, 3, 3, 3})}, {f32({1, 9, 9, 3})});
+  ct.ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).channels_last().constant(1);
+  EXPECT_TRUE(ct.claim(&why, true)) << why.message;
+  // Pooling: cuDNN's, not onyx's direct (channels-first) kernel.
+  ClaimCase pool("MaxPool", {f32({1, 9, 9, 3})}, {f32({1, 4, 4, 3})});
+  pool.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).channels_last();
+  EXPECT_TRUE(pool.claim(&why, true)) << why.message;
+  ClaimCase ceil("MaxPool", {f32({1, 9, 10, 3})}, {f32({1, 4, 5, 3})});
+  ceil.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).integer("ceil_mode", 1).channels_last();
+  EXPECT_FALSE(ceil.claim(&why, true));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  ClaimCase asym("AveragePool", {f32({1, 8, 8, 2})}, {f32({1, 8, 8, 2})});
+  asym.ints("kernel_shape", {3, 2}).ints("pads", {0, 1, 2, 0}).channels_last();
+  EXPECT_FALSE(asym.claim(&why, true));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  EXPECT_TRUE(ClaimCase("GlobalAveragePool", {f32({2, 7, 6, 5})}, {f32({2, 1, 1, 5})}).channels_last().claim(&why, true)) << why.message;
+  ClaimCase bn("BatchNormalization", {f32({2, 5, 3, 4}), f32({4}), f32({4}), f32({4}), f32({4})}, {f32({2, 5, 3, 4})}, 15);
+  EXPECT_TRUE(bn.channels_last().claim(&why, true)) << why.message;
+  // 3-d spatial ops stay channels-first on this EP.
+  ClaimCase c3("Conv", {f32({1, 4, 4, 4, 3}), f32({2, 3, 1, 1, 1})}, {f32({1, 4, 4, 4, 2})});
+  EXPECT_FALSE(c3.channels_last().constant(1).claim(&why, true));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
 }
 
 TEST(CudaClaim, FusedAttention) {
@@ -481,6 +557,8 @@ TEST(CudaOptions, ParsesAndRejectsNamingTheKey) {
   EXPECT_EQ(o.arena_extend, cuda::ArenaExtend::kSameAsRequested);
   EXPECT_EQ(o.conv_algo_search, cuda::ConvAlgoSearch::kHeuristic);
   EXPECT_TRUE(o.use_tf32);
+  EXPECT_FALSE(o.prefer_nhwc);
+  EXPECT_TRUE(cuda::parse_options({{"prefer_nhwc", "true"}}).prefer_nhwc);
   auto fails = [](OptionList opts, ErrorCode code, const char* text) {
     try {
       cuda::parse_options(opts);
@@ -493,7 +571,6 @@ TEST(CudaOptions, ParsesAndRejectsNamingTheKey) {
   fails({{"cudnn_conv_algo_search", "FASTEST"}}, ErrorCode::kInvalidArgument, "cudnn_conv_algo_search");
   fails({{"gpu_mem_limit", "-1"}}, ErrorCode::kInvalidArgument, "gpu_mem_limit");
   fails({{"use_tf32", "yes"}}, ErrorCode::kInvalidArgument, "use_tf32");
-  fails({{"prefer_nhwc", "true"}}, ErrorCode::kNotImplemented, "not supported yet");
   fails({{"enable_cuda_graph", "true"}}, ErrorCode::kNotImplemented, "not supported yet");
 }
 
@@ -815,20 +892,9 @@ TEST(CudaGpu, MatMulAndGemm) {
 
 TEST(CudaGpu, ConvPoolBatchNorm) {
   REQUIRE_CUDA();
-  auto conv = [](const std::string& op, Shape x, Shape w, bool bias, std::vector<AttrSpec> attrs, Shape y) {
-    GraphSpec g = single(op, {{"x", x}}, y, std::move(attrs));
-    g.initializers.emplace_back("w", random_tensor(w, 7));
-    g.nodes[0].inputs = {"x", "w"};
-    if (bias) {
-      const int64_t m = op == "ConvTranspose" ? w[1] : w[0];
-      g.initializers.emplace_back("b", random_tensor(Shape{m}, 8));
-      g.nodes[0].inputs.push_back("b");
-    }
-    return g;
-  };
   for (const char* mode : {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}) {
     SCOPED_TRACE(mode);
-    GraphSpec g = conv("Conv", {2, 6, 11, 9}, {6, 2, 3, 3}, true, {attr_int("group", 3), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 1})},
+    GraphSpec g = conv_graph("Conv", {2, 6, 11, 9}, {6, 2, 3, 3}, true, {attr_int("group", 3), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 1})},
                        {2, 6, 6, 9});
     const std::string m = model_bytes(g);
     Session gpu = cuda_session(m, true, ep::CUDA().with_conv_algo_search(mode));
@@ -836,13 +902,13 @@ TEST(CudaGpu, ConvPoolBatchNorm) {
     const Inputs in = random_inputs(g);
     EXPECT_TRUE(close(gpu.run(in)[0], cpu.run(in)[0], 1e-4));
   }
-  check(conv("Conv", {1, 3, 13, 10}, {7, 3, 3, 2}, false, {attr_ints("dilations", {2, 3}), attr_ints("pads", {2, 1, 2, 1})}, {1, 7, 13, 9}));
-  check(conv("Conv", {2, 3, 17}, {4, 3, 5}, true, {attr_ints("pads", {2, 2}), attr_ints("strides", {2})}, {2, 4, 9}));
-  check(conv("ConvTranspose", {1, 4, 5, 5}, {4, 3, 3, 3}, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}, {1, 3, 9, 9}));
+  check(conv_graph("Conv", {1, 3, 13, 10}, {7, 3, 3, 2}, false, {attr_ints("dilations", {2, 3}), attr_ints("pads", {2, 1, 2, 1})}, {1, 7, 13, 9}));
+  check(conv_graph("Conv", {2, 3, 17}, {4, 3, 5}, true, {attr_ints("pads", {2, 2}), attr_ints("strides", {2})}, {2, 4, 9}));
+  check(conv_graph("ConvTranspose", {1, 4, 5, 5}, {4, 3, 3, 3}, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}, {1, 3, 9, 9}));
   // Pads cuDNN cannot express: asymmetric, and SAME_UPPER / SAME_LOWER with a stride.
-  check(conv("Conv", {2, 3, 10, 9}, {5, 3, 3, 3}, true, {attr_ints("pads", {0, 2, 1, 0})}, {2, 5, 9, 9}));
-  check(conv("Conv", {1, 4, 8, 8}, {6, 4, 3, 3}, true, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}, {1, 6, 4, 4}));
-  check(conv("Conv", {1, 4, 7, 8}, {6, 4, 4, 4}, false, {attr_string("auto_pad", "SAME_LOWER")}, {1, 6, 7, 8}));
+  check(conv_graph("Conv", {2, 3, 10, 9}, {5, 3, 3, 3}, true, {attr_ints("pads", {0, 2, 1, 0})}, {2, 5, 9, 9}));
+  check(conv_graph("Conv", {1, 4, 8, 8}, {6, 4, 3, 3}, true, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}, {1, 6, 4, 4}));
+  check(conv_graph("Conv", {1, 4, 7, 8}, {6, 4, 4, 4}, false, {attr_string("auto_pad", "SAME_LOWER")}, {1, 6, 7, 8}));
   check(single("MaxPool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 4, 4}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})}));
   // Pooling cuDNN cannot express (onyx's direct kernel): ceil_mode, dilations, asymmetric and
   // SAME pads, MaxPool's Indices.
@@ -881,13 +947,59 @@ TEST(CudaGpu, ConvPoolBatchNorm) {
     gn.nodes[0].inputs = {"x", "s", "b"};
     check(gn, opset);
   }
-  GraphSpec bn = single("BatchNormalization", {{"x", Shape{2, 4, 5, 3}}}, Shape{2, 4, 5, 3}, {attr_float("epsilon", 1e-3f)});
-  bn.initializers.emplace_back("s", random_tensor(Shape{4}, 1));
-  bn.initializers.emplace_back("b", random_tensor(Shape{4}, 2));
-  bn.initializers.emplace_back("m", random_tensor(Shape{4}, 3));
-  bn.initializers.emplace_back("v", random_tensor(Shape{4}, 4, 0.5f, 1.5f));
-  bn.nodes[0].inputs = {"x", "s", "b", "m", "v"};
-  check(bn, 15);
+  check(batch_norm_graph(), 15);
+}
+
+TEST(CudaGpu, ChannelsLast) {
+  REQUIRE_CUDA();
+  // prefer_nhwc: every layout-sensitive node of the small CNN runs on CUDA in its onyx.nhwc form;
+  // three Transposes are left (into the chain, out to a side output, out before Flatten).
+  const std::string m = model_bytes(channels_last_cnn_graph());
+  Session gpu = cuda_session(m, true, ep::CUDA().with_prefer_nhwc(true));
+  Session cpu = cpu_session(m);
+  int forms = 0, transposes = 0;
+  for (const auto& n : gpu.placement().nodes) {
+    EXPECT_EQ(n.ep, "cuda") << n.name;
+    forms += n.domain == "onyx.nhwc";
+    transposes += n.op_type == "Transpose";
+  }
+  EXPECT_EQ(forms, 7);
+  EXPECT_EQ(transposes, 3);
+  const Inputs in = random_inputs(channels_last_cnn_graph(), 3);
+  const auto want = cpu.run(in);
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto got = gpu.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(close(got[k], want[k], 1e-4)) << "run " << pass << ", output " << k;
+  }
+  // Single ops against the CPU EP, each run channels-last.
+  auto check_nhwc = [](const GraphSpec& g, int64_t opset = 17) {
+    const std::string mm = model_bytes(g, opset);
+    for (const char* mode : {"EXHAUSTIVE", "DEFAULT"}) {
+      Session s = cuda_session(mm, true, ep::CUDA().with_prefer_nhwc(true).with_conv_algo_search(mode));
+      bool last = false;
+      for (const auto& n : s.placement().nodes) last |= n.domain == "onyx.nhwc";
+      EXPECT_TRUE(last) << g.nodes[0].op << " did not run channels-last";
+      const Inputs gi = random_inputs(g);
+      EXPECT_TRUE(close(s.run(gi)[0], cpu_session(mm).run(gi)[0], 1e-4)) << g.nodes[0].op << " " << mode;
+    }
+  };
+  check_nhwc(conv_graph("Conv", {2, 6, 11, 9}, {6, 2, 3, 3}, true, {attr_int("group", 3), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 1})},
+                  {2, 6, 6, 9}));
+  check_nhwc(conv_graph("Conv", {1, 3, 13, 10}, {7, 3, 3, 2}, false, {attr_ints("dilations", {2, 3}), attr_ints("pads", {2, 1, 2, 1})}, {1, 7, 13, 9}));
+  check_nhwc(conv_graph("Conv", {2, 3, 10, 9}, {5, 3, 3, 3}, true, {attr_ints("pads", {0, 2, 1, 0})}, {2, 5, 9, 9}));  // asymmetric
+  check_nhwc(conv_graph("Conv", {1, 4, 8, 8}, {6, 4, 3, 3}, true, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}, {1, 6, 4, 4}));
+  check_nhwc(conv_graph("ConvTranspose", {1, 4, 5, 5}, {4, 3, 3, 3}, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})},
+                  {1, 3, 9, 9}));
+  GraphSpec fused = conv_graph("Conv", {1, 4, 6, 6}, {8, 4, 3, 3}, true, {attr_ints("pads", {1, 1, 1, 1})}, {1, 8, 6, 6});
+  fused.nodes[0].outputs = {"c"};
+  fused.nodes.push_back(node("Relu", {"c"}, {"y"}));  // FusedConv, then channels-last
+  check_nhwc(fused);
+  check_nhwc(single("MaxPool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 4, 4}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})}));
+  check_nhwc(single("AveragePool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 5, 5},
+                    {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_int("count_include_pad", 1)}));
+  check_nhwc(single("GlobalMaxPool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
+  check_nhwc(batch_norm_graph(), 15);
 }
 
 TEST(CudaGpu, MixedPlacementCopiesAndConcurrentRuns) {

@@ -7,6 +7,7 @@
 
 #include "fusion_graphs.hpp"
 #include "model_builder.hpp"
+#include "ops/layout.hpp"
 
 using namespace onyx;
 using namespace onyx::test;
@@ -285,6 +286,16 @@ TEST(TransposeOptimizer, ChainsMergeAndRepeatsAreShared) {
   g.outputs.push_back({"y", DType::kFloat, {3, 4, 2}});
   g.outputs.push_back({"z", DType::kFloat, {4, 2, 3}});
   EXPECT_EQ(transposes_after(g), 2);
+  // A repeat's readers count as the first one's: Relu may not move the shared Transpose away.
+  GraphSpec r;
+  r.nodes.push_back(transpose("x", "a", {0, 2, 1}, "t1"));
+  r.nodes.push_back(transpose("x", "b", {0, 2, 1}, "t2"));
+  r.nodes.push_back({"Relu", {"a"}, {"y1"}, {}, "relu"});
+  r.nodes.push_back({"Sigmoid", {"b"}, {"y2"}, {}, "sigmoid"});
+  r.inputs.push_back({"x", DType::kFloat, {2, 3, 4}});
+  r.outputs.push_back({"y1", DType::kFloat, {2, 4, 3}});
+  r.outputs.push_back({"y2", DType::kFloat, {2, 4, 3}});
+  EXPECT_EQ(transposes_after(r), 1);
 }
 
 TEST(TransposeOptimizer, NeverAddsTransposes) {
@@ -341,4 +352,22 @@ TEST(TransposeOptimizer, ConstantsAxesAndReductionsFollowTheLayout) {
   h.outputs.push_back({"y", DType::kFloat, {2, 3, 1, 5}});
   h.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{1}, {1}));
   EXPECT_EQ(transposes_after(h), 0);
+}
+
+TEST(TransposeOptimizer, PermuteTensorIsOnnxTranspose) {
+  // OIHW weights [2,3,2,2] to OHWI (what a channels-last convolution kernel reads): element
+  // (o, h, w, i) of the result is element (o, i, h, w) of the input.
+  std::vector<int32_t> v(24);
+  for (int k = 0; k < 24; ++k) v[k] = k;
+  const Tensor w = Tensor::from_vector<int32_t>(Shape{2, 3, 2, 2}, v);
+  const Tensor p = permute_tensor(w, to_channels_last_perm(4));
+  ASSERT_EQ(p.shape(), (Shape{2, 2, 2, 3}));
+  for (int o = 0; o < 2; ++o)
+    for (int h = 0; h < 2; ++h)
+      for (int x = 0; x < 2; ++x)
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(p.data<int32_t>()[((o * 2 + h) * 2 + x) * 3 + i], ((o * 3 + i) * 2 + h) * 2 + x);
+  EXPECT_EQ(permute_tensor(p, to_channels_first_perm(4)).shape(), w.shape());
+  EXPECT_EQ(to_channels_last_perm(5), (std::vector<int64_t>{0, 2, 3, 4, 1}));
+  EXPECT_EQ(to_channels_first_perm(5), (std::vector<int64_t>{0, 4, 1, 2, 3}));
+  EXPECT_THROW(permute_tensor(w, {0, 1}), Error);
 }
