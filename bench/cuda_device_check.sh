@@ -117,6 +117,23 @@ for m in resnet50 mobilenet_v2 bert_like; do
   placement=$("$ONYX" explain "$D/model.onnx" --ep "$EP" 2>/dev/null | tail -1)
   say "- $m: vs CPU EP $r, vs PyTorch $t; $(grep -h relative "$WORK/cmp_$m.txt" | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' ')(relative); placement: $placement"
 done
+# Every model again with enable_cuda_graph: three runs (warm-up, recorded and replayed, replayed
+# only); the last run's outputs against the CPU EP's.
+if [ "$EP" = cuda ]; then
+  for m in resnet50 mobilenet_v2 bert_like; do
+    D=$MODELS/$m
+    [ -d "$D/out_cpu" ] || continue
+    rm -rf "$D/out_graph"
+    if ! timeout 120 "$ONYX" run "$D/model.onnx" --ep cuda --ep-option cuda.enable_cuda_graph=true --require-ep --runs 3 \
+           --inputs "$D/test_data_set_0" --save "$D/out_graph" --quiet >>"$OUT/models.log" 2>&1; then
+      say "- $m (enable_cuda_graph): FAIL, onyx run failed (models.log)"; FAILS=$((FAILS + 1)); continue
+    fi
+    if "$PY" "$REPO/tests/models/compare.py" "$D/out_graph" "$D/out_cpu" --rtol 1e-3 >"$WORK/cmp_graph_$m.txt" 2>&1; then r=ok; else r=FAIL; FAILS=$((FAILS + 1)); fi
+    cat "$WORK/cmp_graph_$m.txt" >>"$OUT/models.log"
+    recorded=$(grep -c "could not record" "$OUT/models.log" || true)
+    say "- $m (enable_cuda_graph, 3rd run): vs CPU EP $r; $(grep -h relative "$WORK/cmp_graph_$m.txt" | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' ')(relative); 'could not record' warnings so far: $recorded"
+  done
+fi
 # The CNNs again with prefer_nhwc (channels-last convolutions, pooling, BatchNormalization).
 if [ "$EP" = cuda ]; then
   for m in resnet50 mobilenet_v2; do
@@ -149,6 +166,11 @@ for m in resnet50 mobilenet_v2 bert_like; do
     timeout 120 "$ONYX" bench "$D/model.onnx" --ep cuda --ep-option cuda.prefer_nhwc=true --runs 50 --warmup 10 --json \
       --inputs "$D/test_data_set_0" >"$WORK/bench_nhwc_$m.json" 2>>"$OUT/models.log" || true
     sed "s/^/{\"model\":\"$m\",\"ep\":\"cuda-nhwc\",\"result\":/; s/$/}/" "$WORK/bench_nhwc_$m.json" >>"$OUT/bench.json"
+  fi
+  if [ "$EP" = cuda ]; then
+    timeout 120 "$ONYX" bench "$D/model.onnx" --ep cuda --ep-option cuda.enable_cuda_graph=true --runs 50 --warmup 10 --json \
+      --inputs "$D/test_data_set_0" >"$WORK/bench_graph_$m.json" 2>>"$OUT/models.log" || true
+    sed "s/^/{\"model\":\"$m\",\"ep\":\"cuda-graph\",\"result\":/; s/$/}/" "$WORK/bench_graph_$m.json" >>"$OUT/bench.json"
   fi
 done
 SIZE=$SIZE timeout 180 "$PY" - "$REPO" "$WORK" >"$WORK/torch_bench.txt" 2>>"$OUT/models.log" <<'PYEOF'
@@ -186,14 +208,15 @@ PYEOF
 TORCH=$(tail -1 "$WORK/torch_bench.txt" 2>/dev/null)
 echo "{\"ep\":\"pytorch\",\"result\":${TORCH:-null}}" >>"$OUT/bench.json"
 say ""
-say "| model | onyx $EP | onyx $EP, prefer_nhwc | PyTorch | onyx / PyTorch |"
-say "| --- | --- | --- | --- | --- |"
+say "| model | onyx $EP | onyx $EP, prefer_nhwc | onyx $EP, CUDA graph | PyTorch | onyx / PyTorch |"
+say "| --- | --- | --- | --- | --- | --- |"
 for m in resnet50 mobilenet_v2 bert_like; do
   o=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_$m.json" 2>/dev/null || echo "-")
   h=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_nhwc_$m.json" 2>/dev/null || echo "-")
+  c=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_graph_$m.json" 2>/dev/null || echo "-")
   t=$("$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$m" 2>/dev/null || echo "-")
   r=$("$PY" -c "print('%.2f' % (float('$o') / float('$t')))" 2>/dev/null || echo "-")
-  say "| $m | $o | $h | $t | $r |"
+  say "| $m | $o | $h | $c | $t | $r |"
 done
 
 # ------------------------------------------------------------------------------------------------

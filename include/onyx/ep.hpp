@@ -155,6 +155,9 @@ class CUDA : public SpecOf<CUDA> {
   /// by default): the optimizer hands those nodes over in NHWC and cancels the transposes between
   /// them (needs an optimization level above kDisabled).
   CUDA& with_prefer_nhwc(bool on) { return set("prefer_nhwc", on ? "true" : "false"); }
+  /// Record a static-shape run into a CUDA graph and replay it (option enable_cuda_graph, off by
+  /// default): for models whose every node runs on this EP.
+  CUDA& with_cuda_graph(bool on) { return set("enable_cuda_graph", on ? "true" : "false"); }
 };
 
 // EPs of ort's table that this onyx does not implement: their specs exist so portable code

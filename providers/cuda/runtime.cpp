@@ -137,6 +137,7 @@ std::shared_ptr<RunState> Shared::acquire_run() {
       } catch (...) {
       }
     }
+    s->drop_graph();  // (a run context kept it for its recording)
     std::lock_guard<std::mutex> lock(self->mu_);
     self->idle_.emplace_back(s);
   });
@@ -157,6 +158,7 @@ RunState::RunState(Shared& s) : shared(s) {
 RunState::~RunState() {
   cudaSetDevice(shared.opt.device_id);
   if (stream) cudaStreamSynchronize(stream);
+  drop_graph();
   if (workspace_) shared.arena.release(workspace_);
   for (auto& p : pinned_) cudaFreeHost(p.p);
   if (error_flag) cudaFree(error_flag);
@@ -168,6 +170,7 @@ RunState::~RunState() {
 
 void* RunState::workspace(size_t bytes) {
   if (bytes <= workspace_size_) return workspace_;
+  forbid_while_capturing("growing the scratch workspace (it waits for the stream)");
   if (workspace_) {
     ONYX_CUDA_CHECK(cudaStreamSynchronize(stream));  // queued work may use the old one
     shared.arena.release(workspace_);
@@ -215,7 +218,12 @@ void RunState::finish() {
   *host_flag_ = 0;
   cudaMemcpyAsync(host_flag_, error_flag, sizeof(int), cudaMemcpyDeviceToHost, stream);
   const cudaError_t e = cudaStreamSynchronize(stream);
-  for (void* p : deferred) shared.arena.release(p);
+  if (exec_) {
+    // Blocks freed during the recorded run are named by the recording: kept while it lives.
+    graph_blocks_.insert(graph_blocks_.end(), deferred.begin(), deferred.end());
+  } else {
+    for (void* p : deferred) shared.arena.release(p);
+  }
   deferred.clear();
   pinned_block_ = 0;
   pinned_off_ = 0;
@@ -225,6 +233,63 @@ void RunState::finish() {
     ONYX_CUDA_CHECK(cudaStreamSynchronize(stream));
     fail(ErrorCode::kRuntime, "cuda: an index was out of range (Gather): the outputs of this run are not valid");
   }
+}
+
+void RunState::forbid_while_capturing(const char* what) const {
+  if (capturing) fail(ErrorCode::kNotImplemented, "cuda: a CUDA graph cannot record ", what);
+}
+
+void RunState::begin_capture() {
+  drop_graph();
+  h2d.clear();
+  d2h.clear();
+  // Relaxed: the caching allocator may still call cudaMalloc for a block the recording names.
+  ONYX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  capturing = true;
+}
+
+void RunState::end_capture() {
+  capturing = false;
+  cudaGraph_t g = nullptr;
+  ONYX_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+  graph_ = g;
+  ONYX_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+}
+
+void RunState::abort_capture() {
+  if (capturing) {
+    capturing = false;
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(stream, &g);  // (fails when the capture was invalidated; the stream leaves capture mode either way)
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+  }
+  drop_graph();
+  h2d.clear();
+  d2h.clear();
+}
+
+void RunState::replay(Value* frame) {
+  if (!exec_) fail(ErrorCode::kRuntime, "cuda: internal error: replaying a run that was not recorded");
+  auto host_tensor = [&](const Stage& st) -> Tensor& {
+    Value& v = frame[st.value];
+    if (!v.is_tensor() || !v.tensor().on_host() || v.tensor().nbytes() != st.bytes)
+      fail(ErrorCode::kRuntime, "cuda: internal error: a recorded copy's host value changed its size or memory");
+    return v.tensor();
+  };
+  for (const Stage& st : h2d) std::memcpy(st.pinned, host_tensor(st).raw_data(), st.bytes);
+  ONYX_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+  ONYX_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (const Stage& st : d2h) std::memcpy(host_tensor(st).raw_data(), st.pinned, st.bytes);
+}
+
+void RunState::drop_graph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+  exec_ = nullptr;
+  graph_ = nullptr;
+  for (void* p : graph_blocks_) shared.arena.release(p);
+  graph_blocks_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,6 +323,7 @@ const void* CudaKernel::dev(const KernelContext& ctx, size_t i) const {
   RunState& rs = run(ctx);
   if (!t.storage()) {
     // Not an owned constant: upload for this run only (the block is released after the run).
+    rs.forbid_while_capturing("the upload of a host value that may change between runs");
     Tensor d = shared_->allocate(t.dtype(), t.shape());
     void* stage = rs.staging(t.nbytes());
     std::memcpy(stage, t.raw_data(), t.nbytes());
@@ -269,6 +335,7 @@ const void* CudaKernel::dev(const KernelContext& ctx, size_t i) const {
     if (h.raw_data() == t.raw_data() && h.nbytes() == t.nbytes() && h.storage() == t.storage()) return d.raw_data();
   if (uploads_.size() >= 64)
     fail(ErrorCode::kRuntime, "cuda: internal error: ", node_.label(), " input ", i, " keeps arriving in host memory");
+  rs.forbid_while_capturing("a first upload (it waits for the stream)");
   Tensor d = shared_->allocate(t.dtype(), t.shape());
   ONYX_CUDA_CHECK(cudaMemcpyAsync(d.raw_data(), t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice, rs.stream));
   ONYX_CUDA_CHECK(cudaStreamSynchronize(rs.stream));
@@ -284,6 +351,7 @@ void read_host(const CudaKernel* k, const KernelContext& ctx, const Tensor& t, R
     fn(t);
     return;
   }
+  run.forbid_while_capturing("a device value read on the host in the middle of a run");
   Tensor h(t.dtype(), t.shape());
   if (t.nbytes()) {
     ONYX_CUDA_CHECK(cudaMemcpyAsync(h.raw_data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToHost, run.stream));
@@ -358,11 +426,19 @@ class CopyKernel final : public Kernel {
       void* stage = run->staging(x.nbytes());
       std::memcpy(stage, x.raw_data(), x.nbytes());
       ONYX_CUDA_CHECK(cudaMemcpyAsync(y.raw_data(), stage, x.nbytes(), cudaMemcpyHostToDevice, run->stream));
+      if (run->capturing) run->h2d.push_back({ctx.node().inputs[0], stage, x.nbytes()});  // replay refills the staging
     } else {
       Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
       if (!x.nbytes()) return;
       if (x.on_host()) {
+        run->forbid_while_capturing("a host-to-host copy");
         std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+        return;
+      }
+      if (run->capturing) {  // recorded into staging; replay copies it out once the graph is done
+        void* stage = run->staging(x.nbytes());
+        ONYX_CUDA_CHECK(cudaMemcpyAsync(stage, x.raw_data(), x.nbytes(), cudaMemcpyDeviceToHost, run->stream));
+        run->d2h.push_back({ctx.node().outputs[0], stage, x.nbytes()});
         return;
       }
       // The host consumer runs right after: wait for the stream (the copy is ordered after the
@@ -414,6 +490,12 @@ class CudaEp final : public ExecutionProvider {
     return cuda::reads_host_input(node, input, graph);
   }
   bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, why, shared_->opt.prefer_nhwc); }
+  bool captures_runs() const override { return shared_->opt.enable_cuda_graph; }
+  void begin_capture(void* state) const override { static_cast<RunState*>(state)->begin_capture(); }
+  void end_capture(void* state) const override { static_cast<RunState*>(state)->end_capture(); }
+  void abort_capture(void* state) const override { static_cast<RunState*>(state)->abort_capture(); }
+  void resume_run(void* state) const override { static_cast<RunState*>(state)->start(); }
+  void replay(void* state, Value* frame) const override { static_cast<RunState*>(state)->replay(frame); }
   DataLayout preferred_layout() const override {
     return shared_->opt.prefer_nhwc ? DataLayout::kChannelsLast : DataLayout::kChannelsFirst;
   }

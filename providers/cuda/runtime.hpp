@@ -96,10 +96,32 @@ class RunState {
   /// Pinned host memory valid until the run ends (host-to-device staging).
   void* staging(size_t bytes);
   /// Starts and finishes a run: finish() waits for the stream, recycles staging, releases the
-  /// blocks freed during the run and throws if a kernel flagged bad data.
+  /// blocks freed during the run (or, after a recorded run, keeps them for the recording) and
+  /// throws if a kernel flagged bad data.
   void start();
   void finish();
   std::vector<void*> deferred;  // device blocks released during the run
+
+  // Whole-run capture (enable_cuda_graph): the run's work is recorded into a CUDA graph while
+  // `capturing`; copies record their host sides here instead of doing them.
+  struct Stage {
+    int value;     // main-graph value the host side reads (h2d) or writes (d2h)
+    void* pinned;  // staging memory the recorded copy reads or writes
+    size_t bytes;
+  };
+  bool capturing = false;
+  std::vector<Stage> h2d, d2h;
+  void begin_capture();
+  /// Ends the capture and instantiates the graph; throws if the capture failed.
+  void end_capture();
+  /// Discards a capture in progress (the stream leaves capture mode; queued work is dropped).
+  void abort_capture();
+  /// Host inputs into staging, the graph launched and waited for, host outputs out of staging.
+  void replay(Value* frame);
+  /// Frees the recording and the device blocks it uses (before the state serves other runs).
+  void drop_graph();
+  /// Throws (kNotImplemented) while capturing: `what` cannot be recorded in a CUDA graph.
+  void forbid_while_capturing(const char* what) const;
 
  private:
   int* host_flag_ = nullptr;  // pinned copy of error_flag
@@ -112,6 +134,9 @@ class RunState {
   std::vector<Pinned> pinned_;
   size_t pinned_block_ = 0, pinned_off_ = 0;
   RunState* previous_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  std::vector<void*> graph_blocks_;  // device blocks the recorded work uses, freed with it
 };
 
 /// The run state of the calling thread's current run of an EP with this Shared (null outside runs).

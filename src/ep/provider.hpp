@@ -61,6 +61,32 @@ class ExecutionProvider {
   /// EP must have completed all of the run's work on return). Default: none.
   virtual std::shared_ptr<void> begin_run() const { return nullptr; }
   virtual void end_run(void* state) const { (void)state; }
+  /// (optional) Whole-run capture, like CUDA graphs. An EP answering true lets the session record
+  /// the work of a run whose plan is static (no shape decided at run time, no control flow) and
+  /// entirely its own: every node that runs is the EP's, or a copy between host memory and the
+  /// EP's memory. Per run context the first such run runs as usual (warm-up), the second is
+  /// recorded (begin_capture, the nodes as usual, end_capture) and then replayed, and later runs
+  /// with the same plan only replay, on the state kept from the warm-up run (resume_run). Kernels
+  /// that see the state capturing queue their work into the recording; a copy records its host
+  /// side instead of doing it (the value ids it reads or writes), which replay() does around the
+  /// recorded device work. A kernel that cannot be recorded throws: the session then calls
+  /// abort_capture, runs the plan as usual and does not try that context's plan again. Default:
+  /// false (and the hooks below are never called).
+  virtual bool captures_runs() const { return false; }
+  virtual void begin_capture(void* state) const { (void)state; }
+  /// Ends the recording, keeping it in `state` for replay(); throws if it failed.
+  virtual void end_capture(void* state) const { (void)state; }
+  /// Discards a recording in progress and leaves the state usable for an ordinary run.
+  virtual void abort_capture(void* state) const { (void)state; }
+  /// Starts another run on a state that begin_run() gave an earlier run (end_run() ends it).
+  virtual void resume_run(void* state) const { (void)state; }
+  /// Runs the recording: copies host inputs from `frame` (the main graph's values by id) into
+  /// it, runs the recorded work, and writes host outputs into `frame` once it is done.
+  virtual void replay(void* state, Value* frame) const {
+    (void)state;
+    (void)frame;
+    fail(ErrorCode::kNotImplemented, name(), " does not capture runs");
+  }
   /// (device EPs) A kernel copying its one input from host memory into this EP's memory
   /// (`to_device`) or from this EP's memory to host memory.
   virtual std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const {

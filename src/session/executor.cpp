@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/logging.hpp"
 #include "session/session_impl.hpp"
 
 namespace onyx {
@@ -475,6 +476,16 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
   for (size_t v = 0; v < nv; ++v)
     if (plan->slot[v] == Plan::Slot::kArena) plan->offset[v] = blocks[block_of[root(static_cast<int>(v))]].offset;
   plan->arena_bytes = total;
+  // Whole-run capture: one EP that captures, every node that runs is its own (or a copy between
+  // host memory and its memory, which it made), and every shape is decided now.
+  int cap = -1;
+  for (size_t e = 0; e < eps.size(); ++e)
+    if (eps[e]->captures_runs()) cap = cap == -1 ? static_cast<int>(e) : -2;
+  for (size_t i = 0; i < g.nodes.size() && cap >= 0; ++i)
+    if (plan->mode[i] != Plan::Mode::kSkip &&
+        (plan->mode[i] != Plan::Mode::kStatic || r.has_subgraph[i] || r.region_of[i] >= 0 || r.node_ep[i] != cap))
+      cap = -1;
+  plan->capture_ep = cap < 0 ? -1 : cap;
   return plan;
 }
 
@@ -582,8 +593,21 @@ void SessionImpl::run(Binding& binding) const {
       }
     }
     RunHooks hooks(*this);
+    const bool profiling = binding.profiling_;
+    // Whole-run capture (profiled runs are never recorded or replayed: they time each node).
+    RunContext::Capture& cap = ctx->capture;
+    if (cap.plan != &plan) cap = RunContext::Capture{&plan};  // (drops another plan's recording)
+    const int cap_ep = profiling || cap.failed ? -1 : plan.capture_ep;
     ctx->ep_states.resize(eps.size());
-    for (size_t e = 0; e < eps.size(); ++e) ctx->ep_states[e] = eps[e]->begin_run();
+    for (size_t e = 0; e < eps.size(); ++e) {
+      if (static_cast<int>(e) == cap_ep && cap.state) {
+        ctx->ep_states[e] = cap.state;
+        eps[e]->resume_run(cap.state.get());
+      } else {
+        ctx->ep_states[e] = eps[e]->begin_run();
+        if (static_cast<int>(e) == cap_ep) cap.state = ctx->ep_states[e];  // warm-up: keep the state for the recording
+      }
+    }
     hooks.states = &ctx->ep_states;
     struct EndRun {
       const SessionImpl& s;
@@ -605,28 +629,57 @@ void SessionImpl::run(Binding& binding) const {
         }
       }
     } end_run{*this, hooks};
-    const bool profiling = binding.profiling_;
     if (profiling) binding.profile_.clear();
     const auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (plan.mode[i] == Plan::Mode::kSkip || r.inside_region(i)) {
+    auto run_nodes = [&] {
+      for (size_t i = 0; i < g.nodes.size(); ++i) {
+        if (plan.mode[i] == Plan::Mode::kSkip || r.inside_region(i)) {
+          for (int v : plan.release_after[i]) frame[v] = Value();
+          continue;
+        }
+        const auto n0 = profiling ? std::chrono::steady_clock::now() : t0;
+        if (plan.mode[i] == Plan::Mode::kStatic)
+          r.run_node(i, frame, hooks);
+        else
+          r.run_node_dynamic(i, frame, hooks);
+        if (profiling) {
+          const auto n1 = std::chrono::steady_clock::now();
+          const Node& n = g.nodes[i];
+          const auto& ep = *eps[r.node_ep[i]];
+          binding.profile_.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep.name(), ep.device(),
+                                      std::chrono::duration<double, std::micro>(n0 - t0).count(),
+                                      std::chrono::duration<double, std::micro>(n1 - n0).count()});
+        }
         for (int v : plan.release_after[i]) frame[v] = Value();
-        continue;
       }
-      const auto n0 = profiling ? std::chrono::steady_clock::now() : t0;
-      if (plan.mode[i] == Plan::Mode::kStatic)
-        r.run_node(i, frame, hooks);
-      else
-        r.run_node_dynamic(i, frame, hooks);
-      if (profiling) {
-        const auto n1 = std::chrono::steady_clock::now();
-        const Node& n = g.nodes[i];
-        const auto& ep = *eps[r.node_ep[i]];
-        binding.profile_.push_back({n.name.empty() ? str("#", i) : n.name, n.op_type, ep.name(), ep.device(),
-                                    std::chrono::duration<double, std::micro>(n0 - t0).count(),
-                                    std::chrono::duration<double, std::micro>(n1 - n0).count()});
+    };
+    if (cap_ep < 0) {
+      run_nodes();
+    } else {
+      const ExecutionProvider& ep = *eps[cap_ep];
+      void* state = ctx->ep_states[cap_ep].get();
+      if (!cap.recorded && cap.runs >= 1) {
+        try {
+          ep.begin_capture(state);
+          run_nodes();
+          ep.end_capture(state);
+          cap.recorded = true;
+        } catch (const Error& e) {
+          ep.abort_capture(state);
+          cap.failed = true;
+          log_message(LogLevel::kWarning,
+                      str(model->path, ": ", ep.name(), " could not record a run, so this plan runs node by node: ", e.what()));
+        } catch (...) {
+          ep.abort_capture(state);
+          cap.failed = true;
+          cap.state.reset();
+          throw;
+        }
       }
-      for (int v : plan.release_after[i]) frame[v] = Value();
+      if (cap.recorded) ep.replay(state, frame.data());
+      else run_nodes();
+      ++cap.runs;
+      if (cap.failed) cap.state.reset();  // back to the EP's pool after this run
     }
     end_run.finish();  // every EP has completed the run's work before outputs are read
     for (size_t k = 0; k < g.outputs.size(); ++k) {

@@ -106,6 +106,8 @@ struct Plan {
   std::vector<std::vector<int>> release_after;
   size_t arena_bytes = 0;
   size_t static_nodes = 0, dynamic_nodes = 0, folded_nodes = 0;
+  /// The EP that may record and replay this plan's runs (ExecutionProvider::captures_runs), or -1.
+  int capture_ep = -1;
 };
 
 /// Per-run scratch: a frame of values and the arena the plan's buffers live in.
@@ -116,6 +118,15 @@ struct RunContext {
   std::vector<Tensor> output_cache;  // per value: output storage reusable once the user let go
   std::vector<Tensor> device_cache;  // per value: planned device buffers, reused across runs
   std::vector<std::shared_ptr<void>> ep_states;  // per EP: its state for the current run
+  /// Whole-run capture (Plan::capture_ep) for this context: the plan it is for, the capturing
+  /// EP's state kept from the warm-up run (holding the recording), how far it got.
+  struct Capture {
+    const Plan* plan = nullptr;
+    std::shared_ptr<void> state;
+    int runs = 0;           // runs of `plan` on this context so far
+    bool recorded = false;  // `state` holds a recording of the plan
+    bool failed = false;    // recording failed: the plan runs as usual on this context
+  } capture;
   ~RunContext();
   void ensure_arena(size_t bytes);
 };

@@ -28,6 +28,9 @@ check info-json 0 '"inputs":\[\{"name":"x"' "$ONYX" info "$MODEL" --json
 check run-inputs 0 "outputs:" "$ONYX" run "$MODEL" --inputs "$DATA" --save "$TMP/saved"
 [ -f "$TMP/saved/output_0.pb" ] && echo "ok   run-save" || { echo "FAIL run-save: no output_0.pb"; failures=$((failures + 1)); }
 check run-random-dim 0 "float\[6,3\]" "$ONYX" run "$MODEL" --dim batch=3
+check run-runs 0 '"runs":5' "$ONYX" run "$MODEL" --inputs "$DATA" --runs 5 --json
+check run-once 0 "latency: .* ms \(first run" "$ONYX" run "$MODEL" --inputs "$DATA" --runs 1
+check run-runs-bad 1 "--runs must be between 1" "$ONYX" run "$MODEL" --runs 0
 check bench-json 0 '"median_ms":.*"p90_ms":.*"min_ms":.*"load_ms":.*"peak_rss_mb":' "$ONYX" bench "$MODEL" --runs 5 --warmup 1 --json
 
 head -c 200 "$MODEL" >"$TMP/truncated.onnx"

@@ -2,8 +2,11 @@
 // option module_path. It claims the op types listed in its "claim" option (float tensors only)
 // and runs them with plain loops. Options let tests make it fail: "fail_probe", "fail_create".
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "ep/factory.hpp"
@@ -21,18 +24,59 @@ std::string option(const OptionList& o, const char* key) {
   return "";
 }
 
+// Whole-run capture, emulated (option capture): a run's state records the kernels' work as
+// closures over the buffers' addresses, as a CUDA graph records launches, and a copy records its
+// host side (the value it reads or writes, and a staging buffer of its own); replay() does the
+// host sides around the recorded work. The counters let tests see what ran how.
+struct Counters {
+  std::atomic<long> computed{0};  // kernel work done when the kernel was called
+  std::atomic<long> recorded{0};  // kernel work recorded into a capture
+  std::atomic<long> replays{0};   // recordings replayed
+} g_counters;
+
+struct TestRun {
+  bool capturing = false;
+  bool fail_capture = false;  // kernels refuse to be recorded (option fail_capture)
+  std::vector<std::function<void()>> recording;
+  struct Stage {
+    int value;
+    std::unique_ptr<std::vector<uint8_t>> buffer;  // fixed address, like pinned staging memory
+  };
+  std::vector<Stage> h2d, d2h;
+};
+
+/// Does `work` now, or records it when the run is being captured.
+void run_or_record(KernelContext& ctx, std::function<void()> work) {
+  auto* run = static_cast<TestRun*>(ctx.ep_state());
+  if (run && run->capturing) {
+    if (run->fail_capture) fail(ErrorCode::kNotImplemented, "testdev: ", ctx.node().label(), " cannot be recorded (option fail_capture)");
+    run->recording.push_back(std::move(work));
+    ++g_counters.recorded;
+    return;
+  }
+  work();
+  ++g_counters.computed;
+}
+
 void relu(const int&, KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.output(0);
-  for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = std::max(0.0f, x.data<float>()[i]);
+  const float* x = ctx.input(0).data<float>();
+  float* y = ctx.output(0).data<float>();
+  const int64_t n = ctx.input(0).numel();
+  run_or_record(ctx, [=] {
+    for (int64_t i = 0; i < n; ++i) y[i] = std::max(0.0f, x[i]);
+  });
 }
 
 void add(const int&, KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   if (!(a.shape() == b.shape())) fail(ErrorCode::kRuntime, "testdev Add needs equal shapes");
-  Tensor& y = ctx.output(0);
-  for (int64_t i = 0; i < a.numel(); ++i) y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
+  const float *pa = a.data<float>(), *pb = b.data<float>();
+  float* y = ctx.output(0).data<float>();
+  const int64_t n = a.numel();
+  run_or_record(ctx, [=] {
+    for (int64_t i = 0; i < n; ++i) y[i] = pa[i] + pb[i];
+  });
 }
 
 std::unique_ptr<Kernel> make_relu(const KernelCreateInfo&) { return std::make_unique<FnKernel<int>>(0, relu); }
@@ -190,26 +234,74 @@ class RegionKernel final : public Kernel {
 
 class TestEp final : public ExecutionProvider {
  public:
-  TestEp(std::string claim, std::string device, bool regions, size_t min_nodes, std::string memory, bool channels_last)
+  TestEp(std::string claim, std::string device, bool regions, size_t min_nodes, std::string memory, bool channels_last, bool capture,
+         bool fail_capture)
       : claim_("," + claim + ","),
         device_(std::move(device)),
         regions_(regions),
         min_nodes_(min_nodes),
         memory_(std::move(memory)),
-        channels_last_(channels_last) {
-    registry_.add(kDefs);
-    if (channels_last_) registry_.add(kChannelsLastDefs);
+        channels_last_(channels_last),
+        capture_(capture),
+        fail_capture_(fail_capture) {
+    std::vector<KernelDef> defs(std::begin(kDefs), std::end(kDefs));
+    if (channels_last_) defs.insert(defs.end(), std::begin(kChannelsLastDefs), std::end(kChannelsLastDefs));
+    registry_.add(defs);
   }
   DataLayout preferred_layout() const override { return channels_last_ ? DataLayout::kChannelsLast : DataLayout::kChannelsFirst; }
   // The memory is host memory under another name: copies are plain memcpy, but the session
   // must still insert them wherever memories differ.
   std::string memory() const override { return memory_; }
-  std::unique_ptr<Kernel> create_copy_kernel(bool) const override {
-    return std::make_unique<FnKernel<int>>(0, [](const int&, KernelContext& ctx) {
+  std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const override {
+    return std::make_unique<FnKernel<int>>(to_device ? 1 : 0, [](const int& to_dev, KernelContext& ctx) {
       const Tensor& x = ctx.input(0);
       Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-      std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+      auto* run = static_cast<TestRun*>(ctx.ep_state());
+      if (!run || !run->capturing) {
+        std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+        return;
+      }
+      // Recorded: the device side copies through a staging buffer; the host side is replay()'s.
+      TestRun::Stage st{to_dev ? ctx.node().inputs[0] : ctx.node().outputs[0], std::make_unique<std::vector<uint8_t>>(x.nbytes())};
+      uint8_t* stage = st.buffer->data();
+      const size_t n = x.nbytes();
+      if (to_dev) {
+        void* dst = y.raw_data();
+        run->recording.push_back([=] { std::memcpy(dst, stage, n); });
+        run->h2d.push_back(std::move(st));
+      } else {
+        const void* src = x.raw_data();
+        run->recording.push_back([=] { std::memcpy(stage, src, n); });
+        run->d2h.push_back(std::move(st));
+      }
     });
+  }
+  bool captures_runs() const override { return capture_; }
+  std::shared_ptr<void> begin_run() const override {
+    if (!capture_) return nullptr;
+    auto run = std::make_shared<TestRun>();
+    run->fail_capture = fail_capture_;
+    return run;
+  }
+  void begin_capture(void* state) const override {
+    auto* run = static_cast<TestRun*>(state);
+    run->recording.clear();
+    run->capturing = true;
+  }
+  void end_capture(void* state) const override { static_cast<TestRun*>(state)->capturing = false; }
+  void abort_capture(void* state) const override {
+    auto* run = static_cast<TestRun*>(state);
+    run->capturing = false;
+    run->recording.clear();
+    run->h2d.clear();
+    run->d2h.clear();
+  }
+  void replay(void* state, Value* frame) const override {
+    auto* run = static_cast<TestRun*>(state);
+    for (auto& st : run->h2d) std::memcpy(st.buffer->data(), frame[st.value].tensor().raw_data(), st.buffer->size());
+    for (auto& work : run->recording) work();
+    for (auto& st : run->d2h) std::memcpy(frame[st.value].tensor().raw_data(), st.buffer->data(), st.buffer->size());
+    ++g_counters.replays;
   }
   bool compiles_regions() const override { return regions_; }
   size_t min_region_nodes() const override { return min_nodes_; }
@@ -250,7 +342,7 @@ class TestEp final : public ExecutionProvider {
   bool regions_;
   size_t min_nodes_;
   std::string memory_;
-  bool channels_last_;
+  bool channels_last_, capture_, fail_capture_;
   KernelRegistry registry_;
 };
 
@@ -266,7 +358,9 @@ class TestFactory final : public EpFactory {
             {"min_region_nodes", "int", "1", "smallest region worth compiling"},
             {"memory", "string", "cpu", "memory the EP's tensors live in (copies are inserted where it differs)"},
             {"threads", "int", "0", "unused; tests option validation"},
-            {"channels_last", "bool", "false", "prefer channels-last (runs onyx.nhwc Conv, pooling, BatchNormalization)"}};
+            {"channels_last", "bool", "false", "prefer channels-last (runs onyx.nhwc Conv, pooling, BatchNormalization)"},
+            {"capture", "bool", "false", "record static runs and replay them (an emulation of CUDA graphs)"},
+            {"fail_capture", "bool", "false", "kernels refuse to be recorded"}};
   }
   bool probe(std::string* reason) const override {
     if (std::getenv("ONYX_TESTDEV_NO_DEVICE")) {
@@ -280,7 +374,8 @@ class TestFactory final : public EpFactory {
     return std::make_unique<TestEp>(option(ctx.options, "claim"), option(ctx.options, "device"),
                                     option(ctx.options, "regions") == "true",
                                     static_cast<size_t>(std::stoul(option(ctx.options, "min_region_nodes"))),
-                                    option(ctx.options, "memory"), option(ctx.options, "channels_last") == "true");
+                                    option(ctx.options, "memory"), option(ctx.options, "channels_last") == "true",
+                                    option(ctx.options, "capture") == "true", option(ctx.options, "fail_capture") == "true");
   }
 };
 
@@ -288,3 +383,10 @@ class TestFactory final : public EpFactory {
 }  // namespace onyx
 
 ONYX_EP_MODULE("testdev", onyx::TestFactory)
+
+/// For tests: how often kernel work was done directly ("computed"), recorded ("recorded"), and
+/// how many recordings were replayed ("replays").
+extern "C" __attribute__((visibility("default"))) long onyx_testdev_count(const char* what) {
+  const std::string w = what;
+  return w == "computed" ? onyx::g_counters.computed : w == "recorded" ? onyx::g_counters.recorded : onyx::g_counters.replays;
+}

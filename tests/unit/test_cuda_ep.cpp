@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <atomic>
 #include <thread>
 
 #include "fusion_graphs.hpp"
@@ -559,6 +560,8 @@ TEST(CudaOptions, ParsesAndRejectsNamingTheKey) {
   EXPECT_TRUE(o.use_tf32);
   EXPECT_FALSE(o.prefer_nhwc);
   EXPECT_TRUE(cuda::parse_options({{"prefer_nhwc", "true"}}).prefer_nhwc);
+  EXPECT_FALSE(o.enable_cuda_graph);
+  EXPECT_TRUE(cuda::parse_options({{"enable_cuda_graph", "1"}}).enable_cuda_graph);
   auto fails = [](OptionList opts, ErrorCode code, const char* text) {
     try {
       cuda::parse_options(opts);
@@ -571,7 +574,6 @@ TEST(CudaOptions, ParsesAndRejectsNamingTheKey) {
   fails({{"cudnn_conv_algo_search", "FASTEST"}}, ErrorCode::kInvalidArgument, "cudnn_conv_algo_search");
   fails({{"gpu_mem_limit", "-1"}}, ErrorCode::kInvalidArgument, "gpu_mem_limit");
   fails({{"use_tf32", "yes"}}, ErrorCode::kInvalidArgument, "use_tf32");
-  fails({{"enable_cuda_graph", "true"}}, ErrorCode::kNotImplemented, "not supported yet");
 }
 
 TEST(CudaOptions, SchemaValidation) {
@@ -1000,6 +1002,53 @@ TEST(CudaGpu, ChannelsLast) {
                     {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_int("count_include_pad", 1)}));
   check_nhwc(single("GlobalMaxPool", {{"x", Shape{2, 5, 7, 6}}}, Shape{2, 5, 1, 1}));
   check_nhwc(batch_norm_graph(), 15);
+}
+
+TEST(CudaGpu, CudaGraphs) {
+  REQUIRE_CUDA();
+  // enable_cuda_graph: the first run warms up, the second is recorded and replayed, later ones
+  // replay; each run with new inputs must match the CPU EP. Graphs that exercise cuDNN (and its
+  // channels-last form), cuBLASLt, per-run temporaries (Mean's scale, Resize's tables, the zero
+  // border of asymmetric pads) and the fused attention.
+  auto replays_match = [](const GraphSpec& g, ep::CUDA spec, int64_t opset = 17) {
+    const std::string m = model_bytes(g, opset);
+    Session gpu = cuda_session(m, true, spec.with_cuda_graph(true));
+    Session cpu = cpu_session(m);
+    for (uint32_t run = 0; run < 5; ++run) {
+      const Inputs in = random_inputs(g, 10 + run * 7);
+      const auto a = gpu.run(in);
+      const auto b = cpu.run(in);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(close(a[k], b[k], 1e-4)) << "run " << run << ", output " << k;
+    }
+  };
+  replays_match(channels_last_cnn_graph(), ep::CUDA());
+  replays_match(channels_last_cnn_graph(), ep::CUDA().with_prefer_nhwc(true));
+  replays_match(conv_graph("Conv", {2, 3, 10, 9}, {5, 3, 3, 3}, true, {attr_ints("pads", {0, 2, 1, 0})}, {2, 5, 9, 9}), ep::CUDA());
+  replays_match(single("MatMul", {{"a", Shape{3, 4, 5}}, {"b", Shape{3, 5, 6}}}, Shape{3, 4, 6}), ep::CUDA());
+  replays_match(single("Mean", {{"a", Shape{2, 3}}, {"b", Shape{3}}, {"c", Shape{2, 1}}}, Shape{2, 3}), ep::CUDA());
+  GraphSpec resize = single("Resize", {{"x", Shape{1, 2, 4, 5}}}, Shape{1, 2, 8, 10}, {attr_string("mode", "linear")});
+  resize.initializers.emplace_back("sc", Tensor::from_vector<float>(Shape{4}, {1, 1, 2, 2}));
+  resize.nodes[0].inputs = {"x", "", "sc"};
+  replays_match(resize, ep::CUDA(), 19);
+  replays_match(attention_graph({Shape{6, 8, 4}, Shape{8, 6, 4}, Shape{6, 8, 4}, Shape{1, 1, 8}}), ep::CUDA());
+  // Concurrent runs: each run context records its own graph.
+  const std::string m = model_bytes(channels_last_cnn_graph());
+  Session gpu = cuda_session(m, true, ep::CUDA().with_cuda_graph(true));
+  Session cpu = cpu_session(m);
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (uint32_t t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      for (uint32_t run = 0; run < 6; ++run) {
+        const Inputs in = random_inputs(channels_last_cnn_graph(), 100 * t + run);
+        const auto a = gpu.run(in);
+        const auto b = cpu.run(in);
+        for (size_t k = 0; k < a.size(); ++k) bad += !close(a[k], b[k], 1e-4);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 TEST(CudaGpu, MixedPlacementCopiesAndConcurrentRuns) {

@@ -1,9 +1,13 @@
 // The execution-provider rules of DESIGN.md §3, each with a test that fails if the rule breaks.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "layout_graphs.hpp"
 #include "model_builder.hpp"
@@ -75,7 +79,7 @@ TEST(Ep, ThirdPartyModuleLoadsWithItsSchema) {
   EXPECT_TRUE(a.usable) << a.reason;
   EXPECT_EQ(a.version, "test-1");
   EXPECT_EQ(a.module, ONYX_TESTDEV_MODULE);
-  EXPECT_EQ(testdev().option_schema().size(), 8u);
+  EXPECT_EQ(testdev().option_schema().size(), 10u);
 }
 
 TEST(Ep, PerNodeFallbackWithReasons) {
@@ -339,4 +343,121 @@ TEST(Ep, ChannelsLastForAnEpThatPrefersIt) {
     EXPECT_NE(n.op_type, "Transpose");
   }
   EXPECT_TRUE(close(plain.run(in)[0], want[0]));
+}
+
+namespace {
+
+/// The test EP's counters (onyx_testdev_count in the module).
+long testdev_count(const char* what) {
+  void* h = dlopen(ONYX_TESTDEV_MODULE, RTLD_NOW);
+  auto* fn = h ? reinterpret_cast<long (*)(const char*)>(dlsym(h, "onyx_testdev_count")) : nullptr;
+  if (!fn) return -1;
+  const long n = fn(what);
+  dlclose(h);
+  return n;
+}
+
+/// y = Add(Relu(x), Relu(x)) with x of shape [2, n] (n a dim named "n"), all on testdev in its
+/// own memory: copies in and out, and whole-run capture when `capture`.
+Session capture_session(const char* capture, const char* fail = "false") {
+  GraphSpec g;
+  g.nodes.push_back({"Relu", {"x"}, {"r"}, {}, "relu"});
+  g.nodes.push_back({"Add", {"r", "r"}, {"y"}, {}, "add"});
+  ValueSpec x{"x", DType::kFloat, {2, -1}, {"", "n"}};
+  g.inputs.push_back(x);
+  g.outputs.push_back({"y", DType::kFloat, {2, -1}, {"", "n"}});
+  const std::string m = encode_model(g);
+  return Session::builder()
+      .with_no_environment_execution_providers()
+      .with_execution_providers(
+          {testdev().set("memory", "testdev:0").set("capture", capture).set("fail_capture", fail).build().error_on_failure()})
+      .commit_from_memory(m.data(), m.size());
+}
+
+Tensor ramp(int64_t n, float start) {
+  std::vector<float> v(static_cast<size_t>(2 * n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<float>(i) * (i % 2 ? -1.0f : 1.0f);
+  return Tensor::from_vector<float>(Shape{2, n}, v);
+}
+
+void expect_double_relu(const Tensor& y, const Tensor& x) {
+  ASSERT_EQ(y.shape(), x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], 2 * std::max(0.0f, x.data<float>()[i])) << i;
+}
+
+}  // namespace
+
+TEST(Ep, WholeRunCaptureRecordsOnceAndReplays) {
+  // Run 1 runs the kernels (warm-up), run 2 records them and replays the recording, later runs
+  // of the same shapes only replay it: with new input values each time, and right results.
+  Session s = capture_session("true");
+  const long computed0 = testdev_count("computed"), recorded0 = testdev_count("recorded"), replays0 = testdev_count("replays");
+  for (int run = 0; run < 5; ++run) {
+    const Tensor x = ramp(3, static_cast<float>(run) - 2.0f);
+    expect_double_relu(s.run({{"x", x}})[0].tensor(), x);
+  }
+  EXPECT_EQ(testdev_count("computed") - computed0, 2);  // Relu and Add, once
+  EXPECT_EQ(testdev_count("recorded") - recorded0, 2);
+  EXPECT_EQ(testdev_count("replays") - replays0, 4);
+  // Other shapes: another plan, recorded for itself; back to the first shape, recorded again
+  // (a context keeps one recording: the device buffers it names belong to one plan).
+  for (int64_t n : {5, 5, 5, 3, 3, 3}) {
+    const Tensor x = ramp(n, -1.5f);
+    expect_double_relu(s.run({{"x", x}})[0].tensor(), x);
+  }
+  EXPECT_EQ(testdev_count("computed") - computed0, 6);
+  EXPECT_EQ(testdev_count("replays") - replays0, 8);
+  // A profiled run times every node: never replayed.
+  Binding b(s);
+  b.bind_input("x", Value(ramp(3, 1.0f)));
+  b.enable_profiling(true);
+  s.run(b);
+  expect_double_relu(b.outputs()[0].tensor(), ramp(3, 1.0f));
+  EXPECT_EQ(testdev_count("replays") - replays0, 8);
+  EXPECT_EQ(b.profile().size(), 4u);  // copy in, Relu, Add, copy out
+}
+
+TEST(Ep, WholeRunCaptureOnlyWhenEveryNodeIsTheEps) {
+  // Without the option, nothing is recorded; with a node on the CPU EP, nothing is either.
+  const long recorded0 = testdev_count("recorded");
+  Session plain = capture_session("false");
+  for (int run = 0; run < 3; ++run) expect_double_relu(plain.run({{"x", ramp(4, 0.5f)}})[0].tensor(), ramp(4, 0.5f));
+  const std::string m = model();  // its Sigmoid runs on the CPU
+  Session mixed = Session::builder()
+                      .with_no_environment_execution_providers()
+                      .with_execution_providers({testdev().set("memory", "testdev:0").set("capture", "true").build()})
+                      .commit_from_memory(m.data(), m.size());
+  Tensor x = Tensor::from_vector<float>(Shape{2, 3}, {-1, 0, 1, 2, -2, 3});
+  Session cpu = commit(Session::builder());
+  for (int run = 0; run < 3; ++run) EXPECT_TRUE(close(mixed.run({{"x", x}})[0], cpu.run({{"x", x}})[0]));
+  EXPECT_EQ(testdev_count("recorded") - recorded0, 0);
+}
+
+TEST(Ep, WholeRunCaptureFallsBackWhenAKernelCannotBeRecorded) {
+  Session s = capture_session("true", "true");
+  const long replays0 = testdev_count("replays"), computed0 = testdev_count("computed");
+  for (int run = 0; run < 4; ++run) {
+    const Tensor x = ramp(3, static_cast<float>(run));
+    expect_double_relu(s.run({{"x", x}})[0].tensor(), x);
+  }
+  EXPECT_EQ(testdev_count("replays") - replays0, 0);
+  EXPECT_EQ(testdev_count("computed") - computed0, 8);  // every run node by node
+}
+
+TEST(Ep, WholeRunCaptureWithConcurrentRuns) {
+  // Concurrent runs use different run contexts, each with its own recording.
+  Session s = capture_session("true");
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int run = 0; run < 20; ++run) {
+        const Tensor x = ramp(3, static_cast<float>(t * 100 + run) * 0.01f - 0.3f);
+        const Tensor y = s.run({{"x", x}})[0].tensor();
+        for (int64_t i = 0; i < x.numel(); ++i)
+          if (y.data<float>()[i] != 2 * std::max(0.0f, x.data<float>()[i])) ++bad;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
 }

@@ -14,7 +14,7 @@ void usage(FILE* f) {
                "\n"
                "commands:\n"
                "  info MODEL [--json]                 inputs, outputs, opsets, op counts\n"
-               "  run MODEL [--inputs DIR] [--save DIR] [--dim NAME=N]... [--threads N] [--json]\n"
+               "  run MODEL [--inputs DIR] [--save DIR] [--dim NAME=N]... [--threads N] [--runs N] [--json]\n"
                "                                      run once and summarise the outputs\n"
                "  bench MODEL [--runs N] [--warmup N] [--threads N] [--dim NAME=N]... [--json]\n"
                "        [--per-node] [--profile FILE] [--profile-runs N]\n"
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     };
     if (cmd == "run")
       return cli::cmd_run(cli::parse_args(argc, argv, 2, with({"--json", "--quiet"}, ep_flags),
-                                          {"--inputs", "--save", "--dim", "--threads", "--int-max", "--seed", "--ep", "--ep-option"}));
+                                          {"--inputs", "--save", "--dim", "--threads", "--int-max", "--seed", "--ep", "--ep-option", "--runs"}));
     if (cmd == "bench")
       return cli::cmd_bench(cli::parse_args(argc, argv, 2, with({"--json", "--no-progress", "--per-node"}, ep_flags),
                                             {"--runs", "--warmup", "--threads", "--dim", "--inputs", "--int-max", "--ep",
