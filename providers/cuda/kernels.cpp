@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "ops/image.hpp"
+#include "ops/index.hpp"
 #include "runtime.hpp"
 
 namespace onyx::cuda {
@@ -253,7 +254,7 @@ class RearrangeKernel final : public CudaKernel {
  public:
   RearrangeKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
       : CudaKernel(info, std::move(s)), block_(info.node.attr_int("blocksize", 0)),
-        crd_(info.node.attr_string("mode", "DCR") == "CRD") {}
+        crd_(info.node.op_type != "Tile" && depth_to_space_crd(info.node)) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& x = in(ctx, 0);
     Tensor& y = out(ctx, 0, node_);
@@ -261,7 +262,7 @@ class RearrangeKernel final : public CudaKernel {
     Strided dst, src;
     if (node_.op_type == "Tile") src = tile_view(x.shape(), host_ints(ctx, 1), y.shape(), &dst);
     else if (node_.op_type == "DepthToSpace") src = depth_to_space_view(x.shape(), block_, crd_, y.shape(), &dst);
-    else src = space_to_depth_view(x.shape(), block_, y.shape(), &dst);
+    else src = space_to_depth_view(x.shape(), block_, crd_, y.shape(), &dst);
     strided_copy(dev(ctx, 0), src, y.raw_data(), dst, dtype_size(y.dtype()), y.numel(), stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }

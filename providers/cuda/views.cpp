@@ -130,12 +130,16 @@ Strided depth_to_space_view(const Shape& in, int64_t b, bool crd, const Shape& o
   return six(Shape{N, C, H, b, W, b}, st, dst);
 }
 
-Strided space_to_depth_view(const Shape& in, int64_t b, const Shape& out, Strided* dst) {
+Strided space_to_depth_view(const Shape& in, int64_t b, bool crd, const Shape& out, Strided* dst) {
   if (in.size() != 4 || b <= 0 || in[2] % b != 0 || in[3] % b != 0)
     fail(ErrorCode::kInvalidArgument, "SpaceToDepth: input ", in.to_string(), " and blocksize ", b);
   const int64_t N = in[0], C = in[1], H = in[2] / b, W = in[3] / b;
   if (!(out == Shape{N, C * b * b, H, W})) fail(ErrorCode::kInvalidArgument, "SpaceToDepth: output ", out.to_string());
-  // y[n, (i b + j) C + c, h, w] = x[n, c, h b + i, w b + j].
+  // y[n, (i b + j) C + c, h, w] (DCR) or y[n, (c b + i) b + j, h, w] (CRD) = x[n, c, h b + i, w b + j].
+  if (crd) {
+    const int64_t st[6] = {C * in[2] * in[3], in[2] * in[3], in[3], 1, b * in[3], b};
+    return six(Shape{N, C, b, b, H, W}, st, dst);
+  }
   const int64_t st[6] = {C * in[2] * in[3], in[3], 1, in[2] * in[3], b * in[3], b};
   return six(Shape{N, b, b, C, H, W}, st, dst);
 }

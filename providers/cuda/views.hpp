@@ -30,10 +30,10 @@ Strided part_view(const Shape& whole, const Shape& part, int64_t axis, int64_t a
 /// ([d_k] for the others), reads the input at stride 0 across the repeats. The same dims serve as
 /// the (contiguous) destination view: `dst` gets it. Fails past kMaxRank split dims.
 Strided tile_view(const Shape& in, const std::vector<int64_t>& repeats, const Shape& out, Strided* dst);
-/// DepthToSpace (mode DCR or CRD) and SpaceToDepth of a [N, C, H, W] input by `block`: the
+/// DepthToSpace and SpaceToDepth (mode DCR or CRD) of a [N, C, H, W] input by `block`: the
 /// source view of the output iterated as 6 dims (also the destination dims, given in `dst`).
 Strided depth_to_space_view(const Shape& in, int64_t block, bool crd, const Shape& out, Strided* dst);
-Strided space_to_depth_view(const Shape& in, int64_t block, const Shape& out, Strided* dst);
+Strided space_to_depth_view(const Shape& in, int64_t block, bool crd, const Shape& out, Strided* dst);
 
 /// Pad's `mode` attribute as the kernel's PadMode; false for a mode the kernel does not know.
 bool pad_mode_of(const std::string& name, PadMode* mode);

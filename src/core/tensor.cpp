@@ -142,8 +142,10 @@ double Tensor::element_as_double(int64_t i) const {
     case DType::kDouble: return static_cast<const double*>(p)[i];
     case DType::kFloat16: return Float16::to_float(static_cast<const uint16_t*>(p)[i]);
     case DType::kBFloat16: return BFloat16::to_float(static_cast<const uint16_t*>(p)[i]);
-    case DType::kInt8: return static_cast<const int8_t*>(p)[i];
+    case DType::kInt8:
+    case DType::kInt4: return static_cast<const int8_t*>(p)[i];  // (4-bit values: one per byte in memory)
     case DType::kUInt8:
+    case DType::kUInt4:
     case DType::kBool: return static_cast<const uint8_t*>(p)[i];
     case DType::kInt16: return static_cast<const int16_t*>(p)[i];
     case DType::kUInt16: return static_cast<const uint16_t*>(p)[i];

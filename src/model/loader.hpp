@@ -11,7 +11,7 @@ namespace onyx {
 /// Highest ai.onnx opset and IR version onyx accepts. IR 11 to 14 (onnx 1.18 to 1.23, which write
 /// IR 14 by default) change nothing onyx reads beyond new element types, and a tensor of a type
 /// onyx lacks is an explicit error where it is read.
-inline constexpr int64_t kMaxOnnxOpset = 21;
+inline constexpr int64_t kMaxOnnxOpset = 28;
 inline constexpr int64_t kMinIrVersion = 3;
 inline constexpr int64_t kMaxIrVersion = 14;
 

@@ -371,9 +371,9 @@ void infer_scan(InferContext& ctx) {
 }  // namespace
 
 void register_control_flow_ops(OpRegistry& r) {
-  r.add("", "If", {1, 11, 13, 16, 19, 21}, infer_if);
-  r.add("", "Loop", {1, 11, 13, 16, 19, 21}, infer_loop);
-  r.add("", "Scan", {8, 9, 11, 16, 19, 21}, infer_scan);
+  r.add("", "If", {1, 11, 13, 16, 19, 21, 23, 24, 25}, infer_if);
+  r.add("", "Loop", {1, 11, 13, 16, 19, 21, 23, 24, 25}, infer_loop);
+  r.add("", "Scan", {8, 9, 11, 16, 19, 21, 23, 24, 25}, infer_scan);
 }
 
 }  // namespace onyx

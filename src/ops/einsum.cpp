@@ -189,6 +189,6 @@ void infer_einsum(InferContext& ctx) {
 
 }  // namespace
 
-void register_einsum_ops(OpRegistry& r) { r.add("", "Einsum", {12}, infer_einsum); }
+void register_einsum_ops(OpRegistry& r) { r.add("", "Einsum", {12, 28}, infer_einsum); }
 
 }  // namespace onyx

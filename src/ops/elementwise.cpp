@@ -121,25 +121,25 @@ void register_elementwise_ops(OpRegistry& r) {
     std::vector<int> versions;
   };
   const U unary[] = {
-      {"Abs", {1, 6, 13}},        {"Neg", {1, 6, 13}},       {"Exp", {1, 6, 13}},        {"Log", {1, 6, 13}},
-      {"Sqrt", {1, 6, 13}},       {"Reciprocal", {1, 6, 13}}, {"Floor", {1, 6, 13}},     {"Ceil", {1, 6, 13}},
-      {"Round", {11}},            {"Sign", {9, 13}},         {"Sin", {7}},               {"Cos", {7}},
-      {"Tan", {7}},               {"Asin", {7}},             {"Acos", {7}},              {"Atan", {7}},
-      {"Sinh", {9}},              {"Cosh", {9}},             {"Asinh", {9}},             {"Acosh", {9}},
-      {"Atanh", {9}},             {"Erf", {9, 13}},          {"Sigmoid", {1, 6, 13}},    {"Tanh", {1, 6, 13}},
-      {"Relu", {1, 6, 13, 14}},   {"LeakyRelu", {1, 6, 16}}, {"Elu", {1, 6}},            {"Selu", {1, 6}},
-      {"Celu", {12}},             {"HardSigmoid", {1, 6}},   {"HardSwish", {14}},        {"Softplus", {1}},
-      {"Softsign", {1}},          {"ThresholdedRelu", {10}}, {"Gelu", {20}},             {"Mish", {18}},
-      {"Not", {1}},               {"BitwiseNot", {18}},      {"Clip", {1, 6, 11, 12, 13}}, {"Shrink", {9}},
+      {"Abs", {1, 6, 13}},           {"Neg", {1, 6, 13}},           {"Exp", {1, 6, 13}},           {"Log", {1, 6, 13}},
+      {"Sqrt", {1, 6, 13}},          {"Reciprocal", {1, 6, 13}},    {"Floor", {1, 6, 13}},         {"Ceil", {1, 6, 13}},
+      {"Round", {11, 22}},           {"Sign", {9, 13}},             {"Sin", {7, 22}},              {"Cos", {7, 22}},
+      {"Tan", {7, 22}},              {"Asin", {7, 22}},             {"Acos", {7, 22}},             {"Atan", {7, 22}},
+      {"Sinh", {9, 22}},             {"Cosh", {9, 22}},             {"Asinh", {9, 22}},            {"Acosh", {9, 22}},
+      {"Atanh", {9, 22}},            {"Erf", {9, 13}},              {"Sigmoid", {1, 6, 13}},       {"Tanh", {1, 6, 13}},
+      {"Relu", {1, 6, 13, 14}},      {"LeakyRelu", {1, 6, 16}},     {"Elu", {1, 6, 22}},           {"Selu", {1, 6, 22}},
+      {"Celu", {12, 28}},            {"HardSigmoid", {1, 6, 22}},   {"HardSwish", {14, 22}},       {"Softplus", {1, 22}},
+      {"Softsign", {1, 22}},         {"ThresholdedRelu", {10, 22}}, {"Gelu", {20}},                {"Mish", {18, 22}},
+      {"Not", {1}},                  {"BitwiseNot", {18}},          {"Clip", {1, 6, 11, 12, 13}},  {"Shrink", {9}},
   };
   for (const auto& u : unary) r.add("", u.name, u.versions, infer_unary);
   r.add("", "IsNaN", {9, 13, 20}, infer_unary_bool);
   r.add("", "IsInf", {10, 20}, infer_unary_bool);
 
   const U binary[] = {
-      {"Add", {1, 6, 7, 13, 14}}, {"Sub", {1, 6, 7, 13, 14}}, {"Mul", {1, 6, 7, 13, 14}}, {"Div", {1, 6, 7, 13, 14}},
-      {"Pow", {1, 7, 12, 13, 15}}, {"Mod", {10, 13}},          {"BitShift", {11}},        {"BitwiseAnd", {18}},
-      {"BitwiseOr", {18}},        {"BitwiseXor", {18}},
+      {"Add", {1, 6, 7, 13, 14}},  {"Sub", {1, 6, 7, 13, 14}},  {"Mul", {1, 6, 7, 13, 14}},  {"Div", {1, 6, 7, 13, 14}},
+      {"Pow", {1, 7, 12, 13, 15}}, {"Mod", {10, 13, 28}},       {"BitShift", {11, 28}},      {"BitwiseAnd", {18}},
+      {"BitwiseOr", {18}},         {"BitwiseXor", {18}},
   };
   for (const auto& b : binary) r.add("", b.name, b.versions, infer_binary);
   const U compare[] = {
@@ -154,8 +154,8 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add("", "Mean", {1, 6, 8, 13}, infer_variadic);
   r.add("", "Where", {9, 16}, infer_where);
   r.add("", "PRelu", {1, 6, 7, 9, 16}, infer_prelu);
-  r.add("", "Cast", {1, 6, 9, 13, 19, 21}, infer_cast);
-  r.add("", "CastLike", {15, 19, 21}, infer_cast_like);
+  r.add("", "Cast", {1, 6, 9, 13, 19, 21, 23, 24, 25, 28}, infer_cast);
+  r.add("", "CastLike", {15, 19, 21, 23, 24, 25}, infer_cast_like);
 }
 
 }  // namespace onyx

@@ -494,10 +494,10 @@ void infer_affine_grid(InferContext& ctx) {
 void register_image_ops(OpRegistry& r) {
   r.add("", "Resize", {10, 11, 13, 18, 19}, infer_resize);
   r.add("", "Upsample", {7, 9, 10}, infer_resize);  // 10: deprecated, rejected
-  r.add("", "GridSample", {16, 20}, infer_grid_sample);
-  r.add("", "RoiAlign", {10, 16}, infer_roi_align);
+  r.add("", "GridSample", {16, 20, 22}, infer_grid_sample);
+  r.add("", "RoiAlign", {10, 16, 22}, infer_roi_align);
   r.add("", "NonMaxSuppression", {10, 11}, infer_nms);
-  r.add("", "MaxUnpool", {9, 11}, infer_max_unpool);
+  r.add("", "MaxUnpool", {9, 11, 22}, infer_max_unpool);
   r.add("", "AffineGrid", {20}, infer_affine_grid);
 }
 

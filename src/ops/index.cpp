@@ -93,7 +93,8 @@ int64_t blocksize_attr(const Node& node) {
 }
 
 bool depth_to_space_crd(const Node& node) {
-  if (node.opset < 11) return false;
+  // DepthToSpace has mode since opset 11, SpaceToDepth since opset 28 (DCR by default).
+  if (node.opset < (node.op_type == "SpaceToDepth" ? 28 : 11)) return false;
   const std::string mode = node.attr_string("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") fail(ErrorCode::kInvalidGraph, node.label(), ": unknown mode '", mode, "'");
   return mode == "CRD";
@@ -397,7 +398,7 @@ void infer_reverse_sequence(InferContext& ctx) {
 void infer_space_depth(InferContext& ctx, bool to_space) {
   const TypeInfo& t = ctx.input_type(0);
   const int64_t b = blocksize_attr(ctx.node());
-  if (to_space) depth_to_space_crd(ctx.node());
+  depth_to_space_crd(ctx.node());  // (validates the mode)
   if (!t.has_shape) return ctx.set_output(0, t.dtype, ctx.fresh_shape(4));
   if (t.shape.size() != 4) ctx.fail_node("input must have rank 4, got ", t.shape.to_string());
   if (t.shape.is_concrete())
@@ -496,15 +497,15 @@ void register_index_ops(OpRegistry& r) {
   r.add("", "ScatterElements", {11, 13, 16, 18}, infer_scatter_elements);
   r.add("", "ScatterND", {11, 13, 16, 18}, infer_scatter_nd);
   r.add("", "Scatter", {9, 11}, infer_scatter_elements);
-  r.add("", "OneHot", {9, 11}, infer_onehot);
+  r.add("", "OneHot", {9, 11, 28}, infer_onehot);
   r.add("", "NonZero", {9, 13}, infer_nonzero);
-  r.add("", "Compress", {9, 11}, infer_compress);
+  r.add("", "Compress", {9, 11, 28}, infer_compress);
   r.add("", "Trilu", {14}, infer_trilu);
-  r.add("", "EyeLike", {9}, infer_eyelike);
-  r.add("", "DepthToSpace", {1, 11, 13}, infer_depth_to_space);
-  r.add("", "SpaceToDepth", {1, 13}, infer_space_to_depth);
-  r.add("", "ReverseSequence", {10}, infer_reverse_sequence);
-  r.add("", "Unique", {11}, infer_unique);
+  r.add("", "EyeLike", {9, 22}, infer_eyelike);
+  r.add("", "DepthToSpace", {1, 11, 13, 28}, infer_depth_to_space);
+  r.add("", "SpaceToDepth", {1, 13, 28}, infer_space_to_depth);
+  r.add("", "ReverseSequence", {10, 28}, infer_reverse_sequence);
+  r.add("", "Unique", {11, 28}, infer_unique);
   r.add("", "Col2Im", {18}, infer_col2im);
   r.add("", "CenterCropPad", {18}, infer_center_crop_pad);
 }

@@ -48,7 +48,8 @@ CropPadSpec center_crop_pad_spec(const Node& node, const Shape& in, const Shape&
 
 /// Unique / Compress / DepthToSpace attribute helpers.
 int64_t blocksize_attr(const Node& node);
-/// DepthToSpace mode: true for CRD, false for DCR (the default, and the only mode before opset 11).
+/// DepthToSpace / SpaceToDepth mode: true for CRD, false for DCR (the default, and the only mode
+/// of DepthToSpace before opset 11 and of SpaceToDepth before opset 28). Validates the attribute.
 bool depth_to_space_crd(const Node& node);
 
 /// EyeLike output dtype (the `dtype` attribute or the input's).

@@ -96,7 +96,7 @@ void register_linalg_ops(OpRegistry& r) {
   r.add("onyx", "FusedMatMul", {1}, infer_matmul);
   // Gemm with a Relu / Clip in its epilogue (made by the optimizer).
   r.add("onyx", "FusedGemm", {1}, infer_gemm);
-  r.add("", "Det", {11}, infer_det);
+  r.add("", "Det", {11, 22}, infer_det);
 }
 
 }  // namespace onyx

@@ -62,7 +62,7 @@ void infer_sce(InferContext& ctx) {
 }  // namespace
 
 void register_loss_ops(OpRegistry& r) {
-  r.add("", "NegativeLogLikelihoodLoss", {12, 13}, infer_nll);
+  r.add("", "NegativeLogLikelihoodLoss", {12, 13, 22}, infer_nll);
   r.add("", "SoftmaxCrossEntropyLoss", {12, 13}, infer_sce);
 }
 

@@ -290,22 +290,22 @@ void infer_dropout(InferContext& ctx) {
 }  // namespace
 
 void register_nn_ops(OpRegistry& r) {
-  r.add("", "Conv", {1, 11}, infer_conv);
-  r.add("", "ConvTranspose", {1, 11}, infer_conv_transpose);
-  r.add("", "DeformConv", {19}, infer_deform_conv);
-  r.add("", "MaxPool", {1, 8, 10, 11, 12}, infer_pool);
-  r.add("", "AveragePool", {1, 7, 10, 11, 19}, infer_pool);
-  r.add("", "LpPool", {1, 2, 11, 18}, infer_pool);
-  r.add("", "GlobalAveragePool", {1}, infer_global_pool);
-  r.add("", "GlobalMaxPool", {1}, infer_global_pool);
-  r.add("", "GlobalLpPool", {1, 2}, infer_global_pool);
+  r.add("", "Conv", {1, 11, 22}, infer_conv);
+  r.add("", "ConvTranspose", {1, 11, 22}, infer_conv_transpose);
+  r.add("", "DeformConv", {19, 22}, infer_deform_conv);
+  r.add("", "MaxPool", {1, 8, 10, 11, 12, 22}, infer_pool);
+  r.add("", "AveragePool", {1, 7, 10, 11, 19, 22}, infer_pool);
+  r.add("", "LpPool", {1, 2, 11, 18, 22}, infer_pool);
+  r.add("", "GlobalAveragePool", {1, 22}, infer_global_pool);
+  r.add("", "GlobalMaxPool", {1, 22}, infer_global_pool);
+  r.add("", "GlobalLpPool", {1, 2, 22}, infer_global_pool);
   r.add("", "BatchNormalization", {1, 6, 7, 9, 14, 15}, infer_batch_norm);
-  r.add("", "InstanceNormalization", {1, 6}, infer_same);
+  r.add("", "InstanceNormalization", {1, 6, 22}, infer_same);
   r.add("", "LRN", {1, 13}, infer_same);
   r.add("", "LayerNormalization", {17}, infer_layer_norm);
   r.add("", "GroupNormalization", {18, 21}, infer_same);
   r.add("", "MeanVarianceNormalization", {9, 13}, infer_same);
-  r.add("", "Dropout", {1, 6, 7, 10, 12, 13}, infer_dropout);
+  r.add("", "Dropout", {1, 6, 7, 10, 12, 13, 22}, infer_dropout);
   // onyx's own fused ops (made by the optimizer): Conv with an activation applied in its
   // epilogue, and Conv + a same-shape sum (input 3) + an optional activation.
   r.add("onyx", "FusedConv", {1}, infer_conv);

@@ -22,6 +22,9 @@ QuantSplit quant_split(const Node& n, const Shape& x, const Shape& s, const Shap
   if (zp) {
     bool same = zp->size() == s.size();
     for (size_t k = 0; same && k < s.size(); ++k) same = (*zp)[k] < 0 || s[k] < 0 || (*zp)[k] == s[k];
+    // One value each, as a scalar or as [1]: both per-tensor (onnx's own tests mix the two).
+    auto single = [](const Shape& t) { return t.empty() || (t.size() == 1 && t[0] == 1); };
+    same = same || (single(*zp) && single(s));
     if (!same)
       fail(ErrorCode::kInvalidArgument, n.label(), ": ", zn, " (input 2) has shape ", zp->to_string(), " but ", sn,
            " (input 1) has shape ", s.to_string(), "; they must match");
@@ -99,7 +102,14 @@ void infer_quantize(InferContext& ctx) {
     ctx.require_dtype(0, {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kInt32});
   else
     ctx.require_dtype(0, {DType::kFloat, DType::kInt32});
-  if (op >= 19) {
+  if (op >= 23) {
+    // y_scale's own type (the division's precision, unless the precision attribute says otherwise).
+    ctx.require_dtype(1, {DType::kFloat, DType::kFloat16, DType::kBFloat16});
+    const int64_t p = n.attr_int("precision", 0);
+    if (p != 0 && p != static_cast<int64_t>(DType::kFloat) && p != static_cast<int64_t>(DType::kFloat16) &&
+        p != static_cast<int64_t>(DType::kBFloat16))
+      ctx.fail_node("precision ", p, " is not float, float16 or bfloat16");
+  } else if (op >= 19) {
     if (ctx.input_dtype(1) != ctx.input_dtype(0))
       ctx.fail_node("y_scale (input 1) has type ", dtype_name(ctx.input_dtype(1)), " but x has type ",
                     dtype_name(ctx.input_dtype(0)));
@@ -136,6 +146,14 @@ void infer_dequantize(InferContext& ctx) {
   if (op >= 19) {
     ctx.require_dtype(1, {DType::kFloat, DType::kFloat16, DType::kBFloat16});
     out = ctx.input_dtype(1);
+    // Opset 23: output_dtype (float, float16 or bfloat16), else the scale's type.
+    const int64_t attr = op >= 23 ? ctx.node().attr_int("output_dtype", 0) : 0;
+    if (attr != 0) {
+      if (attr != static_cast<int64_t>(DType::kFloat) && attr != static_cast<int64_t>(DType::kFloat16) &&
+          attr != static_cast<int64_t>(DType::kBFloat16))
+        ctx.fail_node("output_dtype ", attr, " is not float, float16 or bfloat16");
+      out = static_cast<DType>(attr);
+    }
   } else {
     ctx.require_dtype(1, {DType::kFloat});
   }
@@ -299,8 +317,8 @@ void infer_matmul_integer(InferContext& ctx) {
 }  // namespace
 
 void register_quant_ops(OpRegistry& r) {
-  r.add("", "QuantizeLinear", {10, 13, 19, 21}, infer_quantize);
-  r.add("", "DequantizeLinear", {10, 13, 19, 21}, infer_dequantize);
+  r.add("", "QuantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28}, infer_quantize);
+  r.add("", "DequantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28}, infer_dequantize);
   r.add("", "DynamicQuantizeLinear", {11}, infer_dynamic_quantize);
   r.add("", "QLinearConv", {10}, infer_qlinear_conv);
   r.add("", "QLinearMatMul", {10, 21}, infer_qlinear_matmul);

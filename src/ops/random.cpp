@@ -69,12 +69,12 @@ void infer_multinomial(InferContext& ctx) {
 }  // namespace
 
 void register_random_ops(OpRegistry& r) {
-  r.add("", "RandomUniform", {1}, infer_random);
-  r.add("", "RandomNormal", {1}, infer_random);
-  r.add("", "RandomUniformLike", {1}, infer_random_like);
-  r.add("", "RandomNormalLike", {1}, infer_random_like);
-  r.add("", "Bernoulli", {15}, infer_bernoulli);
-  r.add("", "Multinomial", {7}, infer_multinomial);
+  r.add("", "RandomUniform", {1, 22}, infer_random);
+  r.add("", "RandomNormal", {1, 22}, infer_random);
+  r.add("", "RandomUniformLike", {1, 22}, infer_random_like);
+  r.add("", "RandomNormalLike", {1, 22}, infer_random_like);
+  r.add("", "Bernoulli", {15, 22}, infer_bernoulli);
+  r.add("", "Multinomial", {7, 22}, infer_multinomial);
 }
 
 }  // namespace onyx

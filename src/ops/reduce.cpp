@@ -204,8 +204,8 @@ void register_reduce_ops(OpRegistry& r) {
   r.add("", "ReduceProd", {1, 11, 13, 18}, infer_reduce);
   r.add("", "ReduceL1", {1, 11, 13, 18}, infer_reduce);
   r.add("", "ReduceL2", {1, 11, 13, 18}, infer_reduce);
-  r.add("", "ReduceLogSum", {1, 11, 13, 18}, infer_reduce);
-  r.add("", "ReduceLogSumExp", {1, 11, 13, 18}, infer_reduce);
+  r.add("", "ReduceLogSum", {1, 11, 13, 18, 28}, infer_reduce);
+  r.add("", "ReduceLogSumExp", {1, 11, 13, 18, 28}, infer_reduce);
   r.add("", "ReduceSumSquare", {1, 11, 13, 18}, infer_reduce);
   r.add("", "ArgMax", {1, 11, 12, 13}, infer_arg);
   r.add("", "ArgMin", {1, 11, 12, 13}, infer_arg);
@@ -213,8 +213,8 @@ void register_reduce_ops(OpRegistry& r) {
   r.add("", "LogSoftmax", {1, 11, 13}, infer_softmax);
   r.add("", "Hardmax", {1, 11, 13}, infer_softmax);
   r.add("", "CumSum", {11, 14}, infer_cumsum);
-  r.add("", "TopK", {1, 10, 11}, infer_topk);
-  r.add("", "LpNormalization", {1}, infer_lp_normalization);
+  r.add("", "TopK", {1, 10, 11, 24}, infer_topk);
+  r.add("", "LpNormalization", {1, 22}, infer_lp_normalization);
 }
 
 }  // namespace onyx

@@ -158,9 +158,9 @@ void infer_rnn(InferContext& ctx) {
 }  // namespace
 
 void register_rnn_ops(OpRegistry& r) {
-  r.add("", "RNN", {1, 7, 14}, infer_rnn);
-  r.add("", "GRU", {1, 3, 7, 14}, infer_rnn);
-  r.add("", "LSTM", {1, 7, 14}, infer_rnn);
+  r.add("", "RNN", {1, 7, 14, 22}, infer_rnn);
+  r.add("", "GRU", {1, 3, 7, 14, 22}, infer_rnn);
+  r.add("", "LSTM", {1, 7, 14, 22}, infer_rnn);
 }
 
 }  // namespace onyx

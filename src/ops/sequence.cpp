@@ -222,12 +222,12 @@ void register_sequence_ops(OpRegistry& r) {
   r.add("", "SequenceAt", {11}, infer_sequence_at);
   r.add("", "SequenceErase", {11}, infer_sequence_erase);
   r.add("", "SequenceLength", {11}, infer_sequence_length);
-  r.add("", "SplitToSequence", {11}, infer_split_to_sequence);
+  r.add("", "SplitToSequence", {11, 24}, infer_split_to_sequence);
   r.add("", "ConcatFromSequence", {11}, infer_concat_from_sequence);
   r.add("", "SequenceMap", {17}, infer_sequence_map);
-  r.add("", "Optional", {15}, infer_optional);
-  r.add("", "OptionalHasElement", {15, 18}, infer_optional_has_element);
-  r.add("", "OptionalGetElement", {15, 18}, infer_optional_get_element);
+  r.add("", "Optional", {15, 28}, infer_optional);
+  r.add("", "OptionalHasElement", {15, 18, 28}, infer_optional_has_element);
+  r.add("", "OptionalGetElement", {15, 18, 28}, infer_optional_get_element);
 }
 
 }  // namespace onyx

@@ -596,25 +596,25 @@ void infer_range(InferContext& ctx) {
 }  // namespace
 
 void register_tensor_ops(OpRegistry& r) {
-  r.add("", "Constant", {1, 9, 11, 12, 13, 19, 21}, infer_constant);
-  r.add("", "Identity", {1, 13, 14, 16, 19, 21}, infer_identity);
+  r.add("", "Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, infer_constant);
+  r.add("", "Identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}, infer_identity);
   r.add("onyx", "Copy", {1}, infer_copy);
-  r.add("", "Shape", {1, 13, 15, 19, 21}, infer_shape);
-  r.add("", "Size", {1, 13, 19, 21}, infer_size);
-  r.add("", "Reshape", {1, 5, 13, 14, 19, 21}, infer_reshape);
-  r.add("", "Flatten", {1, 9, 11, 13, 21}, infer_flatten);
-  r.add("", "Squeeze", {1, 11, 13, 21}, infer_squeeze);
-  r.add("", "Unsqueeze", {1, 11, 13, 21}, infer_unsqueeze);
-  r.add("", "Transpose", {1, 13, 21}, infer_transpose);
+  r.add("", "Shape", {1, 13, 15, 19, 21, 23, 24, 25}, infer_shape);
+  r.add("", "Size", {1, 13, 19, 21, 23, 24, 25}, infer_size);
+  r.add("", "Reshape", {1, 5, 13, 14, 19, 21, 23, 24, 25}, infer_reshape);
+  r.add("", "Flatten", {1, 9, 11, 13, 21, 23, 24, 25}, infer_flatten);
+  r.add("", "Squeeze", {1, 11, 13, 21, 23, 24, 25}, infer_squeeze);
+  r.add("", "Unsqueeze", {1, 11, 13, 21, 23, 24, 25}, infer_unsqueeze);
+  r.add("", "Transpose", {1, 13, 21, 23, 24, 25}, infer_transpose);
   r.add("", "Concat", {1, 4, 11, 13}, infer_concat);
   r.add("", "Split", {1, 2, 11, 13, 18}, infer_split);
   r.add("", "Slice", {1, 10, 11, 13}, infer_slice);
   r.add("", "Gather", {1, 11, 13}, infer_gather);
   r.add("", "Expand", {8, 13}, infer_expand);
   r.add("", "Tile", {1, 6, 13}, infer_tile);
-  r.add("", "Pad", {1, 2, 11, 13, 18, 19, 21}, infer_pad);
-  r.add("", "ConstantOfShape", {9, 20, 21}, infer_constant_of_shape);
-  r.add("", "Range", {11}, infer_range);
+  r.add("", "Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25}, infer_pad);
+  r.add("", "ConstantOfShape", {9, 20, 21, 23, 24, 25}, infer_constant_of_shape);
+  r.add("", "Range", {11, 27}, infer_range);
 }
 
 }  // namespace onyx

@@ -465,6 +465,7 @@ TEST(CudaViews, TileAndBlockRearrangements) {
       {"DepthToSpace", Shape{2, 8, 3, 2}, {attr_int("blocksize", 2)}, {}, 13},
       {"DepthToSpace", Shape{1, 18, 2, 3}, {attr_int("blocksize", 3), attr_string("mode", "CRD")}, {}, 13},
       {"SpaceToDepth", Shape{2, 3, 6, 4}, {attr_int("blocksize", 2)}, {}, 13},
+      {"SpaceToDepth", Shape{1, 2, 6, 9}, {attr_int("blocksize", 3), attr_string("mode", "CRD")}, {}, 28},
   };
   for (const Case& c : cases) {
     GraphSpec g;
@@ -484,7 +485,7 @@ TEST(CudaViews, TileAndBlockRearrangements) {
     const std::string op = c.op;
     if (op == "Tile") src = cuda::tile_view(c.x, c.repeats, want.shape(), &dst);
     else if (op == "DepthToSpace") src = cuda::depth_to_space_view(c.x, c.attrs[0].i, c.attrs.size() > 1, want.shape(), &dst);
-    else src = cuda::space_to_depth_view(c.x, c.attrs[0].i, want.shape(), &dst);
+    else src = cuda::space_to_depth_view(c.x, c.attrs[0].i, c.attrs.size() > 1, want.shape(), &dst);
     EXPECT_TRUE(cuda::is_flat(dst, want.numel())) << op;
     const std::vector<float> got = gather_view(x, src);
     ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel()) << op;

@@ -61,8 +61,10 @@ A apply(BinOp op, A x, A y) {
       }
     case BinOp::kMod:
       if constexpr (std::is_floating_point_v<A>) {
+        // Floor modulo (opset 28): the sign of y, also for a zero result.
         A r = std::fmod(x, y);
-        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        if (r == 0) return std::copysign(A(0), y);
+        if ((r < 0) != (y < 0)) r += y;
         return r;
       } else {
         if (y == 0) return 0;
@@ -76,10 +78,20 @@ A apply(BinOp op, A x, A y) {
         }
       }
     case BinOp::kShl:
-      if constexpr (std::is_integral_v<A>) return y >= A(sizeof(A) * 8) ? A(0) : static_cast<A>(x << y);
+      // Signed types (opset 28): bits shifted past the sign bit are dropped; a shift that is
+      // negative or the width or more gives 0.
+      if constexpr (std::is_integral_v<A>) {
+        using U = std::make_unsigned_t<A>;
+        if (y < 0 || y >= A(sizeof(A) * 8)) return A(0);
+        return static_cast<A>(static_cast<U>(static_cast<U>(x) << y));
+      }
       return x;
     case BinOp::kShr:
-      if constexpr (std::is_integral_v<A>) return y >= A(sizeof(A) * 8) ? A(0) : static_cast<A>(x >> y);
+      // Signed types: arithmetic (sign-extending); out-of-range shifts leave only the sign fill.
+      if constexpr (std::is_integral_v<A>) {
+        if (y < 0 || y >= A(sizeof(A) * 8)) return std::is_signed_v<A> && x < 0 ? A(-1) : A(0);
+        return static_cast<A>(x >> y);
+      }
       return x;
     case BinOp::kBitAnd:
       if constexpr (std::is_integral_v<A>) return x & y;
@@ -152,8 +164,8 @@ std::unique_ptr<Kernel> make_binary(const KernelCreateInfo& info) {
       fail(ErrorCode::kInvalidGraph, info.node.label(), ": direction must be LEFT or RIGHT, got '", dir, "'");
     b = dir == "LEFT" ? BinOp::kShl : BinOp::kShr;
   }
-  if (b == BinOp::kMod && dtype_is_float(info.input_dtype(0)))
-    fail(ErrorCode::kInvalidGraph, info.node.label(), ": Mod on floating-point inputs requires fmod=1");
+  if (b == BinOp::kMod && dtype_is_float(info.input_dtype(0)) && info.node.opset < 28)
+    fail(ErrorCode::kInvalidGraph, info.node.label(), ": Mod on floating-point inputs requires fmod=1 before opset 28");
   return make_fn_kernel(BinaryState{b}, binary_compute);
 }
 
@@ -332,7 +344,8 @@ const KernelDef kDefs[] = {
     {"", "Mul", 1, 99, {{0, kNumeric}}, make_binary},
     {"", "Div", 1, 99, {{0, kNumeric}}, make_binary},
     {"", "Mod", 10, 99, {{0, kNumeric}}, make_binary},
-    {"", "BitShift", 11, 99, {{0, kUnsignedInts}}, make_binary},
+    {"", "BitShift", 11, 27, {{0, kUnsignedInts}}, make_binary},
+    {"", "BitShift", 28, 99, {{0, kInts}}, make_binary},
     {"", "BitwiseAnd", 18, 99, {{0, kInts}}, make_binary},
     {"", "BitwiseOr", 18, 99, {{0, kInts}}, make_binary},
     {"", "BitwiseXor", 18, 99, {{0, kInts}}, make_binary},

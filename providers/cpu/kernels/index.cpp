@@ -750,7 +750,8 @@ void space_to_depth_compute(const BlockState& st, KernelContext& ctx) {
     parallel_range(ctx.pool(), rows, OW, [&](int64_t r0, int64_t r1) {
       for (int64_t row = r0; row < r1; ++row) {
         const int64_t y = row % OH, oc = (row / OH) % OC, n = row / (OH * OC);
-        const int64_t c = oc % C, bb = oc / C, by = bb / b, bx = bb % b;
+        // Output channel (by b + bx) C + c (DCR) or (c b + by) b + bx (CRD).
+        const int64_t c = st.crd ? oc / (b * b) : oc % C, bb = st.crd ? oc % (b * b) : oc / C, by = bb / b, bx = bb % b;
         const T* irow = src + ((n * C + c) * H + y * b + by) * W + bx;
         T* orow = dst + row * OW;
         for (int64_t x = 0; x < OW; ++x) orow[x] = irow[x * b];
@@ -763,7 +764,7 @@ std::unique_ptr<Kernel> make_depth_to_space(const KernelCreateInfo& info) {
   return make_fn_kernel(BlockState{blocksize_attr(info.node), depth_to_space_crd(info.node)}, depth_to_space_compute);
 }
 std::unique_ptr<Kernel> make_space_to_depth(const KernelCreateInfo& info) {
-  return make_fn_kernel(BlockState{blocksize_attr(info.node), false}, space_to_depth_compute);
+  return make_fn_kernel(BlockState{blocksize_attr(info.node), depth_to_space_crd(info.node)}, space_to_depth_compute);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -195,15 +195,26 @@ void require_one(const Tensor& t, const char* name, int idx) {
 
 struct QuantizeState {
   bool saturate;
+  DType precision;  // the type x / y_scale is rounded to (float: no further rounding)
 };
+
+/// x / scale rounded to the division's precision (float16 or bfloat16 at opset 23+; float
+/// division of two such values rounded once more is their correctly rounded quotient).
+template <class A>
+inline A divide_in(DType precision, A x, A s) {
+  const A q = x / s;
+  if (precision == DType::kFloat16) return static_cast<A>(Float16::to_float(Float16::from_float(static_cast<float>(q))));
+  if (precision == DType::kBFloat16) return static_cast<A>(BFloat16::to_float(BFloat16::from_float(static_cast<float>(q))));
+  return q;
+}
 
 template <class X, class Q, class A>
 void quantize_loop(const X* x, typename Q::storage* y, const A* sc, const A* zp, const QuantSplit& qs, int64_t n,
-                   bool sat, ThreadPool& pool) {
+                   bool sat, DType pr, ThreadPool& pool) {
   if (qs.kind == QuantKind::kPerTensor) {
     const A s = sc[0], z = zp ? zp[0] : A(0);
     parallel_range(pool, n, 8, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) y[i] = Q::quantize(static_cast<A>(to_acc(x[i])) / s, z, sat);
+      for (int64_t i = i0; i < i1; ++i) y[i] = Q::quantize(divide_in(pr, static_cast<A>(to_acc(x[i])), s), z, sat);
     });
     return;
   }
@@ -216,11 +227,11 @@ void quantize_loop(const X* x, typename Q::storage* y, const A* sc, const A* zp,
       auto* yr = y + r * inner;
       if (!blocked) {
         const A s = sc[d], z = zp ? zp[d] : A(0);
-        for (int64_t i = 0; i < inner; ++i) yr[i] = Q::quantize(static_cast<A>(to_acc(xr[i])) / s, z, sat);
+        for (int64_t i = 0; i < inner; ++i) yr[i] = Q::quantize(divide_in(pr, static_cast<A>(to_acc(xr[i])), s), z, sat);
       } else {
         const int64_t base = (o * qs.nblocks + d / qs.block) * inner;
         for (int64_t i = 0; i < inner; ++i)
-          yr[i] = Q::quantize(static_cast<A>(to_acc(xr[i])) / sc[base + i], zp ? zp[base + i] : A(0), sat);
+          yr[i] = Q::quantize(divide_in(pr, static_cast<A>(to_acc(xr[i])), sc[base + i]), zp ? zp[base + i] : A(0), sat);
       }
     }
   });
@@ -249,7 +260,7 @@ void quantize_compute(const QuantizeState& st, KernelContext& ctx) {
     dispatch_q(y.dtype(), [&]<class Q>() {
       if (zp) load_q<Q, A>(*zpt, zp);
       quantize_loop<X, Q, A>(static_cast<const X*>(x.raw_data()), static_cast<typename Q::storage*>(y.raw_data()), sc, zp, qs,
-                             n, st.saturate, ctx.pool());
+                             n, st.saturate, st.precision, ctx.pool());
     }, "QuantizeLinear");
   };
   switch (x.dtype()) {
@@ -263,7 +274,14 @@ void quantize_compute(const QuantizeState& st, KernelContext& ctx) {
 
 std::unique_ptr<Kernel> make_quantize(const KernelCreateInfo& info) {
   const Node& n = info.node;
-  return make_fn_kernel(QuantizeState{n.opset < 19 || n.attr_int("saturate", 1) != 0}, quantize_compute);
+  // Opset 23+: the division in the precision attribute's type, else in y_scale's.
+  DType precision = DType::kFloat;
+  if (n.opset >= 23) {
+    const int64_t p = n.attr_int("precision", 0);
+    precision = p != 0 ? static_cast<DType>(p) : info.input_dtype(1);
+  }
+  if (precision == DType::kInt32) precision = DType::kFloat;  // (int32 x: the scale's float type)
+  return make_fn_kernel(QuantizeState{n.opset < 19 || n.attr_int("saturate", 1) != 0, precision}, quantize_compute);
 }
 
 // ---- DequantizeLinear ----

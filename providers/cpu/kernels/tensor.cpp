@@ -467,11 +467,25 @@ void constant_of_shape_compute(const int&, KernelContext& ctx) {
   for (int64_t i = 0; i < out.numel(); ++i) std::memcpy(d + i * es, v->raw_data(), es);
 }
 
-void range_compute(const int&, KernelContext& ctx) {
+void range_compute(const int& stash_float, KernelContext& ctx) {
   const Tensor& s = ctx.input(0);
   dispatch_numeric(s.dtype(), [&]<class T>() {
-    if constexpr (std::is_same_v<T, bool> || is_half_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
       unsupported_dtype("Range", s.dtype());
+    } else if constexpr (is_half_v<T>) {
+      // float16 / bfloat16 (opset 27): start + i * delta in float (stash_type float, the
+      // default) or with each step rounded to T (stash_type T).
+      if (ctx.node().opset < 27) unsupported_dtype("Range before opset 27", s.dtype());
+      auto round = [](float v) { return static_cast<float>(T(v)); };
+      const float start = static_cast<float>(*s.data<T>()), limit = static_cast<float>(*ctx.input(1).data<T>()),
+                  delta = static_cast<float>(*ctx.input(2).data<T>());
+      if (delta == 0) fail(ErrorCode::kInvalidArgument, "Range: delta must not be zero");
+      const double cnt = std::ceil((static_cast<double>(limit) - start) / delta);
+      const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(cnt));
+      Tensor& out = ctx.allocate_output(0, s.dtype(), Shape{n});
+      T* d = out.data<T>();
+      for (int64_t i = 0; i < n; ++i)
+        d[i] = T(stash_float ? start + static_cast<float>(i) * delta : round(start + round(round(static_cast<float>(i)) * delta)));
     } else {
       const T start = *s.data<T>(), limit = *ctx.input(1).data<T>(), delta = *ctx.input(2).data<T>();
       if (delta == 0) fail(ErrorCode::kInvalidArgument, "Range: delta must not be zero");
@@ -497,7 +511,13 @@ FN_FACTORY(make_expand, expand_compute)
 FN_FACTORY(make_tile, tile_compute)
 FN_FACTORY(make_pad, pad_compute)
 FN_FACTORY(make_constant_of_shape, constant_of_shape_compute)
-FN_FACTORY(make_range, range_compute)
+std::unique_ptr<Kernel> make_range(const KernelCreateInfo& info) {
+  // stash_type (opset 27): 1 (float, the default) or the input's own half type.
+  const int64_t stash = info.node.opset >= 27 ? info.node.attr_int("stash_type", 1) : 1;
+  if (stash != 1 && stash != static_cast<int64_t>(info.input_dtype(0)))
+    fail(ErrorCode::kInvalidGraph, info.node.label(), ": stash_type ", stash, " must be 1 (float) or the input's type");
+  return make_fn_kernel(stash == 1 ? 1 : 0, range_compute);
+}
 #undef FN_FACTORY
 
 using namespace types;

@@ -226,8 +226,10 @@ void clip_compute(const ClipState& s, KernelContext& ctx) {
       T* y = static_cast<T*>(out.raw_data());
       parallel_range(ctx.pool(), in.numel(), 2, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
+          // max(x, min) then min(., max): with min > max every value becomes max (numpy's clip).
           const A v = to_acc(x[i]);
-          y[i] = from_acc<T>(v < lo ? lo : (v > hi ? hi : v));
+          const A above = v < lo ? lo : v;
+          y[i] = from_acc<T>(above > hi ? hi : above);
         }
       });
     }
