@@ -55,6 +55,19 @@ void infer_binary(InferContext& ctx) {
   infer_binary_as(ctx, ctx.input_dtype(0));
 }
 
+void infer_swiglu(InferContext& ctx) {
+  if (ctx.input_dtype(0) != ctx.input_dtype(1))
+    ctx.fail_node("A and B have different types: ", dtype_name(ctx.input_dtype(0)), " and ", dtype_name(ctx.input_dtype(1)));
+  const TypeInfo& a = ctx.input_type(0);
+  const TypeInfo& b = ctx.input_type(1);
+  if (a.has_shape && b.has_shape) {
+    bool same = a.shape.size() == b.shape.size();
+    for (size_t k = 0; same && k < a.shape.size(); ++k) same = a.shape[k] < 0 || b.shape[k] < 0 || a.shape[k] == b.shape[k];
+    if (!same) ctx.fail_node("A ", a.shape.to_string(), " and B ", b.shape.to_string(), " must have the same shape (no broadcasting)");
+  }
+  ctx.propagate(0, a.has_shape ? 0 : 1);
+}
+
 void infer_compare(InferContext& ctx) {
   if (ctx.input_dtype(0) != ctx.input_dtype(1))
     ctx.fail_node("inputs have different types: ", dtype_name(ctx.input_dtype(0)), " and ", dtype_name(ctx.input_dtype(1)));
@@ -133,6 +146,8 @@ void register_elementwise_ops(OpRegistry& r) {
       {"Not", {1}},                  {"BitwiseNot", {18}},          {"Clip", {1, 6, 11, 12, 13}},  {"Shrink", {9}},
   };
   for (const auto& u : unary) r.add("", u.name, u.versions, infer_unary);
+  r.add("", "Swish", {24}, infer_unary);
+  r.add("", "SwiGLU", {28}, infer_swiglu);
   r.add("", "IsNaN", {9, 13, 20}, infer_unary_bool);
   r.add("", "IsInf", {10, 20}, infer_unary_bool);
 

@@ -23,6 +23,7 @@ void register_random_ops(OpRegistry& r);        // ops/random.cpp
 void register_training_ops(OpRegistry& r);      // ops/training.cpp
 void register_einsum_ops(OpRegistry& r);        // ops/einsum.cpp
 void register_layout_ops(OpRegistry& r);        // ops/layout.cpp (channels-last forms)
+void register_transformer_ops(OpRegistry& r);   // ops/transformer.cpp (Attention, RotaryEmbedding, ...)
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -43,6 +44,7 @@ inline void register_all_op_families(OpRegistry& r) {
   register_training_ops(r);
   register_einsum_ops(r);
   register_layout_ops(r);
+  register_transformer_ops(r);
 }
 
 }  // namespace onyx

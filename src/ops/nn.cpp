@@ -275,6 +275,15 @@ void infer_layer_norm(InferContext& ctx) {
   }
 }
 
+// RMSNormalization (opset 23): Y has X's shape and the scale's type.
+void infer_rms_norm(InferContext& ctx) {
+  const TypeInfo& x = ctx.input_type(0);
+  const DType out = ctx.input_dtype(1);
+  if (!x.has_shape) return ctx.set_output_unranked(0, out);
+  (void)normalize_axis(ctx.node().attr_int("axis", -1), static_cast<int64_t>(x.shape.size()), ctx.node().label());
+  ctx.set_output(0, out, x.shape);
+}
+
 void infer_dropout(InferContext& ctx) {
   ctx.propagate(0, 0);
   if (ctx.num_outputs() > 1 && ctx.has_output(1)) {
@@ -303,6 +312,7 @@ void register_nn_ops(OpRegistry& r) {
   r.add("", "InstanceNormalization", {1, 6, 22}, infer_same);
   r.add("", "LRN", {1, 13}, infer_same);
   r.add("", "LayerNormalization", {17}, infer_layer_norm);
+  r.add("", "RMSNormalization", {23}, infer_rms_norm);
   r.add("", "GroupNormalization", {18, 21}, infer_same);
   r.add("", "MeanVarianceNormalization", {9, 13}, infer_same);
   r.add("", "Dropout", {1, 6, 7, 10, 12, 13, 22}, infer_dropout);

@@ -213,6 +213,7 @@ void register_reduce_ops(OpRegistry& r) {
   r.add("", "LogSoftmax", {1, 11, 13}, infer_softmax);
   r.add("", "Hardmax", {1, 11, 13}, infer_softmax);
   r.add("", "CumSum", {11, 14}, infer_cumsum);
+  r.add("", "CumProd", {26}, infer_cumsum);
   r.add("", "TopK", {1, 10, 11, 24}, infer_topk);
   r.add("", "LpNormalization", {1, 22}, infer_lp_normalization);
 }

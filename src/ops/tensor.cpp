@@ -593,11 +593,34 @@ void infer_range(InferContext& ctx) {
   ctx.set_output(0, dt, Shape{ctx.fresh()});
 }
 
+/// Bits of one element (4 for the 4-bit types, which onyx keeps one per byte).
+int64_t element_bits(DType t) {
+  if (t == DType::kInt4 || t == DType::kUInt4) return 4;
+  return static_cast<int64_t>(dtype_size(t)) * 8;
+}
+
+void infer_bitcast(InferContext& ctx) {
+  const int64_t to = ctx.node().attr_int("to", 0);
+  if (!dtype_valid(static_cast<int32_t>(to)) || static_cast<DType>(to) == DType::kString)
+    ctx.fail_node("attribute 'to' is not a valid non-string type (", to, ")");
+  const DType from = ctx.input_dtype(0), dt = static_cast<DType>(to);
+  if (from == DType::kString) ctx.fail_node("strings have no bit pattern to reinterpret");
+  if (element_bits(from) != element_bits(dt))
+    ctx.fail_node("cannot reinterpret ", dtype_name(from), " (", element_bits(from), " bits) as ", dtype_name(dt), " (",
+                  element_bits(dt), " bits)");
+  const TypeInfo& t = ctx.input_type(0);
+  if (t.has_shape)
+    ctx.set_output(0, dt, t.shape);
+  else
+    ctx.set_output_unranked(0, dt);
+}
+
 }  // namespace
 
 void register_tensor_ops(OpRegistry& r) {
   r.add("", "Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, infer_constant);
   r.add("", "Identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}, infer_identity);
+  r.add("", "BitCast", {26}, infer_bitcast);
   r.add("onyx", "Copy", {1}, infer_copy);
   r.add("", "Shape", {1, 13, 15, 19, 21, 23, 24, 25}, infer_shape);
   r.add("", "Size", {1, 13, 19, 21, 23, 24, 25}, infer_size);

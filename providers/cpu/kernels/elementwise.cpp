@@ -204,6 +204,31 @@ void pow_compute(const int& /*unused*/, KernelContext& ctx) {
 
 std::unique_ptr<Kernel> make_pow(const KernelCreateInfo&) { return make_fn_kernel(0, pow_compute); }
 
+// SwiGLU (opset 28): Y = A * sigmoid(alpha A) * B, A and B of one shape (no broadcasting).
+void swiglu_compute(const float& alpha, KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (!(a.shape() == b.shape()))
+    fail(ErrorCode::kInvalidArgument, "A ", a.shape().to_string(), " and B ", b.shape().to_string(), " must have the same shape");
+  Tensor& y = ctx.output(0);
+  dispatch_float(a.dtype(), [&]<class T>() {
+    using A = Acc<T>;
+    const T* pa = static_cast<const T*>(a.raw_data());
+    const T* pb = static_cast<const T*>(b.raw_data());
+    T* py = static_cast<T*>(y.raw_data());
+    parallel_range(ctx.pool(), a.numel(), 16, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const A g = to_acc(pa[i]);
+        py[i] = from_acc<T>(g / (A(1) + std::exp(-A(alpha) * g)) * to_acc(pb[i]));
+      }
+    });
+  }, "SwiGLU");
+}
+
+std::unique_ptr<Kernel> make_swiglu(const KernelCreateInfo& info) {
+  return make_fn_kernel(info.node.attr_float("alpha", 1.0f), swiglu_compute);
+}
+
 // Comparisons and logic: bool outputs.
 enum class CmpOp { kEq, kLt, kGt, kLe, kGe, kAnd, kOr, kXor };
 
@@ -346,6 +371,7 @@ const KernelDef kDefs[] = {
     {"", "Mod", 10, 99, {{0, kNumeric}}, make_binary},
     {"", "BitShift", 11, 27, {{0, kUnsignedInts}}, make_binary},
     {"", "BitShift", 28, 99, {{0, kInts}}, make_binary},
+    {"", "SwiGLU", 28, 99, {{0, kFloats}}, make_swiglu},
     {"", "BitwiseAnd", 18, 99, {{0, kInts}}, make_binary},
     {"", "BitwiseOr", 18, 99, {{0, kInts}}, make_binary},
     {"", "BitwiseXor", 18, 99, {{0, kInts}}, make_binary},

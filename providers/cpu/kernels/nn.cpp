@@ -199,6 +199,69 @@ void layer_norm_compute(const int&, KernelContext& ctx) {
   }, "LayerNormalization");
 }
 
+// RMSNormalization (opset 23): y = x / sqrt(mean(x^2 over dims axis..) + epsilon) * scale, the
+// scale broadcast to X (unidirectionally), accumulated in float (double for double X).
+void rms_norm_compute(const int&, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  Tensor& y = ctx.output(0);
+  const int64_t r = static_cast<int64_t>(x.rank());
+  const int64_t axis = normalize_axis(ctx.node().attr_int("axis", -1), r, "RMSNormalization");
+  const int64_t stash = ctx.node().attr_int("stash_type", 1);
+  if (stash != 1 && !(stash == static_cast<int64_t>(DType::kDouble) && x.dtype() == DType::kDouble))
+    fail(ErrorCode::kNotImplemented, "RMSNormalization with stash_type ", stash, " (onyx accumulates in float, or double for double)");
+  if (scale.rank() > x.rank()) fail(ErrorCode::kInvalidArgument, "scale ", scale.shape().to_string(), " has a higher rank than X");
+  // Scale strides over X's dims (right-aligned; 0 where it broadcasts).
+  Shape sst = Shape::filled(static_cast<size_t>(r), 0);
+  int64_t stride = 1;
+  for (int64_t k = static_cast<int64_t>(scale.rank()) - 1, d = r - 1; k >= 0; --k, --d) {
+    if (scale.dim(k) != 1 && scale.dim(k) != x.dim(d))
+      fail(ErrorCode::kInvalidArgument, "scale ", scale.shape().to_string(), " does not broadcast to X ", x.shape().to_string());
+    if (scale.dim(k) != 1) sst[d] = stride;
+    stride *= scale.dim(k);
+  }
+  int64_t rows = 1, cols = 1;
+  for (int64_t k = 0; k < r; ++k) (k < axis ? rows : cols) *= x.dim(k);
+  const double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  dispatch_float(x.dtype(), [&]<class T>() {
+    dispatch_float(scale.dtype(), [&]<class V>() {
+      using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const T* px = static_cast<const T*>(x.raw_data());
+      const V* ps = static_cast<const V*>(scale.raw_data());
+      V* py = static_cast<V*>(y.raw_data());
+      parallel_range(ctx.pool(), rows, cols * 3, [&](int64_t r0, int64_t r1) {
+        for (int64_t row = r0; row < r1; ++row) {
+          const T* xr = px + row * cols;
+          V* yr = py + row * cols;
+          A ss = 0;
+          for (int64_t j = 0; j < cols; ++j) {
+            const A v = static_cast<A>(to_acc(xr[j]));
+            ss += v * v;
+          }
+          const A inv = A(1) / std::sqrt(ss / static_cast<A>(cols) + static_cast<A>(eps));
+          // The scale's offset: the row's part, then an odometer over the normalised dims.
+          int64_t base = 0, rem = row;
+          for (int64_t k = axis - 1; k >= 0; --k) {
+            base += (rem % x.dim(k)) * sst[k];
+            rem /= x.dim(k);
+          }
+          Shape idx = Shape::filled(static_cast<size_t>(r - axis), 0);
+          int64_t off = base;
+          for (int64_t j = 0; j < cols; ++j) {
+            yr[j] = from_acc<V>(static_cast<Acc<V>>(static_cast<A>(to_acc(xr[j])) * inv * static_cast<A>(to_acc(ps[off]))));
+            for (int64_t k = r - 1; k >= axis; --k) {
+              off += sst[k];
+              if (++idx[k - axis] < x.dim(k)) break;
+              off -= sst[k] * x.dim(k);
+              idx[k - axis] = 0;
+            }
+          }
+        }
+      });
+    }, "RMSNormalization scale");
+  }, "RMSNormalization");
+}
+
 void group_norm_compute(const int&, KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
@@ -325,6 +388,7 @@ std::unique_ptr<Kernel> make(void (*fn)(const int&, KernelContext&)) { return ma
 FACTORY(make_batch_norm, batch_norm_compute)
 FACTORY(make_instance_norm, instance_norm_compute)
 FACTORY(make_layer_norm, layer_norm_compute)
+FACTORY(make_rms_norm, rms_norm_compute)
 FACTORY(make_group_norm, group_norm_compute)
 FACTORY(make_mvn, mvn_compute)
 FACTORY(make_lrn, lrn_compute)
@@ -337,6 +401,7 @@ const KernelDef kDefs[] = {
     {"", "BatchNormalization", 1, 99, {{0, kFloats}}, make_batch_norm},
     {"", "InstanceNormalization", 1, 99, {{0, kFloats}}, make_instance_norm},
     {"", "LayerNormalization", 17, 99, {{0, kFloats}}, make_layer_norm},
+    {"", "RMSNormalization", 23, 99, {{0, kFloats}, {1, kFloats}}, make_rms_norm},
     {"", "GroupNormalization", 18, 99, {{0, kFloats}}, make_group_norm},
     {"", "MeanVarianceNormalization", 9, 99, {{0, kFloats}}, make_mvn},
     {"", "LRN", 1, 99, {{0, kFloats}}, make_lrn},

@@ -733,6 +733,7 @@ std::unique_ptr<Kernel> make_softmax(const KernelCreateInfo& info) {
 struct CumSumState {
   bool exclusive;
   bool reverse;
+  bool product = false;  // CumProd (opset 26)
 };
 
 template <class T>
@@ -745,12 +746,18 @@ void cumsum_typed(const CumSumState& st, const AxisSplit& s, const T* px, T* py,
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t o = it / chunks, j0 = (it % chunks) * kChunk;
       const int64_t n = std::min(kChunk, I - j0);
-      for (int64_t j = 0; j < n; ++j) acc[j] = A(0);
+      for (int64_t j = 0; j < n; ++j) acc[j] = A(st.product ? 1 : 0);
       for (int64_t k = 0; k < D; ++k) {
         const int64_t d = st.reverse ? D - 1 - k : k;
         const T* p = px + (o * D + d) * I + j0;
         T* q = py + (o * D + d) * I + j0;
-        if (st.exclusive) {
+        if (st.product) {
+          for (int64_t j = 0; j < n; ++j) {
+            if (st.exclusive) q[j] = store<T>(acc[j]);
+            acc[j] *= load<A>(p[j]);
+            if (!st.exclusive) q[j] = store<T>(acc[j]);
+          }
+        } else if (st.exclusive) {
           for (int64_t j = 0; j < n; ++j) {
             q[j] = store<T>(acc[j]);
             acc[j] += load<A>(p[j]);
@@ -781,14 +788,15 @@ void cumsum_compute(const CumSumState& st, KernelContext& ctx) {
   const AxisSplit s = split_at_axis(x.shape(), a < 0 ? a + r : a);
   dispatch_numeric(x.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>)
-      unsupported_dtype("CumSum", x.dtype());
+      unsupported_dtype(st.product ? "CumProd" : "CumSum", x.dtype());
     else
       cumsum_typed<T>(st, s, static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), ctx.pool());
   });
 }
 
 std::unique_ptr<Kernel> make_cumsum(const KernelCreateInfo& info) {
-  return make_fn_kernel(CumSumState{info.node.attr_int("exclusive", 0) != 0, info.node.attr_int("reverse", 0) != 0},
+  return make_fn_kernel(CumSumState{info.node.attr_int("exclusive", 0) != 0, info.node.attr_int("reverse", 0) != 0,
+                                    info.node.op_type == "CumProd"},
                         cumsum_compute);
 }
 
@@ -962,6 +970,7 @@ const KernelDef kDefs[] = {
     {"", "LogSoftmax", 1, 99, {{0, kFloats}}, make_softmax},
     {"", "Hardmax", 1, 99, {{0, kFloats}}, make_softmax},
     {"", "CumSum", 11, 99, {{0, kNumeric}, {1, kIndex}}, make_cumsum},
+    {"", "CumProd", 26, 99, {{0, kNumeric}, {1, kIndex}}, make_cumsum},
     {"", "TopK", 1, 99, {{0, kNumeric}}, make_topk},
     {"", "LpNormalization", 1, 99, {{0, kFloats}}, make_lpnorm},
 };

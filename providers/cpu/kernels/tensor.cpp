@@ -511,6 +511,30 @@ FN_FACTORY(make_expand, expand_compute)
 FN_FACTORY(make_tile, tile_compute)
 FN_FACTORY(make_pad, pad_compute)
 FN_FACTORY(make_constant_of_shape, constant_of_shape_compute)
+// BitCast (opset 26): the bytes as they are, but for the 4-bit types (kept one per byte, sign-
+// or zero-extended) and bool (a byte must be 0 or 1 to be a bool).
+void bitcast_compute(const int&, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const DType from = x.dtype(), to = y.dtype();
+  const auto* src = static_cast<const uint8_t*>(x.raw_data());
+  auto* dst = static_cast<uint8_t*>(y.raw_data());
+  const int64_t n = x.numel();
+  if (from == DType::kInt4 || from == DType::kUInt4) {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t nib = src[i] & 0xF;
+      dst[i] = to == DType::kInt4 && (nib & 0x8) ? static_cast<uint8_t>(nib | 0xF0) : nib;
+    }
+    return;
+  }
+  if (to == DType::kBool)
+    for (int64_t i = 0; i < n; ++i)
+      if (src[i] > 1) fail(ErrorCode::kRuntime, "BitCast: byte ", static_cast<int>(src[i]), " at element ", i, " is not a bool (0 or 1)");
+  if (x.nbytes()) std::memcpy(dst, src, x.nbytes());
+}
+
+FN_FACTORY(make_bitcast, bitcast_compute)
+
 std::unique_ptr<Kernel> make_range(const KernelCreateInfo& info) {
   // stash_type (opset 27): 1 (float, the default) or the input's own half type.
   const int64_t stash = info.node.opset >= 27 ? info.node.attr_int("stash_type", 1) : 1;
@@ -527,6 +551,7 @@ constexpr TypeMask kNarrow = kFloat8Types | kInt4Types;
 const KernelDef kDefs[] = {
     {"", "Constant", 1, 99, {}, make_constant},
     {"", "Identity", 1, 99, {}, make_identity},
+    {"", "BitCast", 26, 99, {{0, (kAll & ~type_mask({DType::kString})) | kNarrow}}, make_bitcast},
     {"", "Shape", 1, 99, {}, make_shape},
     {"", "Size", 1, 99, {}, make_size},
     {"", "Reshape", 1, 18, {{0, kAll}}, make_kernel<ReshapeKernel>},

@@ -14,7 +14,7 @@ namespace {
 enum class UOp {
   kAbs, kNeg, kExp, kLog, kSqrt, kReciprocal, kFloor, kCeil, kRound, kSign, kSin, kCos, kTan, kAsin, kAcos, kAtan,
   kSinh, kCosh, kAsinh, kAcosh, kAtanh, kErf, kSigmoid, kTanh, kRelu, kLeakyRelu, kElu, kSelu, kCelu, kHardSigmoid,
-  kHardSwish, kSoftplus, kSoftsign, kThresholdedRelu, kGelu, kGeluTanh, kMish, kShrink, kNot, kBitwiseNot
+  kHardSwish, kSoftplus, kSoftsign, kThresholdedRelu, kGelu, kGeluTanh, kMish, kShrink, kNot, kBitwiseNot, kSwish
 };
 
 struct UnaryState {
@@ -65,6 +65,7 @@ inline A unary_apply(const UnaryState& s, A x) {
         const A c = std::sqrt(A(2) / A(M_PI));
         return A(0.5) * x * (A(1) + std::tanh(c * (x + A(0.044715) * x * x * x)));
       }
+      case UOp::kSwish: return x / (A(1) + std::exp(-A(s.alpha) * x));  // x * sigmoid(alpha x)
       case UOp::kMish: {
         const A sp = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
         return x * std::tanh(sp);
@@ -159,6 +160,7 @@ std::unique_ptr<Kernel> make_unary(const KernelCreateInfo& info) {
       {"HardSwish", UOp::kHardSwish}, {"Softplus", UOp::kSoftplus}, {"Softsign", UOp::kSoftsign},
       {"ThresholdedRelu", UOp::kThresholdedRelu}, {"Gelu", UOp::kGelu}, {"Mish", UOp::kMish},
       {"Shrink", UOp::kShrink},   {"Not", UOp::kNot},           {"BitwiseNot", UOp::kBitwiseNot},
+      {"Swish", UOp::kSwish},
   };
   UnaryState s{UOp::kAbs};
   bool found = false;
@@ -182,6 +184,7 @@ std::unique_ptr<Kernel> make_unary(const KernelCreateInfo& info) {
       s.beta = n.attr_float("beta", 0.5f);
       break;
     case UOp::kThresholdedRelu: s.alpha = n.attr_float("alpha", 1.0f); break;
+    case UOp::kSwish: s.alpha = n.attr_float("alpha", 1.0f); break;
     case UOp::kShrink:
       s.alpha = n.attr_float("lambd", 0.5f);
       s.beta = n.attr_float("bias", 0.0f);
@@ -487,6 +490,7 @@ const KernelDef kDefs[] = {
     {"", "ThresholdedRelu", 10, 99, {{0, kFloats}}, make_unary},
     {"", "Gelu", 20, 99, {{0, kFloats}}, make_unary},
     {"", "Mish", 18, 99, {{0, kFloats}}, make_unary},
+    {"", "Swish", 24, 99, {{0, kFloats}}, make_unary},
     {"", "Shrink", 9, 99, {{0, kNumeric}}, make_unary},
     {"", "Not", 1, 99, {{0, kBool}}, make_unary},
     {"", "BitwiseNot", 18, 99, {{0, kInts}}, make_unary},
