@@ -34,10 +34,14 @@ enum class DType : int32_t {
   kFloat8E5M2FNUZ = 20,
   kUInt4 = 21,
   kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
 };
 
 /// The largest DType value onyx knows.
-inline constexpr int kMaxDType = 22;
+inline constexpr int kMaxDType = 26;  // (27, 28: the float6 types, not supported)
 
 /// Bytes per element (1 for the 4-bit types, which onyx stores unpacked, one per byte;
 /// sizeof(std::string) for kString; 0 for kUndefined).

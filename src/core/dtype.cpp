@@ -28,7 +28,11 @@ std::size_t dtype_size(DType t) {
     case DType::kFloat8E5M2:
     case DType::kFloat8E5M2FNUZ:
     case DType::kUInt4:
-    case DType::kInt4: return 1;
+    case DType::kInt4:
+    case DType::kFloat4E2M1:
+    case DType::kFloat8E8M0:
+    case DType::kUInt2:
+    case DType::kInt2: return 1;  // (packed types: one value per byte in memory)
     case DType::kUndefined: return 0;
   }
   return 0;
@@ -59,6 +63,10 @@ std::string_view dtype_name(DType t) {
     case DType::kFloat8E5M2FNUZ: return "float8e5m2fnuz";
     case DType::kUInt4: return "uint4";
     case DType::kInt4: return "int4";
+    case DType::kFloat4E2M1: return "float4e2m1";
+    case DType::kFloat8E8M0: return "float8e8m0";
+    case DType::kUInt2: return "uint2";
+    case DType::kInt2: return "int2";
   }
   return "invalid";
 }
@@ -74,18 +82,21 @@ bool dtype_is_float(DType t) {
     case DType::kFloat8E4M3FN:
     case DType::kFloat8E4M3FNUZ:
     case DType::kFloat8E5M2:
-    case DType::kFloat8E5M2FNUZ: return true;
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat4E2M1:
+    case DType::kFloat8E8M0: return true;
     default: return false;
   }
 }
 
 bool dtype_is_signed_int(DType t) {
-  return t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64 || t == DType::kInt4;
+  return t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64 || t == DType::kInt4 ||
+         t == DType::kInt2;
 }
 
 bool dtype_is_int(DType t) {
   return dtype_is_signed_int(t) || t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
-         t == DType::kUInt64 || t == DType::kUInt4;
+         t == DType::kUInt64 || t == DType::kUInt4 || t == DType::kUInt2;
 }
 
 uint16_t Float16::from_float(float f) {

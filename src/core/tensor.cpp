@@ -1,5 +1,7 @@
 #include "onyx/tensor.hpp"
 
+#include "core/narrow.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -143,9 +145,17 @@ double Tensor::element_as_double(int64_t i) const {
     case DType::kFloat16: return Float16::to_float(static_cast<const uint16_t*>(p)[i]);
     case DType::kBFloat16: return BFloat16::to_float(static_cast<const uint16_t*>(p)[i]);
     case DType::kInt8:
-    case DType::kInt4: return static_cast<const int8_t*>(p)[i];  // (4-bit values: one per byte in memory)
+    case DType::kInt4:
+    case DType::kInt2: return static_cast<const int8_t*>(p)[i];  // (4- and 2-bit values: one per byte in memory)
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat4E2M1:
+    case DType::kFloat8E8M0: return narrow_float_to_double(dtype_, static_cast<const uint8_t*>(p)[i]);
     case DType::kUInt8:
     case DType::kUInt4:
+    case DType::kUInt2:
     case DType::kBool: return static_cast<const uint8_t*>(p)[i];
     case DType::kInt16: return static_cast<const int16_t*>(p)[i];
     case DType::kUInt16: return static_cast<const uint16_t*>(p)[i];

@@ -1,5 +1,7 @@
 #include "model/tensor_proto.hpp"
 
+#include "core/narrow.hpp"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -28,7 +30,21 @@ struct RawTensor {
   int64_t data_location = 0;
 };
 
-bool is_packed4(DType t) { return t == DType::kInt4 || t == DType::kUInt4; }
+/// Why an element type number is refused: onnx 1.23's float6 types are known but not supported.
+std::string bad_elem_type(int64_t v) {
+  if (v == 27) return "element type float6e2m3 (27) is not supported";
+  if (v == 28) return "element type float6e3m2 (28) is not supported";
+  return str("invalid elem_type ", v);
+}
+
+/// Value i of packed `bits`-bit values (low bits first), sign-extended for int4 / int2.
+uint8_t unpack(DType dt, int bits, uint8_t byte, int64_t i) {
+  const int per = 8 / bits;
+  const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1);
+  const uint8_t v = (byte >> ((i % per) * bits)) & mask;
+  const bool sign = (dt == DType::kInt4 || dt == DType::kInt2) && (v >> (bits - 1));
+  return sign ? static_cast<uint8_t>(v | ~mask) : v;
+}
 
 Tensor from_typed(const RawTensor& rt, DType dt, const Shape& shape, ProtoReader& r) {
   Tensor t(dt, shape);
@@ -77,13 +93,14 @@ Tensor from_typed(const RawTensor& rt, DType dt, const Shape& shape, ProtoReader
       break;
     }
     case DType::kInt4:
-    case DType::kUInt4: {
-      check(rt.int32s.size(), (n + 1) / 2, "int32_data");
+    case DType::kUInt4:
+    case DType::kFloat4E2M1:
+    case DType::kInt2:
+    case DType::kUInt2: {
+      const int bits = packed_bits(dt), per = 8 / bits;
+      check(rt.int32s.size(), (n + per - 1) / per, "int32_data");
       auto* o = static_cast<uint8_t*>(d);
-      for (int64_t i = 0; i < n; ++i) {
-        uint8_t nib = (static_cast<uint8_t>(rt.int32s[i / 2]) >> ((i & 1) * 4)) & 0xf;
-        o[i] = (dt == DType::kInt4 && (nib & 8)) ? static_cast<uint8_t>(nib | 0xf0) : nib;
-      }
+      for (int64_t i = 0; i < n; ++i) o[i] = unpack(dt, bits, static_cast<uint8_t>(rt.int32s[i / per]), i);
       break;
     }
     default: {
@@ -150,8 +167,7 @@ Tensor parse_tensor_proto(ProtoReader r, const TensorSource& src, std::string* n
     }
   }
   if (name) *name = rt.name;
-  if (!dtype_valid(rt.data_type) || rt.data_type == 0)
-    r.error(str("tensor '", rt.name, "' has invalid data_type ", rt.data_type));
+  if (!dtype_valid(rt.data_type) || rt.data_type == 0) r.error(str("tensor '", rt.name, "': ", bad_elem_type(rt.data_type)));
   const DType dt = static_cast<DType>(rt.data_type);
   for (int64_t d : rt.dims)
     if (d < 0) r.error(str("tensor '", rt.name, "' has negative dimension ", d));
@@ -163,8 +179,9 @@ Tensor parse_tensor_proto(ProtoReader r, const TensorSource& src, std::string* n
     r.error(str("tensor '", rt.name, "' has shape ", shape.to_string(), " whose element count overflows"));
   }
   const uint64_t es = dtype_size(dt);
-  uint64_t want_bytes = is_packed4(dt) ? static_cast<uint64_t>((n + 1) / 2) : 0;
-  if (!is_packed4(dt) && __builtin_mul_overflow(static_cast<uint64_t>(n), es, &want_bytes))
+  const int bits = packed_bits(dt);
+  uint64_t want_bytes = bits ? static_cast<uint64_t>((n + 8 / bits - 1) / (8 / bits)) : 0;
+  if (!bits && __builtin_mul_overflow(static_cast<uint64_t>(n), es, &want_bytes))
     r.error(str("tensor '", rt.name, "' is too large"));
 
   std::span<const uint8_t> bytes;
@@ -201,13 +218,10 @@ Tensor parse_tensor_proto(ProtoReader r, const TensorSource& src, std::string* n
   if (bytes.size() != want_bytes)
     r.error(str("tensor '", rt.name, "' of type ", dtype_name(dt), " and shape ", shape.to_string(), " needs ",
                 want_bytes, " bytes of data but has ", bytes.size()));
-  if (is_packed4(dt)) {
+  if (bits) {
     Tensor t(dt, shape);
     auto* o = static_cast<uint8_t*>(t.raw_data());
-    for (int64_t i = 0; i < n; ++i) {
-      uint8_t nib = (bytes[i / 2] >> ((i & 1) * 4)) & 0xf;
-      o[i] = (dt == DType::kInt4 && (nib & 8)) ? static_cast<uint8_t>(nib | 0xf0) : nib;
-    }
+    for (int64_t i = 0; i < n; ++i) o[i] = unpack(dt, bits, bytes[i / (8 / bits)], i);
     return t;
   }
   // Zero-copy when the bytes are aligned for the element type; otherwise copy to aligned memory.
@@ -277,7 +291,7 @@ TypeInfo parse_type_proto(ProtoReader r, SymbolTable& symbols, int depth) {
         while (tr.next()) {
           if (tr.field() == 1) {
             const int64_t et = tr.int64();
-            if (et != 0 && !dtype_valid(static_cast<int32_t>(et))) tr.error(str("invalid elem_type ", et));
+            if (et != 0 && !dtype_valid(static_cast<int32_t>(et))) tr.error(bad_elem_type(static_cast<int64_t>(et)));
             t.dtype = static_cast<DType>(et);
           } else if (tr.field() == 2) {
             tr.expect(WireType::kBytes);
@@ -397,10 +411,12 @@ void put_tensor_fields(ProtoWriter& w, const Tensor& t, const std::string& name)
   if (t.dtype() == DType::kString) {
     const auto* s = static_cast<const std::string*>(t.raw_data());
     for (int64_t i = 0; i < t.numel(); ++i) w.bytes(6, s[i]);
-  } else if (t.dtype() == DType::kInt4 || t.dtype() == DType::kUInt4) {
-    std::string packed((t.numel() + 1) / 2, '\0');
+  } else if (const int bits = packed_bits(t.dtype())) {
+    const int per = 8 / bits, mask = (1 << bits) - 1;
+    std::string packed((t.numel() + per - 1) / per, '\0');
     const auto* p = static_cast<const uint8_t*>(t.raw_data());
-    for (int64_t i = 0; i < t.numel(); ++i) packed[i / 2] = static_cast<char>(packed[i / 2] | ((p[i] & 0xf) << ((i & 1) * 4)));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      packed[i / per] = static_cast<char>(packed[i / per] | ((p[i] & mask) << ((i % per) * bits)));
     w.bytes(9, packed);
   } else {
     w.bytes(9, t.raw_data(), t.nbytes());

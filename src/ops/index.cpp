@@ -197,7 +197,7 @@ DType eyelike_dtype(const Node& node, DType input) {
     fail(ErrorCode::kInvalidGraph, node.label(), ": attribute 'dtype' has invalid value ", a->i);
   const DType dt = static_cast<DType>(a->i);
   const bool ok = dt == DType::kBool || (dtype_is_float(dt) && dtype_size(dt) >= 2) || dtype_is_int(dt);
-  if (!ok || dt == DType::kUInt4 || dt == DType::kInt4)
+  if (!ok || dt == DType::kUInt4 || dt == DType::kInt4 || dt == DType::kUInt2 || dt == DType::kInt2)
     fail(ErrorCode::kInvalidGraph, node.label(), ": EyeLike cannot produce ", dtype_name(dt));
   return dt;
 }

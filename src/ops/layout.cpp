@@ -78,7 +78,7 @@ TypeInfo permute_type(const TypeInfo& t, const std::vector<int64_t>& perm) {
 
 Tensor permute_tensor(const Tensor& x, const std::vector<int64_t>& perm) {
   const size_t r = perm.size();
-  if (x.rank() != r || !x.on_host() || x.dtype() == DType::kString || x.dtype() == DType::kInt4 || x.dtype() == DType::kUInt4)
+  if (x.rank() != r || !x.on_host() || x.dtype() == DType::kString)
     fail(ErrorCode::kInvalidArgument, "permute_tensor: a host tensor of fixed-size elements and rank ", r, " is needed, got ",
          x.summary());
   Shape out_shape;

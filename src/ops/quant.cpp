@@ -87,6 +87,8 @@ bool quant_type_ok(int opset, DType t, bool allow_int32) {
   if (t == DType::kInt32) return allow_int32;
   if (opset >= 19 && is_f8(t)) return true;
   if (opset >= 21 && (t == DType::kUInt16 || t == DType::kInt16 || t == DType::kUInt4 || t == DType::kInt4)) return true;
+  if (opset >= 23 && t == DType::kFloat4E2M1) return true;
+  if (opset >= 25 && (t == DType::kUInt2 || t == DType::kInt2)) return true;
   return false;
 }
 

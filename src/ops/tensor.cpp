@@ -2,6 +2,8 @@
 // Unsqueeze, Transpose, Concat, Split, Slice, Gather, Expand, Tile, Pad, ConstantOfShape, Range.
 #include "ops/tensor.hpp"
 
+#include "core/narrow.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -593,9 +595,9 @@ void infer_range(InferContext& ctx) {
   ctx.set_output(0, dt, Shape{ctx.fresh()});
 }
 
-/// Bits of one element (4 for the 4-bit types, which onyx keeps one per byte).
+/// Bits of one element (4 or 2 for the packed types, which onyx keeps one per byte).
 int64_t element_bits(DType t) {
-  if (t == DType::kInt4 || t == DType::kUInt4) return 4;
+  if (const int b = packed_bits(t)) return b;
   return static_cast<int64_t>(dtype_size(t)) * 8;
 }
 

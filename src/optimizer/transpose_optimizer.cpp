@@ -124,7 +124,7 @@ bool layout_free(const Graph& g, int v) {
 
 bool permutable_dtype(DType t) {
   switch (t) {
-    case DType::kString: case DType::kInt4: case DType::kUInt4: case DType::kUndefined: return false;
+    case DType::kString: case DType::kUndefined: return false;  // (packed types are one value per byte in memory)
     default: return true;
   }
 }

@@ -596,7 +596,10 @@ void SessionImpl::run(Binding& binding) const {
     const bool profiling = binding.profiling_;
     // Whole-run capture (profiled runs are never recorded or replayed: they time each node).
     RunContext::Capture& cap = ctx->capture;
-    if (cap.plan != &plan) cap = RunContext::Capture{&plan};  // (drops another plan's recording)
+    if (cap.plan != &plan) {  // (drops another plan's recording)
+      cap = RunContext::Capture{};
+      cap.plan = &plan;
+    }
     const int cap_ep = profiling || cap.failed ? -1 : plan.capture_ep;
     ctx->ep_states.resize(eps.size());
     for (size_t e = 0; e < eps.size(); ++e) {

@@ -334,8 +334,8 @@ TEST(Opset19, EqualOnStrings) {
 TEST(Opset19, CastToFloat8Saturates) {
   // Reference evaluator (Cast-19 to each float8 type, saturate 1 and 0), except where the
   // specification's table differs from it: +-Inf with saturate to an FNUZ type is NaN (0x80) in
-  // the table (the reference gives the largest finite value), which onyx follows, as its
-  // QuantizeLinear does.
+  // Cast-19 to 23's table (the reference gives the largest finite value, which Cast-24's table
+  // says too: see Opset24.CastInfinityToFnuz), which onyx follows, as its QuantizeLinear does.
   const Tensor x =
       f32({12}, {1.0f, 0.5f, -2.0f, 448.0f, 500.0f, kInf, -kInf, kNaN, 0.001953125f, -0.0f, 1.0625f, 3.3f});
   struct Case {

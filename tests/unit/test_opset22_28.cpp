@@ -9,6 +9,15 @@
 using namespace onyx;
 using namespace onyx::test;
 
+namespace {
+/// Every element as an integer (through element_as_double: also the 2- and 4-bit types).
+std::vector<int> ints_of(const Tensor& t) {
+  std::vector<int> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<int>(t.element_as_double(i)));
+  return v;
+}
+}  // namespace
+
 TEST(Opset23, QuantizeLinearDividesInTheScalesPrecision) {
   // x / 0.5 = 3.0078125, 3.501953125, 2.501953125 (exact in float). Rounded to uint8 from float:
   // 3, 4, 3. With precision bfloat16 the quotients are first rounded to bfloat16 (spacing 1/64
@@ -80,4 +89,65 @@ TEST(Opset28, SpaceToDepthCrdUndoesDepthToSpaceCrd) {
   EXPECT_EQ(values<float>(dcr), (std::vector<float>{1, 5, 2, 6, 3, 7, 4, 8}));
   expect_error([&] { run1("SpaceToDepth", {{"x", x}}, DType::kFloat, {attr_int("blocksize", 2), attr_string("mode", "XYZ")}, 28); },
                "unknown mode");
+}
+
+TEST(Opset24, CastInfinityToFnuz) {
+  // Cast-24 changed the table: +-Inf with saturate to an FNUZ float8 is the largest finite value
+  // (240 / 57344, codes 0x7F / 0xFF), no longer NaN (0x80) as in Cast-19 to 23.
+  const Tensor x = f32({2}, {kInf, -kInf});
+  for (DType t : {DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2FNUZ}) {
+    const int64_t to = static_cast<int64_t>(t);
+    EXPECT_EQ(bytes_of(run1("Cast", {{"x", x}}, t, {attr_int("to", to)}, 24)), (std::vector<uint8_t>{0x7F, 0xFF})) << dtype_name(t);
+    EXPECT_EQ(bytes_of(run1("Cast", {{"x", x}}, t, {attr_int("to", to)}, 23)), (std::vector<uint8_t>{0x80, 0x80})) << dtype_name(t);
+    EXPECT_EQ(bytes_of(run1("Cast", {{"x", x}}, t, {attr_int("to", to), attr_int("saturate", 0)}, 24)),
+              (std::vector<uint8_t>{0x80, 0x80}))
+        << dtype_name(t);
+  }
+}
+
+TEST(Opset24, CastToFloat8E8M0RoundModes) {
+  // 3 lies between 2 (code 128) and 4 (129); 2.9 is nearer 2 (the midpoint is 3); 0 saturates to
+  // 2^-127 (code 0) and without saturate is NaN (0xFF), as are values beyond 2^127.
+  const Tensor x = f32({5}, {3.0f, 2.9f, 4.0f, 0.0f, 1e38f * 10.0f});
+  const int64_t to = static_cast<int64_t>(DType::kFloat8E8M0);
+  auto cast = [&](const char* mode, int64_t sat) {
+    return bytes_of(run1("Cast", {{"x", x}}, DType::kFloat8E8M0, {attr_int("to", to), attr_string("round_mode", mode), attr_int("saturate", sat)}, 24));
+  };
+  EXPECT_EQ(cast("up", 1), (std::vector<uint8_t>{129, 129, 129, 0, 254}));
+  EXPECT_EQ(cast("down", 1), (std::vector<uint8_t>{128, 128, 129, 0, 254}));
+  EXPECT_EQ(cast("nearest", 1), (std::vector<uint8_t>{129, 128, 129, 0, 254}));
+  EXPECT_EQ(cast("nearest", 0), (std::vector<uint8_t>{129, 128, 129, 255, 255}));
+  expect_error([&] { cast("sideways", 1); }, "round_mode");
+  // Back to float: 2^(code - 127).
+  const Tensor back = run1("Cast", {{"c", bytes_tensor(DType::kFloat8E8M0, {3}, {127, 130, 255})}}, DType::kFloat,
+                           {attr_int("to", static_cast<int64_t>(DType::kFloat))}, 24);
+  EXPECT_EQ(back.data<float>()[0], 1.0f);
+  EXPECT_EQ(back.data<float>()[1], 8.0f);
+  EXPECT_TRUE(std::isnan(back.data<float>()[2]));
+}
+
+TEST(Opset25, TwoBitIntegersCastAndQuantize) {
+  // int2 holds -2..1, uint2 0..3 (one value per byte in memory, packed four to a byte in files).
+  // Float to them truncates and saturates (the spec leaves out-of-range values undefined);
+  // QuantizeLinear rounds half to even and saturates.
+  const Tensor x = f32({6}, {-3.0f, -1.5f, 0.4f, 1.0f, 2.0f, 7.0f});
+  const Tensor i2 = run1("Cast", {{"x", x}}, DType::kInt2, {attr_int("to", static_cast<int64_t>(DType::kInt2))}, 25);
+  EXPECT_EQ(ints_of(i2), (std::vector<int>{-2, -1, 0, 1, 1, 1}));
+  const Tensor u2 = run1("Cast", {{"x", x}}, DType::kUInt2, {attr_int("to", static_cast<int64_t>(DType::kUInt2))}, 25);
+  EXPECT_EQ(ints_of(u2), (std::vector<int>{0, 0, 0, 1, 2, 3}));
+  const Tensor q = run1("QuantizeLinear", {{"x", x}, {"s", f32({}, {1.0f}), true}, {"z", bytes_tensor(DType::kInt2, {}, {0}), true}},
+                        DType::kInt2, {}, 25);
+  EXPECT_EQ(ints_of(q), (std::vector<int>{-2, -2, 0, 1, 1, 1}));
+  const Tensor dq = run1("DequantizeLinear", {{"q", q}, {"s", f32({}, {0.5f}), true}}, DType::kFloat, {}, 25);
+  EXPECT_EQ(values<float>(dq), (std::vector<float>{-1.0f, -1.0f, 0.0f, 0.5f, 0.5f, 0.5f}));
+}
+
+TEST(Opset23, Float4E2M1) {
+  // Nearest of 0, 0.5, 1, 1.5, 2, 3, 4, 6 (ties to the even code: 0.25 -> 0, 2.5 -> 2, 5 -> 4);
+  // beyond 6 saturates; the sign is bit 3.
+  const Tensor x = f32({8}, {0.25f, 0.3f, 2.5f, 5.0f, -1.2f, 7.0f, -kInf, -0.0f});
+  const Tensor f4 = run1("Cast", {{"x", x}}, DType::kFloat4E2M1, {attr_int("to", static_cast<int64_t>(DType::kFloat4E2M1))}, 23);
+  EXPECT_EQ(bytes_of(f4), (std::vector<uint8_t>{0, 1, 4, 6, 0xA, 7, 0xF, 0x8}));
+  const Tensor back = run1("Cast", {{"c", f4}}, DType::kFloat, {attr_int("to", static_cast<int64_t>(DType::kFloat))}, 23);
+  EXPECT_EQ(values<float>(back), (std::vector<float>{0, 0.5f, 2, 4, -1, 6, -6, -0.0f}));
 }

@@ -37,12 +37,11 @@ inline T from_acc(A v) {
 inline constexpr TypeMask kFloat8Types =
     type_mask({DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ});
 inline constexpr TypeMask kInt4Types = type_mask({DType::kInt4, DType::kUInt4});
+/// onnx 1.23's narrow types: float4e2m1 (opset 23), float8e8m0 (24), uint2 and int2 (25).
+inline constexpr TypeMask kNarrow23 = type_mask({DType::kFloat4E2M1});
+inline constexpr TypeMask kNarrow24 = kNarrow23 | type_mask({DType::kFloat8E8M0});
+inline constexpr TypeMask kNarrow25 = kNarrow24 | type_mask({DType::kUInt2, DType::kInt2});
 
-/// Float8 codecs (kernels/quant.cpp). The value of `code` in float8 type `t`, and the nearest
-/// code of `v` (ties to even; out-of-range values saturate to the largest finite value when
-/// `saturate`, else become infinity for E5M2 and NaN for the others).
-double float8_to_double(DType t, uint8_t code);
-uint8_t float8_from_double(DType t, double v, bool saturate);
 
 /// Calls f.template operator()<T>() for the C++ type of dt among the numeric types (and bool).
 template <class F>

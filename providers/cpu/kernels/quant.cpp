@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/narrow.hpp"
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
@@ -18,87 +19,6 @@
 
 namespace onyx::cpu {
 namespace {
-
-// ---- float8 ----
-
-struct F8Fmt {
-  int man;        // mantissa bits
-  int bias;       // exponent bias
-  bool fnuz;      // no infinities, no negative zero, NaN = 0x80
-  bool inf;       // IEEE-like infinities (E5M2)
-  uint8_t max_code;
-  double max_value;
-};
-// E4M3FN: no infinities, NaN = S.1111.111, max 448. E5M2: IEEE-like, max 57344.
-constexpr F8Fmt kF8Fmts[4] = {
-    {3, 7, false, false, 0x7E, 448.0},     // float8e4m3fn
-    {3, 8, true, false, 0x7F, 240.0},      // float8e4m3fnuz
-    {2, 15, false, true, 0x7B, 57344.0},   // float8e5m2
-    {2, 16, true, false, 0x7F, 57344.0},   // float8e5m2fnuz
-};
-
-double f8_decode(const F8Fmt& f, uint8_t c) {
-  const bool neg = (c & 0x80) != 0;
-  if (f.fnuz && c == 0x80) return std::numeric_limits<double>::quiet_NaN();
-  const int eb = 7 - f.man;
-  const int e = (c >> f.man) & ((1 << eb) - 1);
-  const int m = c & ((1 << f.man) - 1);
-  if (!f.fnuz && !f.inf && (c & 0x7F) == 0x7F) return std::numeric_limits<double>::quiet_NaN();
-  if (f.inf && e == (1 << eb) - 1) {
-    if (m != 0) return std::numeric_limits<double>::quiet_NaN();
-    return neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  }
-  const double v = e == 0 ? std::ldexp(static_cast<double>(m), 1 - f.bias - f.man)
-                          : std::ldexp(static_cast<double>((1 << f.man) + m), e - f.bias - f.man);
-  return neg ? -v : v;
-}
-
-/// Nearest float8 (ties to even); out-of-range values saturate to the largest finite value when
-/// `saturate`, else become infinity (E5M2) or NaN (the others). FNUZ types have no -0.
-uint8_t f8_encode(const F8Fmt& f, double v, bool saturate) {
-  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
-  const uint8_t nan = f.fnuz ? 0x80 : static_cast<uint8_t>(sign | 0x7F);
-  if (std::isnan(v)) return nan;
-  if (std::isinf(v)) {
-    if (f.fnuz) return 0x80;
-    if (saturate) return static_cast<uint8_t>(sign | f.max_code);
-    return f.inf ? static_cast<uint8_t>(sign | 0x7C) : nan;
-  }
-  const double a = std::fabs(v);
-  if (a == 0) return f.fnuz ? 0 : sign;
-  int e = 0;
-  (void)std::frexp(a, &e);
-  const int emin = 1 - f.bias;
-  const int qe = std::max(e - 1, emin) - f.man;  // exponent of one unit in the last place
-  const double q = std::nearbyint(std::ldexp(a, -qe));
-  const double r = std::ldexp(q, qe);
-  if (r > f.max_value) {
-    if (saturate) return static_cast<uint8_t>(sign | f.max_code);
-    return f.inf ? static_cast<uint8_t>(sign | 0x7C) : nan;
-  }
-  if (r == 0) return f.fnuz ? 0 : sign;
-  (void)std::frexp(r, &e);
-  const int E = e - 1;
-  int code;
-  if (E < emin) {
-    code = static_cast<int>(std::ldexp(r, f.man - emin));  // subnormal: units of 2^(emin - man)
-  } else {
-    const int mant = static_cast<int>(std::ldexp(r, f.man - E)) - (1 << f.man);
-    code = ((E + f.bias) << f.man) | mant;
-  }
-  return static_cast<uint8_t>(sign | code);
-}
-
-/// Decoding tables (exact in float).
-const float* f8_table(int k) {
-  static const auto tables = [] {
-    std::array<std::array<float, 256>, 4> t{};
-    for (int f = 0; f < 4; ++f)
-      for (int c = 0; c < 256; ++c) t[f][c] = static_cast<float>(f8_decode(kF8Fmts[f], static_cast<uint8_t>(c)));
-    return t;
-  }();
-  return tables[k].data();
-}
 
 // ---- quantized element codecs ----
 
@@ -121,18 +41,22 @@ struct IntQ {
   static int32_t ivalue(S v) { return static_cast<int32_t>(v); }
 };
 
-/// Float8 type k (index in kF8Fmts).
+/// A narrow float type (float8, float4e2m1), by its DType value.
 template <int K>
 struct F8Q {
   using storage = uint8_t;
   static constexpr bool kIsF8 = true;
   template <class A>
   static uint8_t quantize(A q, A zp, bool saturate) {
-    // A zero zero point is not added, so that -0 stays -0.
+    // A zero zero point is not added, so that -0 stays -0. Infinities follow Cast before opset
+    // 24 (NaN for the FNUZ types), as onyx always has.
     const double v = zp == A(0) ? static_cast<double>(q) : static_cast<double>(q) + static_cast<double>(zp);
-    return f8_encode(kF8Fmts[K], v, saturate);
+    NarrowCast how;
+    how.saturate = saturate;
+    how.fnuz_inf_saturates = false;
+    return narrow_float_from_double(static_cast<DType>(K), v, how);
   }
-  static float value(uint8_t v) { return f8_table(K)[v]; }
+  static float value(uint8_t v) { return narrow_float_table(static_cast<DType>(K))[v]; }
   static int32_t ivalue(uint8_t) { return 0; }  // unused
 };
 
@@ -151,10 +75,13 @@ void dispatch_q(DType dt, F&& f, const char* what) {
     case DType::kInt32:
       f.template operator()<IntQ<int32_t, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()>>();
       break;
-    case DType::kFloat8E4M3FN: f.template operator()<F8Q<0>>(); break;
-    case DType::kFloat8E4M3FNUZ: f.template operator()<F8Q<1>>(); break;
-    case DType::kFloat8E5M2: f.template operator()<F8Q<2>>(); break;
-    case DType::kFloat8E5M2FNUZ: f.template operator()<F8Q<3>>(); break;
+    case DType::kUInt2: f.template operator()<IntQ<uint8_t, 0, 3>>(); break;
+    case DType::kInt2: f.template operator()<IntQ<int8_t, -2, 1>>(); break;
+    case DType::kFloat8E4M3FN: f.template operator()<F8Q<static_cast<int>(DType::kFloat8E4M3FN)>>(); break;
+    case DType::kFloat8E4M3FNUZ: f.template operator()<F8Q<static_cast<int>(DType::kFloat8E4M3FNUZ)>>(); break;
+    case DType::kFloat8E5M2: f.template operator()<F8Q<static_cast<int>(DType::kFloat8E5M2)>>(); break;
+    case DType::kFloat8E5M2FNUZ: f.template operator()<F8Q<static_cast<int>(DType::kFloat8E5M2FNUZ)>>(); break;
+    case DType::kFloat4E2M1: f.template operator()<F8Q<static_cast<int>(DType::kFloat4E2M1)>>(); break;
     default: unsupported_dtype(what, dt);
   }
 }
@@ -172,6 +99,11 @@ void dispatch_q8(DType dt, F&& f, const char* what) {
 /// Converts every element of a numeric tensor to A.
 template <class A>
 void load_values(const Tensor& t, A* dst) {
+  if (dtype_is_narrow_float(t.dtype())) {  // a float8e8m0 scale (opset 24, microscaling)
+    const auto* p = static_cast<const uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel(); ++i) dst[i] = static_cast<A>(narrow_float_to_double(t.dtype(), p[i]));
+    return;
+  }
   dispatch_numeric(t.dtype(), [&]<class T>() {
     const T* p = static_cast<const T*>(t.raw_data());
     for (int64_t i = 0; i < t.numel(); ++i) dst[i] = static_cast<A>(to_acc(p[i]));
@@ -803,7 +735,7 @@ using namespace types;
 constexpr TypeMask kQ8 = type_mask({DType::kUInt8, DType::kInt8});
 constexpr TypeMask kF8 =
     type_mask({DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2, DType::kFloat8E5M2FNUZ});
-constexpr TypeMask kQ21Extra = type_mask({DType::kUInt16, DType::kInt16, DType::kUInt4, DType::kInt4});
+constexpr TypeMask kQ21Extra = type_mask({DType::kUInt16, DType::kInt16, DType::kUInt4, DType::kInt4, DType::kFloat4E2M1, DType::kUInt2, DType::kInt2});
 constexpr TypeMask kInt32 = type_mask({DType::kInt32});
 constexpr TypeMask kQuantIn10 = type_mask({DType::kFloat, DType::kInt32});
 constexpr TypeMask kQuantIn19 = type_mask({DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kInt32});
@@ -827,15 +759,5 @@ const KernelDef kDefs[] = {
 }  // namespace
 
 std::span<const KernelDef> quant_kernels() { return kDefs; }
-
-double float8_to_double(DType t, uint8_t code) {
-  if (!mask_has(kFloat8Types, t)) unsupported_dtype("float8 decoding", t);
-  return f8_table(static_cast<int>(t) - static_cast<int>(DType::kFloat8E4M3FN))[code];  // exact in float
-}
-
-uint8_t float8_from_double(DType t, double v, bool saturate) {
-  if (!mask_has(kFloat8Types, t)) unsupported_dtype("float8 encoding", t);
-  return f8_encode(kF8Fmts[static_cast<int>(t) - static_cast<int>(DType::kFloat8E4M3FN)], v, saturate);
-}
 
 }  // namespace onyx::cpu

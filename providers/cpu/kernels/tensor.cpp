@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/narrow.hpp"
 #include "kernels/common.hpp"
 #include "kernels/manifest.hpp"
 #include "ops/tensor.hpp"
@@ -511,8 +512,8 @@ FN_FACTORY(make_expand, expand_compute)
 FN_FACTORY(make_tile, tile_compute)
 FN_FACTORY(make_pad, pad_compute)
 FN_FACTORY(make_constant_of_shape, constant_of_shape_compute)
-// BitCast (opset 26): the bytes as they are, but for the 4-bit types (kept one per byte, sign-
-// or zero-extended) and bool (a byte must be 0 or 1 to be a bool).
+// BitCast (opset 26): the bytes as they are, but for the packed 4- and 2-bit types (kept one per
+// byte, signed integers sign-extended) and bool (a byte must be 0 or 1 to be a bool).
 void bitcast_compute(const int&, KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
@@ -520,10 +521,12 @@ void bitcast_compute(const int&, KernelContext& ctx) {
   const auto* src = static_cast<const uint8_t*>(x.raw_data());
   auto* dst = static_cast<uint8_t*>(y.raw_data());
   const int64_t n = x.numel();
-  if (from == DType::kInt4 || from == DType::kUInt4) {
+  if (const int bits = packed_bits(from)) {
+    const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1), top = static_cast<uint8_t>(1 << (bits - 1));
+    const bool sgn = to == DType::kInt4 || to == DType::kInt2;
     for (int64_t i = 0; i < n; ++i) {
-      const uint8_t nib = src[i] & 0xF;
-      dst[i] = to == DType::kInt4 && (nib & 0x8) ? static_cast<uint8_t>(nib | 0xF0) : nib;
+      const uint8_t v = src[i] & mask;
+      dst[i] = sgn && (v & top) ? static_cast<uint8_t>(v | ~mask) : v;
     }
     return;
   }
@@ -546,7 +549,7 @@ std::unique_ptr<Kernel> make_range(const KernelCreateInfo& info) {
 
 using namespace types;
 /// Float8 (opset 19 for Reshape, 21 for the other views) and 4-bit integers (opset 21).
-constexpr TypeMask kNarrow = kFloat8Types | kInt4Types;
+constexpr TypeMask kNarrow = kFloat8Types | kInt4Types | kNarrow25;  // (the 23-25 types: only models of those opsets have them)
 
 const KernelDef kDefs[] = {
     {"", "Constant", 1, 99, {}, make_constant},

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "core/narrow.hpp"
 #include "kernels/common.hpp"
 #include "kernels/manifest.hpp"
 #include "kernels/vmath.hpp"
@@ -256,7 +257,7 @@ void is_compute(const IsState& s, KernelContext& ctx) {
   if (mask_has(kFloat8Types, in.dtype())) {
     const auto* x = static_cast<const uint8_t*>(in.raw_data());
     for (int64_t i = 0; i < in.numel(); ++i) {
-      const double v = float8_to_double(in.dtype(), x[i]);
+      const double v = narrow_float_to_double(in.dtype(), x[i]);
       y[i] = s.nan ? std::isnan(v) : (std::isinf(v) && ((v > 0 && s.pos) || (v < 0 && s.neg)));
     }
     return;
@@ -317,7 +318,17 @@ inline D cast_one(S v) {
   }
 }
 
-bool is_narrow(DType t) { return mask_has(kFloat8Types | kInt4Types, t); }
+bool is_narrow(DType t) { return mask_has(kFloat8Types | kInt4Types | kNarrow25, t); }
+
+/// The range of a packed integer type (4- or 2-bit).
+void packed_int_range(DType t, double* lo, double* hi) {
+  switch (t) {
+    case DType::kInt4: *lo = -8, *hi = 7; break;
+    case DType::kUInt4: *lo = 0, *hi = 15; break;
+    case DType::kInt2: *lo = -2, *hi = 1; break;
+    default: *lo = 0, *hi = 3; break;  // uint2
+  }
+}
 
 /// Calls put(i, value, integer) for every element of `in`: float8 codes decoded, strings parsed;
 /// `integer` points at the exact value of an integer or bool element, else is null.
@@ -325,14 +336,15 @@ template <class Put>
 void for_each_source(const Tensor& in, Put&& put) {
   const int64_t n = in.numel();
   const DType from = in.dtype();
-  if (mask_has(kFloat8Types, from)) {
+  if (dtype_is_narrow_float(from)) {
     const auto* s = static_cast<const uint8_t*>(in.raw_data());
-    for (int64_t i = 0; i < n; ++i) put(i, float8_to_double(from, s[i]), static_cast<const int64_t*>(nullptr));
-  } else if (from == DType::kInt4 || from == DType::kUInt4) {
-    // One value per byte: int4 sign-extended, uint4 zero-extended.
+    for (int64_t i = 0; i < n; ++i) put(i, narrow_float_to_double(from, s[i]), static_cast<const int64_t*>(nullptr));
+  } else if (packed_bits(from)) {
+    // One value per byte: int4 / int2 sign-extended, uint4 / uint2 zero-extended.
     const auto* s = static_cast<const uint8_t*>(in.raw_data());
+    const bool sgn = from == DType::kInt4 || from == DType::kInt2;
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t k = from == DType::kInt4 ? static_cast<int8_t>(s[i]) : s[i];
+      const int64_t k = sgn ? static_cast<int8_t>(s[i]) : s[i];
       put(i, static_cast<double>(k), &k);
     }
   } else if (from == DType::kString) {
@@ -353,23 +365,26 @@ void for_each_source(const Tensor& in, Put&& put) {
   }
 }
 
-/// Casts from or to a float8 or 4-bit type, through double. Integer to 4-bit keeps the low four
-/// bits (the spec's rule for fixed-point targets out of range); floating point to 4-bit
-/// truncates toward zero and saturates, like onyx's other float-to-integer casts.
-void cast_narrow(const Tensor& in, Tensor& out, bool saturate) {
+/// Casts from or to a narrow type (float8, float4, 4- or 2-bit integers), through double.
+/// Integer to 4- or 2-bit keeps the low bits (the spec's rule for fixed-point targets out of
+/// range); floating point to them truncates toward zero and saturates, like onyx's other
+/// float-to-integer casts (the spec leaves out-of-range values undefined).
+void cast_narrow(const Tensor& in, Tensor& out, const NarrowCast& how) {
   const DType to = out.dtype();
-  if (mask_has(kFloat8Types, to)) {
+  if (dtype_is_narrow_float(to)) {
     auto* d = static_cast<uint8_t*>(out.raw_data());
-    for_each_source(in, [&](int64_t i, double v, const int64_t*) { d[i] = float8_from_double(to, v, saturate); });
-  } else if (to == DType::kInt4 || to == DType::kUInt4) {
-    const bool sgn = to == DType::kInt4;
-    const double lo = sgn ? -8 : 0, hi = sgn ? 7 : 15;
+    for_each_source(in, [&](int64_t i, double v, const int64_t*) { d[i] = narrow_float_from_double(to, v, how); });
+  } else if (const int bits = packed_bits(to)) {
+    const bool sgn = to == DType::kInt4 || to == DType::kInt2;
+    const int64_t mask = (1 << bits) - 1, top = int64_t(1) << (bits - 1);
+    double lo = 0, hi = 0;
+    packed_int_range(to, &lo, &hi);
     auto* d = static_cast<uint8_t*>(out.raw_data());
     for_each_source(in, [&](int64_t i, double v, const int64_t* k) {
       int64_t q = 0;
-      if (k) q = *k & 0xF;
-      else if (!std::isnan(v)) q = static_cast<int64_t>(std::clamp(std::trunc(v), lo, hi)) & 0xF;
-      d[i] = static_cast<uint8_t>(sgn && (q & 8) ? (q | 0xF0) : q);
+      if (k) q = *k & mask;
+      else if (!std::isnan(v)) q = static_cast<int64_t>(std::clamp(std::trunc(v), lo, hi)) & mask;
+      d[i] = static_cast<uint8_t>(sgn && (q & top) ? (q | ~mask) : q);
     });
   } else if (to == DType::kString) {
     auto* d = static_cast<std::string*>(out.raw_data());
@@ -386,7 +401,7 @@ void cast_narrow(const Tensor& in, Tensor& out, bool saturate) {
   }
 }
 
-void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, bool saturate) {
+void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, const NarrowCast& how) {
   const DType from = in.dtype(), to = out.dtype();
   const int64_t n = in.numel();
   if (from == to) {
@@ -394,7 +409,7 @@ void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, bool saturate)
     return;
   }
   if (is_narrow(from) || is_narrow(to)) {
-    cast_narrow(in, out, saturate);
+    cast_narrow(in, out, how);
     return;
   }
   if (to == DType::kString) {
@@ -439,19 +454,27 @@ void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, bool saturate)
   }, "Cast");
 }
 
-/// State: the `saturate` attribute (opset 19; it only changes casts to float8).
-void cast_compute(const bool& saturate, KernelContext& ctx) {
-  cast_tensor(ctx.input(0), ctx.output(0), ctx.pool(), saturate);
-}
+/// NarrowCast from the `saturate` attribute (opset 19; it only changes casts to float8),
+/// `round_mode` (opset 24; only casts to float8e8m0) and the opset's rule for infinities.
+void cast_compute(const NarrowCast& how, KernelContext& ctx) { cast_tensor(ctx.input(0), ctx.output(0), ctx.pool(), how); }
 
 std::unique_ptr<Kernel> make_cast(const KernelCreateInfo& info) {
-  return make_fn_kernel(info.node.attr_int("saturate", 1) != 0, cast_compute);
+  NarrowCast how;
+  how.saturate = info.node.attr_int("saturate", 1) != 0;
+  how.fnuz_inf_saturates = info.node.opset >= 24;
+  if (info.node.opset >= 24) {
+    const std::string m = info.node.attr_string("round_mode", "up");
+    if (m == "down") how.rounding = E8M0Rounding::kDown;
+    else if (m == "nearest") how.rounding = E8M0Rounding::kNearest;
+    else if (m != "up") fail(ErrorCode::kInvalidGraph, info.node.label(), ": round_mode must be up, down or nearest, got '", m, "'");
+  }
+  return make_fn_kernel(how, cast_compute);
 }
 
 using namespace types;
 constexpr TypeMask kFloatsAndSigned = kFloats | kSignedInts;
 constexpr TypeMask kBool = type_mask({DType::kBool});
-constexpr TypeMask kNarrow = kFloat8Types | kInt4Types;
+constexpr TypeMask kNarrow = kFloat8Types | kInt4Types | kNarrow25;  // (the 23-25 types: only models of those opsets have them)
 
 const KernelDef kDefs[] = {
     {"", "Abs", 1, 99, {{0, kNumeric}}, make_unary},
