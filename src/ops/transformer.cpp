@@ -1,4 +1,5 @@
-// Transformer family (opsets 23+): Attention, RotaryEmbedding, TensorScatter.
+// Transformer family (opsets 23+): Attention, RotaryEmbedding, TensorScatter, and the recurrent
+// pieces of opset 27: CausalConvWithState, LinearAttention.
 #include "ops/families.hpp"
 #include "ops/schema.hpp"
 
@@ -85,12 +86,53 @@ void infer_tensor_scatter(InferContext& ctx) {
   ctx.propagate(0, 0);
 }
 
+// CausalConvWithState: output like the input [B, C, L]; present_state [B, C, k - 1].
+void infer_causal_conv(InferContext& ctx) {
+  const std::string act = ctx.node().attr_string("activation", "none");
+  if (act != "none" && act != "silu" && act != "swish") ctx.fail_node("activation must be none, silu or swish, got '", act, "'");
+  const TypeInfo& x = ctx.input_type(0);
+  const TypeInfo& w = ctx.input_type(1);
+  if (x.has_shape && x.shape.size() != 3) ctx.fail_node("input must be 3-D [batch, channels, length], got ", x.shape.to_string());
+  if (w.has_shape && w.shape.size() != 3) ctx.fail_node("weight must be 3-D [channels, 1, k], got ", w.shape.to_string());
+  ctx.propagate(0, 0);
+  if (ctx.num_outputs() > 1 && ctx.has_output(1)) {
+    const int64_t k = dim(w, 2);
+    ctx.set_output(1, x.elem_dtype(), Shape{dim(x, 0), dim(x, 1), k > 0 ? k - 1 : ctx.fresh()});
+  }
+}
+
+// LinearAttention: output [B, T, Hq dv]; present_state [B, Hkv, dk, dv] of past_state's type (or
+// the query's).
+void infer_linear_attention(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const int64_t hq = n.attr_int("q_num_heads", 0), hkv = n.attr_int("kv_num_heads", 0);
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
+    ctx.fail_node("q_num_heads (", hq, ") must be a positive multiple of kv_num_heads (", hkv, ")");
+  const std::string rule = n.attr_string("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    ctx.fail_node("update_rule must be linear, gated, delta or gated_delta, got '", rule, "'");
+  const bool gated = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  if (gated != ctx.has_input(4)) ctx.fail_node("update_rule '", rule, gated ? "' needs" : "' takes no", " decay (input 4)");
+  if (delta != ctx.has_input(5)) ctx.fail_node("update_rule '", rule, delta ? "' needs" : "' takes no", " beta (input 5)");
+  const TypeInfo& q = ctx.input_type(0);
+  const TypeInfo& v = ctx.input_type(2);
+  for (size_t i = 0; i < 3; ++i)
+    if (ctx.input_type(i).has_shape && ctx.input_type(i).shape.size() != 3)
+      ctx.fail_node("query, key and value must be 3-D [batch, time, heads * size]");
+  const int64_t dk = div_dim(ctx, dim(q, 2), hq, "query's last dim"), dv = div_dim(ctx, dim(v, 2), hkv, "value's last dim");
+  ctx.set_output(0, q.elem_dtype(), Shape{dim(q, 0), dim(q, 1), dv >= 0 ? hq * dv : ctx.fresh()});
+  if (ctx.num_outputs() > 1 && ctx.has_output(1))
+    ctx.set_output(1, ctx.has_input(3) ? ctx.input_dtype(3) : q.elem_dtype(), Shape{dim(q, 0), hkv, dk, dv});
+}
+
 }  // namespace
 
 void register_transformer_ops(OpRegistry& r) {
   r.add("", "Attention", {23, 24, 25}, infer_attention);
   r.add("", "RotaryEmbedding", {23}, infer_rotary_embedding);
   r.add("", "TensorScatter", {24}, infer_tensor_scatter);
+  r.add("", "CausalConvWithState", {27}, infer_causal_conv);
+  r.add("", "LinearAttention", {27}, infer_linear_attention);
 }
 
 }  // namespace onyx

@@ -151,3 +151,69 @@ TEST(Opset23, Float4E2M1) {
   const Tensor back = run1("Cast", {{"c", f4}}, DType::kFloat, {attr_int("to", static_cast<int64_t>(DType::kFloat))}, 23);
   EXPECT_EQ(values<float>(back), (std::vector<float>{0, 0.5f, 2, 4, -1, 6, -6, -0.0f}));
 }
+
+TEST(Opset27, CausalConvWithStateStreams) {
+  // Depthwise causal convolution: y[t] = w0 x[t-2] + w1 x[t-1] + w2 x[t] over zeros before the
+  // start; the state is the last k - 1 = 2 positions seen.
+  const Tensor w = f32({1, 1, 3}, {1, 10, 100});
+  const auto whole = run_op("CausalConvWithState", {{"x", f32({1, 1, 4}, {1, 2, 3, 4})}, {"w", w, true}},
+                            {DType::kFloat, DType::kFloat}, {}, 27);
+  expect_near(whole[0].tensor(), {100, 210, 321, 432});
+  expect_near(whole[1].tensor(), {3, 4});
+  // The same sequence in two pieces, the state of the first fed to the second.
+  const auto first = run_op("CausalConvWithState", {{"x", f32({1, 1, 2}, {1, 2})}, {"w", w, true}},
+                            {DType::kFloat, DType::kFloat}, {}, 27);
+  expect_near(first[0].tensor(), {100, 210});
+  const auto second = run_op("CausalConvWithState",
+                             {{"x", f32({1, 1, 2}, {3, 4})}, {"w", w, true}, {"", Tensor()}, {"s", first[1].tensor()}},
+                             {DType::kFloat, DType::kFloat}, {}, 27);
+  expect_near(second[0].tensor(), {321, 432});
+  expect_near(second[1].tensor(), {3, 4});
+  // Bias then SiLU: x * sigmoid(x) of (100 + 1).
+  const auto silu = run_op("CausalConvWithState", {{"x", f32({1, 1, 1}, {1})}, {"w", w, true}, {"b", f32({1}, {1}), true}},
+                           {DType::kFloat}, {attr_string("activation", "silu")}, 27);
+  expect_near(silu[0].tensor(), {101.0f / (1.0f + std::exp(-101.0f))});
+  expect_error([&] { run_op("CausalConvWithState", {{"x", f32({1, 1, 1}, {1})}, {"w", w, true}}, {DType::kFloat},
+                            {attr_string("activation", "gelu")}, 27); },
+               "activation");
+}
+
+TEST(Opset27, LinearAttentionStreams) {
+  // One head, dk = dv = 2, scale 1. Linear rule: S_t = S_{t-1} + k_t v_t^T, o_t = q_t^T S_t, so
+  // o_1 = (q_1 . k_1) v_1 = 1 * [2, 3].
+  const Tensor q = f32({1, 3, 2}, {1, 0, 0, 1, 1, 1});
+  const Tensor k = f32({1, 3, 2}, {1, 0, 1, 1, 0, 2});
+  const Tensor v = f32({1, 3, 2}, {2, 3, -1, 4, 0.5f, 0.25f});
+  std::vector<AttrSpec> attrs{attr_int("q_num_heads", 1), attr_int("kv_num_heads", 1), attr_float("scale", 1.0f),
+                              attr_string("update_rule", "linear")};
+  const auto whole = run_op("LinearAttention", {{"q", q}, {"k", k}, {"v", v}}, {DType::kFloat, DType::kFloat}, attrs, 27);
+  // S_1 = [[2, 3], [0, 0]]; S_2 = S_1 + [1, 1]^T [-1, 4] = [[1, 7], [-1, 4]];
+  // S_3 = S_2 + [0, 2]^T [0.5, 0.25] = [[1, 7], [0, 4.5]].
+  expect_near(whole[0].tensor(), {2, 3, -1, 4, 1, 11.5f});
+  expect_near(whole[1].tensor(), {1, 7, 0, 4.5f});
+  // The gated delta rule in two pieces equals the whole.
+  const Tensor decay = f32({1, 3, 1}, {-0.1f, -0.5f, -0.2f});
+  const Tensor beta = f32({1, 3, 1}, {0.9f, 0.5f, 0.7f});
+  attrs.back() = attr_string("update_rule", "gated_delta");
+  const auto all = run_op("LinearAttention", {{"q", q}, {"k", k}, {"v", v}, {"", Tensor()}, {"g", decay}, {"b", beta}},
+                          {DType::kFloat, DType::kFloat}, attrs, 27);
+  auto slice = [](const Tensor& t, int64_t from, int64_t n) {
+    const int64_t w = t.dim(2);
+    std::vector<float> v(t.data<float>() + from * w, t.data<float>() + (from + n) * w);
+    return f32({1, n, w}, v);
+  };
+  const auto p1 = run_op("LinearAttention",
+                         {{"q", slice(q, 0, 2)}, {"k", slice(k, 0, 2)}, {"v", slice(v, 0, 2)}, {"", Tensor()},
+                          {"g", slice(decay, 0, 2)}, {"b", slice(beta, 0, 2)}},
+                         {DType::kFloat, DType::kFloat}, attrs, 27);
+  const auto p2 = run_op("LinearAttention",
+                         {{"q", slice(q, 2, 1)}, {"k", slice(k, 2, 1)}, {"v", slice(v, 2, 1)}, {"s", p1[1].tensor()},
+                          {"g", slice(decay, 2, 1)}, {"b", slice(beta, 2, 1)}},
+                         {DType::kFloat, DType::kFloat}, attrs, 27);
+  const std::vector<float> out = values<float>(all[0].tensor());
+  expect_near(p1[0].tensor(), {out[0], out[1], out[2], out[3]});
+  expect_near(p2[0].tensor(), {out[4], out[5]});
+  expect_near(p2[1].tensor(), values<float>(all[1].tensor()));
+  // The gated rules need the decay.
+  expect_error([&] { run_op("LinearAttention", {{"q", q}, {"k", k}, {"v", v}}, {DType::kFloat}, attrs, 27); }, "decay");
+}

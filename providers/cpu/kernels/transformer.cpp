@@ -1,4 +1,5 @@
-// CPU kernels: transformer family (opsets 23+): Attention, RotaryEmbedding, TensorScatter.
+// CPU kernels: transformer family (opsets 23+): Attention, RotaryEmbedding, TensorScatter,
+// CausalConvWithState, LinearAttention.
 //
 // Attention runs one query row at a time: its scores over every key (past keys first), the mask
 // (attn_mask, causal, sliding window, padding) as an additive bias, softmax, and the weighted sum
@@ -365,12 +366,178 @@ std::unique_ptr<Kernel> make_tensor_scatter(const KernelCreateInfo& info) {
   return make_fn_kernel(ScatterState{n.attr_int("axis", -2), n.attr_string("mode", "linear") == "circular"}, tensor_scatter_compute);
 }
 
+// ---------------------------------------------------------------------------------------------
+// CausalConvWithState: a depthwise 1-D convolution over [past_state (or zeros), input] along the
+// length, with an optional bias and SiLU; present_state is the last k - 1 positions of that.
+
+void causal_conv_compute(const bool& silu, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* bias = ctx.optional_input(2);
+  const Tensor* past = ctx.optional_input(3);
+  if (x.rank() != 3 || w.rank() != 3) fail(ErrorCode::kInvalidArgument, "input and weight must be 3-D");
+  const int64_t B = x.dim(0), C = x.dim(1), L = x.dim(2), k = w.dim(2);
+  if (w.dim(0) != C || w.dim(1) != 1 || k < 1)
+    fail(ErrorCode::kInvalidArgument, "weight ", w.shape().to_string(), " must be [", C, ", 1, k] (depthwise)");
+  if (bias && bias->numel() != C) fail(ErrorCode::kInvalidArgument, "bias has ", bias->numel(), " values for ", C, " channels");
+  if (past && !(past->shape() == Shape{B, C, k - 1}))
+    fail(ErrorCode::kInvalidArgument, "past_state ", past->shape().to_string(), " must be [", B, ", ", C, ", ", k - 1, "]");
+  for (const Tensor* t : {&w, bias, past})
+    if (t && t->dtype() != x.dtype()) fail(ErrorCode::kInvalidArgument, "every input must have the input's type");
+  Tensor* present = ctx.num_outputs() > 1 && ctx.has_output(1) && ctx.output_ready(1) ? &ctx.output(1) : nullptr;
+  dispatch_float(x.dtype(), [&]<class T>() {
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* px = x.data<T>();
+    const T* pw = w.data<T>();
+    const T* pp = past ? past->data<T>() : nullptr;
+    T* py = ctx.output(0).data<T>();
+    // Position p of the padded sequence [past (k - 1), input (L)] of row (b, c).
+    auto padded = [&](int64_t row, int64_t p) -> A {
+      if (p >= k - 1) return static_cast<A>(to_acc(px[row * L + p - (k - 1)]));
+      return pp ? static_cast<A>(to_acc(pp[row * (k - 1) + p])) : A(0);
+    };
+    parallel_range(ctx.pool(), B * C, L * k, [&](int64_t r0, int64_t r1) {
+      for (int64_t row = r0; row < r1; ++row) {
+        const int64_t c = row % C;
+        const A b0 = bias ? static_cast<A>(to_acc(bias->data<T>()[c])) : A(0);
+        for (int64_t l = 0; l < L; ++l) {
+          A acc = b0;
+          for (int64_t t = 0; t < k; ++t) acc += static_cast<A>(to_acc(pw[c * k + t])) * padded(row, l + t);
+          // The convolution's result in T, then SiLU (computed in float) back to T.
+          acc = static_cast<A>(to_acc(from_acc<T>(static_cast<Acc<T>>(acc))));
+          if (silu) acc = acc / (A(1) + std::exp(-acc));
+          py[row * L + l] = from_acc<T>(static_cast<Acc<T>>(acc));
+        }
+        if (present) {
+          T* ps = present->data<T>() + row * (k - 1);
+          for (int64_t p = 0; p < k - 1; ++p) ps[p] = from_acc<T>(static_cast<Acc<T>>(padded(row, L + p)));
+        }
+      }
+    });
+  }, "CausalConvWithState");
+}
+
+std::unique_ptr<Kernel> make_causal_conv(const KernelCreateInfo& info) {
+  const std::string act = info.node.attr_string("activation", "none");
+  return make_fn_kernel(act == "silu" || act == "swish", causal_conv_compute);
+}
+
+// ---------------------------------------------------------------------------------------------
+// LinearAttention: the recurrence S_t = decay * S_{t-1} + k_t (x) v'_t (v'_t = v_t, or for the
+// delta rules beta_t (v_t - S^T k_t)), o_t = scale q_t^T S_t, run token by token in float, one
+// [dk, dv] state per (batch, kv head) shared by its group of query heads.
+
+struct LinearAttentionState {
+  int64_t q_heads = 0, kv_heads = 0;
+  float scale = 0;
+  bool gated = true, delta = true;
+};
+
+void linear_attention_compute(const LinearAttentionState& st, KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* past = ctx.optional_input(3);
+  const Tensor* decay = ctx.optional_input(4);
+  const Tensor* beta = ctx.optional_input(5);
+  if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3) fail(ErrorCode::kInvalidArgument, "query, key and value must be 3-D");
+  const int64_t B = q.dim(0), steps = q.dim(1), hq = st.q_heads, hkv = st.kv_heads;
+  const int64_t dk = q.dim(2) / hq, dv = v.dim(2) / hkv, group = hq / hkv;
+  if (q.dim(2) % hq != 0 || v.dim(2) % hkv != 0 || !(k.shape() == Shape{B, steps, hkv * dk}) || v.dim(0) != B || v.dim(1) != steps)
+    fail(ErrorCode::kInvalidArgument, "query ", q.shape().to_string(), ", key ", k.shape().to_string(), " and value ",
+         v.shape().to_string(), " do not match ", hq, " query and ", hkv, " kv heads");
+  if (st.gated != (decay != nullptr) || st.delta != (beta != nullptr))
+    fail(ErrorCode::kInvalidArgument, "decay / beta do not match the update rule");
+  const bool decay_per_key = decay && decay->dim(2) == hkv * dk;
+  if (decay && (!(decay->rank() == 3 && decay->dim(0) == B && decay->dim(1) == steps) || (!decay_per_key && decay->dim(2) != hkv)))
+    fail(ErrorCode::kInvalidArgument, "decay ", decay->shape().to_string(), " must be [", B, ", ", steps, ", ", hkv, " or ", hkv * dk, "]");
+  if (beta && (!(beta->rank() == 3 && beta->dim(0) == B && beta->dim(1) == steps) || (beta->dim(2) != hkv && beta->dim(2) != 1)))
+    fail(ErrorCode::kInvalidArgument, "beta ", beta->shape().to_string(), " must be [", B, ", ", steps, ", ", hkv, " or 1]");
+  if (past && !(past->shape() == Shape{B, hkv, dk, dv}))
+    fail(ErrorCode::kInvalidArgument, "past_state ", past->shape().to_string(), " must be [", B, ", ", hkv, ", ", dk, ", ", dv, "]");
+  const float scale = st.scale != 0 ? st.scale : 1.0f / std::sqrt(static_cast<float>(dk));
+  for (const Tensor* t : {&k, &v, decay, beta})
+    if (t && t->dtype() != q.dtype()) fail(ErrorCode::kInvalidArgument, "key, value, decay and beta must have the query's type");
+  Tensor& y = ctx.output(0);
+  Tensor* present = ctx.num_outputs() > 1 && ctx.has_output(1) && ctx.output_ready(1) ? &ctx.output(1) : nullptr;
+  const DType state_type = past ? past->dtype() : q.dtype();
+  dispatch_float(q.dtype(), [&]<class T>() {
+    dispatch_float(state_type, [&]<class SS>() {
+      auto f = [](const T& x) { return static_cast<float>(to_acc(x)); };
+      const T* pq = q.data<T>();
+      const T* pk = k.data<T>();
+      const T* pv = v.data<T>();
+      const T* pd = decay ? decay->data<T>() : nullptr;
+      const T* pb = beta ? beta->data<T>() : nullptr;
+      const SS* pp = past ? past->data<SS>() : nullptr;
+      T* py = y.data<T>();
+      SS* pst = present ? present->data<SS>() : nullptr;
+      parallel_range(ctx.pool(), B * hkv, steps * dk * dv * (group + 2), [&](int64_t r0, int64_t r1) {
+        float* S = reinterpret_cast<float*>(thread_workspace(Workspace::kAttention, sizeof(float) * static_cast<size_t>(dk * dv + dv + 32)));
+        float* vt = S + dk * dv + 16;
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t b = r / hkv, kh = r % hkv;
+          for (int64_t e = 0; e < dk * dv; ++e) S[e] = pp ? static_cast<float>(to_acc(pp[r * dk * dv + e])) : 0.0f;
+          for (int64_t t = 0; t < steps; ++t) {
+            const int64_t kbase = (b * steps + t) * hkv * dk + kh * dk, vbase = (b * steps + t) * hkv * dv + kh * dv;
+            if (pd)
+              for (int64_t d = 0; d < dk; ++d) {
+                const float g = std::exp(f(pd[decay_per_key ? kbase + d : (b * steps + t) * hkv + kh]));
+                for (int64_t m = 0; m < dv; ++m) S[d * dv + m] *= g;
+              }
+            for (int64_t m = 0; m < dv; ++m) vt[m] = f(pv[vbase + m]);
+            if (pb) {
+              const float bt = f(pb[(b * steps + t) * beta->dim(2) + (beta->dim(2) == 1 ? 0 : kh)]);
+              for (int64_t m = 0; m < dv; ++m) {
+                float retrieved = 0;
+                for (int64_t d = 0; d < dk; ++d) retrieved += S[d * dv + m] * f(pk[kbase + d]);
+                vt[m] = bt * (vt[m] - retrieved);
+              }
+            }
+            for (int64_t d = 0; d < dk; ++d) {
+              const float kd = f(pk[kbase + d]);
+              for (int64_t m = 0; m < dv; ++m) S[d * dv + m] += kd * vt[m];
+            }
+            for (int64_t g = 0; g < group; ++g) {
+              const int64_t h = kh * group + g;
+              const int64_t qbase = (b * steps + t) * hq * dk + h * dk, ybase = (b * steps + t) * hq * dv + h * dv;
+              for (int64_t m = 0; m < dv; ++m) {
+                float o = 0;
+                for (int64_t d = 0; d < dk; ++d) o += f(pq[qbase + d]) * S[d * dv + m];
+                py[ybase + m] = from_acc<T>(static_cast<Acc<T>>(scale * o));
+              }
+            }
+          }
+          if (pst)
+            for (int64_t e = 0; e < dk * dv; ++e) pst[r * dk * dv + e] = from_acc<SS>(static_cast<Acc<SS>>(S[e]));
+        }
+      });
+    }, "LinearAttention past_state");
+  }, "LinearAttention");
+}
+
+std::unique_ptr<Kernel> make_linear_attention(const KernelCreateInfo& info) {
+  const Node& n = info.node;
+  const std::string rule = n.attr_string("update_rule", "gated_delta");
+  LinearAttentionState st;
+  st.q_heads = n.attr_int("q_num_heads", 0);
+  st.kv_heads = n.attr_int("kv_num_heads", 0);
+  st.scale = n.attr_float("scale", 0.0f);
+  st.gated = rule == "gated" || rule == "gated_delta";
+  st.delta = rule == "delta" || rule == "gated_delta";
+  if (st.q_heads <= 0 || st.kv_heads <= 0 || st.q_heads % st.kv_heads != 0)
+    fail(ErrorCode::kInvalidGraph, n.label(), ": q_num_heads must be a positive multiple of kv_num_heads");
+  return make_fn_kernel(st, linear_attention_compute);
+}
+
 constexpr TypeMask kFloatsMask = types::kFloats;
 
 const KernelDef kDefs[] = {
     {"", "Attention", 23, 99, {{0, kFloatsMask}}, make_attention},
     {"", "RotaryEmbedding", 23, 99, {{0, kFloatsMask}}, make_rotary},
     {"", "TensorScatter", 24, 99, {{0, types::kAll & ~type_mask({DType::kString})}}, make_tensor_scatter},
+    {"", "CausalConvWithState", 27, 99, {{0, kFloatsMask}}, make_causal_conv},
+    {"", "LinearAttention", 27, 99, {{0, kFloatsMask}}, make_linear_attention},
 };
 
 }  // namespace
