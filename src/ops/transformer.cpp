@@ -127,12 +127,56 @@ void infer_linear_attention(InferContext& ctx) {
 
 }  // namespace
 
+/// The precision FlexAttention's softmax runs in: softmax_precision, else float for the half
+/// types and the input's own type for float and double.
+DType flex_softmax_dtype(InferContext& ctx, DType q) {
+  const int64_t p = ctx.node().attr_int("softmax_precision", 0);
+  if (p != 0) {
+    const DType d = static_cast<DType>(p);
+    if (d != DType::kFloat && d != DType::kFloat16 && d != DType::kBFloat16 && d != DType::kDouble)
+      ctx.fail_node("softmax_precision must be float, float16, bfloat16 or double (1, 10, 16, 11), got ", p);
+    return d;
+  }
+  return q == DType::kFloat16 || q == DType::kBFloat16 ? DType::kFloat : q;
+}
+
+// FlexAttention (ai.onnx.preview 1): Q [B, Hq, L, E], K [B, Hkv, S, E], V [B, Hkv, S, Ev] ->
+// [B, Hq, L, Ev]; the score_mod / prob_mod graphs map a [B, Hq, L, S] tensor of the softmax's
+// precision to one of the same type and shape.
+void infer_flex_attention(InferContext& ctx) {
+  const TypeInfo& q = ctx.input_type(0);
+  const TypeInfo& k = ctx.input_type(1);
+  const TypeInfo& v = ctx.input_type(2);
+  for (size_t i = 0; i < 3; ++i)
+    if (ctx.input_type(i).has_shape && ctx.input_type(i).shape.size() != 4)
+      ctx.fail_node("Q, K and V must be 4-D [batch, heads, sequence, size], got ", ctx.input_type(i).shape.to_string(),
+                    " for input ", i);
+  const int64_t hq = dim(q, 1), hkv = dim(k, 1);
+  if (hq > 0 && hkv > 0 && hq % hkv != 0) ctx.fail_node("Q's ", hq, " heads are not a multiple of K's ", hkv);
+  if (dim(q, 3) > 0 && dim(k, 3) > 0 && dim(q, 3) != dim(k, 3))
+    ctx.fail_node("Q and K have head sizes ", dim(q, 3), " and ", dim(k, 3));
+  ctx.set_output(0, q.elem_dtype(), Shape{dim(q, 0), hq, dim(q, 2), dim(v, 3)});
+  const DType sd = flex_softmax_dtype(ctx, q.elem_dtype());
+  const TypeInfo scores = TypeInfo::tensor(sd, Shape{dim(q, 0), hq, dim(q, 2), dim(k, 2)});
+  for (const char* name : {"score_mod", "prob_mod"}) {
+    const Graph* g = ctx.node().attr_graph(name);
+    if (!g) continue;
+    if (g->inputs.size() != 1 || g->outputs.size() != 1)
+      ctx.fail_node(name, " must take one input and return one output, it takes ", g->inputs.size(), " and returns ",
+                    g->outputs.size());
+    const std::vector<TypeInfo> out = ctx.infer_subgraph(*g, {scores});
+    if (out[0].is_tensor() && out[0].elem_dtype() != DType::kUndefined && out[0].elem_dtype() != sd)
+      ctx.fail_node(name, " returns ", dtype_name(out[0].elem_dtype()), " for a ", dtype_name(sd), " input");
+  }
+}
+
 void register_transformer_ops(OpRegistry& r) {
   r.add("", "Attention", {23, 24, 25}, infer_attention);
   r.add("", "RotaryEmbedding", {23}, infer_rotary_embedding);
   r.add("", "TensorScatter", {24}, infer_tensor_scatter);
   r.add("", "CausalConvWithState", {27}, infer_causal_conv);
   r.add("", "LinearAttention", {27}, infer_linear_attention);
+  r.add("ai.onnx.preview", "FlexAttention", {1}, infer_flex_attention);
 }
 
 }  // namespace onyx

@@ -147,7 +147,9 @@ class GraphSpec {
 };
 
 /// ModelProto bytes for `g` with the given IR version and ai.onnx opset.
-inline std::string encode_model(const GraphSpec& g, int64_t opset = 17, int64_t ir = 8) {
+/// A model of `g` importing ai.onnx at `opset` and each of `domains` (name, version).
+inline std::string encode_model(const GraphSpec& g, int64_t opset = 17, int64_t ir = 8,
+                                const std::vector<std::pair<std::string, int64_t>>& domains = {}) {
   ProtoWriter w;
   w.varint(1, static_cast<uint64_t>(ir));
   w.bytes(2, "onyx-tests");
@@ -156,6 +158,12 @@ inline std::string encode_model(const GraphSpec& g, int64_t opset = 17, int64_t 
   os.bytes(1, "");
   os.varint(2, static_cast<uint64_t>(opset));
   w.bytes(8, os.str());
+  for (const auto& [name, version] : domains) {
+    ProtoWriter d;
+    d.bytes(1, name);
+    d.varint(2, static_cast<uint64_t>(version));
+    w.bytes(8, d.str());
+  }
   return w.take();
 }
 

@@ -217,3 +217,56 @@ TEST(Opset27, LinearAttentionStreams) {
   // The gated rules need the decay.
   expect_error([&] { run_op("LinearAttention", {{"q", q}, {"k", k}, {"v", v}}, {DType::kFloat}, attrs, 27); }, "decay");
 }
+
+namespace {
+/// FlexAttention (ai.onnx.preview 1) over q, k, v with the given mod graphs.
+Tensor flex_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::vector<AttrSpec> attrs) {
+  GraphSpec g;
+  NodeSpec n{"FlexAttention", {"q", "k", "v"}, {"y"}, std::move(attrs), "flex", "ai.onnx.preview"};
+  g.nodes.push_back(n);
+  for (const auto& [name, t] : {std::pair{"q", &q}, std::pair{"k", &k}, std::pair{"v", &v}})
+    g.inputs.push_back({name, t->dtype(), t->shape().to_vector()});
+  g.outputs.push_back(any_out("y"));
+  const std::string m = encode_model(g, 26, 10, {{"ai.onnx.preview", 1}});
+  Session s = Session::builder().with_intra_threads(1).commit_from_memory(m.data(), m.size());
+  return s.run({{"q", Value(q)}, {"k", Value(k)}, {"v", Value(v)}})[0].tensor();
+}
+
+/// A one-node mod graph: out = op(in, c) for the scalar constant c.
+GraphSpec mod_graph(const std::string& op, float c, DType cast_to = DType::kUndefined) {
+  GraphSpec g;
+  g.inputs.push_back({"in", DType::kFloat, {}});
+  g.inputs.back().no_shape = true;
+  g.initializers.emplace_back("c", Tensor::scalar<float>(c));
+  g.nodes.push_back({op, {"in", "c"}, {cast_to == DType::kUndefined ? "out" : "pre"}, {}, "m"});
+  if (cast_to != DType::kUndefined)
+    g.nodes.push_back({"Cast", {"pre"}, {"out"}, {attr_int("to", static_cast<int64_t>(cast_to))}, "cast"});
+  g.outputs.push_back(any_out("out", cast_to == DType::kUndefined ? DType::kFloat : cast_to));
+  return g;
+}
+}  // namespace
+
+TEST(Preview1, FlexAttentionMods) {
+  // One head, two queries over two keys. Scale 1: scores q . k.
+  const Tensor q = f32({1, 1, 2, 2}, {1, 0, 0, 1});
+  const Tensor k = f32({1, 1, 2, 2}, {1, 0, 0, 1});
+  const Tensor v = f32({1, 1, 2, 3}, {1, 2, 3, -1, 0, 1});
+  const double e = std::exp(1.0), p0 = e / (e + 1), p1 = 1 / (e + 1);
+  // Row 0: softmax([1, 0]) = [p0, p1]; row 1: softmax([0, 1]) = [p1, p0].
+  const auto mix = [&](double a, double b) {
+    return std::vector<float>{static_cast<float>(a * 1 + b * -1), static_cast<float>(a * 2 + b * 0), static_cast<float>(a * 3 + b * 1)};
+  };
+  std::vector<float> want = mix(p0, p1), row1 = mix(p1, p0);
+  want.insert(want.end(), row1.begin(), row1.end());
+  expect_near(flex_attention(q, k, v, {attr_float("scale", 1.0f)}), want);
+  // prob_mod halves the probabilities: half the output.
+  std::vector<float> half = want;
+  for (float& x : half) x *= 0.5f;
+  expect_near(flex_attention(q, k, v, {attr_float("scale", 1.0f), attr_graph("prob_mod", mod_graph("Mul", 0.5f))}), half);
+  // score_mod adding the same to every score changes nothing.
+  expect_near(flex_attention(q, k, v, {attr_float("scale", 1.0f), attr_graph("score_mod", mod_graph("Add", 3.0f))}), want);
+  // A mod that returns another type is refused.
+  expect_error([&] {
+    flex_attention(q, k, v, {attr_graph("score_mod", mod_graph("Add", 3.0f, DType::kDouble))});
+  }, "score_mod returns double");
+}

@@ -1,5 +1,5 @@
 // CPU kernels: transformer family (opsets 23+): Attention, RotaryEmbedding, TensorScatter,
-// CausalConvWithState, LinearAttention.
+// CausalConvWithState, LinearAttention, FlexAttention (ai.onnx.preview).
 //
 // Attention runs one query row at a time: its scores over every key (past keys first), the mask
 // (attn_mask, causal, sliding window, padding) as an additive bias, softmax, and the weighted sum
@@ -532,12 +532,138 @@ std::unique_ptr<Kernel> make_linear_attention(const KernelCreateInfo& info) {
 
 constexpr TypeMask kFloatsMask = types::kFloats;
 
+// ---------------------------------------------------------------------------------------------
+// FlexAttention (ai.onnx.preview 1): softmax(score_mod(Q K^T scaled)) -> prob_mod -> times V, the
+// two mods being graphs run once over the whole [B, Hq, L, S] tensor. Arithmetic in double, each
+// stage rounded to the type the definition computes it in: Q and K scaled by sqrt(scale) and
+// their product in the input type, the mods, softmax and the product with V in the softmax
+// precision, the output in the input type.
+
+/// Writes v, rounded to t's element type, as element i of t (a float type).
+void put_float(Tensor& t, int64_t i, double v) {
+  switch (t.dtype()) {
+    case DType::kFloat: t.data<float>()[i] = static_cast<float>(v); break;
+    case DType::kDouble: t.data<double>()[i] = v; break;
+    case DType::kFloat16: t.data<Float16>()[i] = Float16(static_cast<float>(v)); break;
+    case DType::kBFloat16: t.data<BFloat16>()[i] = BFloat16(static_cast<float>(v)); break;
+    default: unsupported_dtype("FlexAttention", t.dtype());
+  }
+}
+
+class FlexAttentionKernel final : public Kernel {
+ public:
+  explicit FlexAttentionKernel(const KernelCreateInfo& info) : node_(info.node) {
+    scale_ = node_.attr_float("scale", 0.0f);
+    has_scale_ = node_.has_attr("scale");
+    const DType q = info.input_dtype(0);
+    const int64_t p = node_.attr_int("softmax_precision", 0);
+    softmax_ = p != 0 ? static_cast<DType>(p) : (q == DType::kFloat16 || q == DType::kBFloat16 ? DType::kFloat : q);
+    for (int i = 0; i < 2; ++i) {
+      const char* name = i == 0 ? "score_mod" : "prob_mod";
+      if (const Graph* g = node_.attr_graph(name)) mods_[i] = info.prepare_subgraph(*g);
+    }
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& q = ctx.input(0);
+    const Tensor& k = ctx.input(1);
+    const Tensor& v = ctx.input(2);
+    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
+      fail(ErrorCode::kInvalidArgument, "Q, K and V must be 4-D, got ", q.shape().to_string(), ", ", k.shape().to_string(),
+           " and ", v.shape().to_string());
+    const int64_t B = q.dim(0), Hq = q.dim(1), L = q.dim(2), E = q.dim(3);
+    const int64_t Hkv = k.dim(1), S = k.dim(2), Ev = v.dim(3);
+    if (k.dim(0) != B || v.dim(0) != B || v.dim(1) != Hkv || v.dim(2) != S || k.dim(3) != E)
+      fail(ErrorCode::kInvalidArgument, "K ", k.shape().to_string(), " and V ", v.shape().to_string(), " do not fit Q ",
+           q.shape().to_string());
+    if (Hkv <= 0 || Hq % Hkv != 0) fail(ErrorCode::kInvalidArgument, "Q's ", Hq, " heads are not a multiple of K's ", Hkv);
+    if (k.dtype() != q.dtype() || v.dtype() != q.dtype())
+      fail(ErrorCode::kInvalidArgument, "Q, K and V must have one type");
+    const DType t = q.dtype();
+    // sqrt(scale) in float, then in the input type.
+    const float sc = has_scale_ ? scale_ : static_cast<float>(1.0 / std::sqrt(static_cast<double>(E)));
+    const double root = round_to<double>(t, static_cast<double>(std::sqrt(sc)));
+    const int64_t group = Hq / Hkv;
+    Tensor scores(softmax_, Shape{B, Hq, L, S});
+    std::vector<double> qs(static_cast<size_t>(E)), ks(static_cast<size_t>(S * E));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h) {
+        const int64_t kh = h / group;
+        for (int64_t s = 0; s < S; ++s)
+          for (int64_t e = 0; e < E; ++e)
+            ks[s * E + e] = round_to<double>(t, k.element_as_double(((b * Hkv + kh) * S + s) * E + e) * root);
+        for (int64_t l = 0; l < L; ++l) {
+          for (int64_t e = 0; e < E; ++e) qs[e] = round_to<double>(t, q.element_as_double(((b * Hq + h) * L + l) * E + e) * root);
+          for (int64_t s = 0; s < S; ++s) {
+            double acc = 0;
+            for (int64_t e = 0; e < E; ++e) acc += qs[e] * ks[s * E + e];
+            put_float(scores, ((b * Hq + h) * L + l) * S + s, round_to<double>(t, acc));
+          }
+        }
+      }
+    scores = apply_mod(ctx, 0, std::move(scores));
+    // Softmax over the keys, in the softmax precision.
+    Tensor probs(softmax_, scores.shape());
+    std::vector<double> row(static_cast<size_t>(S));
+    for (int64_t r = 0; r < B * Hq * L; ++r) {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t s = 0; s < S; ++s) mx = std::max(mx, scores.element_as_double(r * S + s));
+      double sum = 0;
+      for (int64_t s = 0; s < S; ++s) {
+        row[s] = round_to<double>(softmax_, std::exp(round_to<double>(softmax_, scores.element_as_double(r * S + s) - mx)));
+        sum += row[s];
+      }
+      sum = round_to<double>(softmax_, sum);
+      for (int64_t s = 0; s < S; ++s) put_float(probs, r * S + s, row[s] / sum);
+    }
+    probs = apply_mod(ctx, 1, std::move(probs));
+    Tensor& y = ctx.allocate_output(0, t, Shape{B, Hq, L, Ev});
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h) {
+        const int64_t kh = h / group;
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t e = 0; e < Ev; ++e) {
+            double acc = 0;
+            for (int64_t s = 0; s < S; ++s)
+              acc += probs.element_as_double(((b * Hq + h) * L + l) * S + s) *
+                     round_to<double>(softmax_, v.element_as_double(((b * Hkv + kh) * S + s) * Ev + e));
+            put_float(y, ((b * Hq + h) * L + l) * Ev + e, round_to<double>(softmax_, acc));
+          }
+      }
+  }
+
+ private:
+  /// The mod graph's result for `x` (x itself without one): the same type and shape.
+  Tensor apply_mod(KernelContext& ctx, int i, Tensor x) const {
+    if (!mods_[i]) return x;
+    const char* name = i == 0 ? "score_mod" : "prob_mod";
+    std::vector<Value> in;
+    in.emplace_back(x);
+    std::vector<Value> out = ctx.run_subgraph(*mods_[i], std::move(in));
+    if (out.size() != 1 || !out[0].is_tensor()) fail(ErrorCode::kRuntime, name, " must return one tensor");
+    const Tensor& r = out[0].tensor();
+    if (r.dtype() != x.dtype() || !(r.shape() == x.shape()))
+      fail(ErrorCode::kRuntime, name, " returned ", dtype_name(r.dtype()), r.shape().to_string(), " for ",
+           dtype_name(x.dtype()), x.shape().to_string());
+    return r.storage() ? r : r.clone();
+  }
+
+  const Node& node_;
+  float scale_ = 0;
+  bool has_scale_ = false;
+  DType softmax_ = DType::kFloat;
+  std::shared_ptr<PreparedSubgraph> mods_[2];
+};
+
+std::unique_ptr<Kernel> make_flex_attention(const KernelCreateInfo& info) { return std::make_unique<FlexAttentionKernel>(info); }
+
 const KernelDef kDefs[] = {
     {"", "Attention", 23, 99, {{0, kFloatsMask}}, make_attention},
     {"", "RotaryEmbedding", 23, 99, {{0, kFloatsMask}}, make_rotary},
     {"", "TensorScatter", 24, 99, {{0, types::kAll & ~type_mask({DType::kString})}}, make_tensor_scatter},
     {"", "CausalConvWithState", 27, 99, {{0, kFloatsMask}}, make_causal_conv},
     {"", "LinearAttention", 27, 99, {{0, kFloatsMask}}, make_linear_attention},
+    {"ai.onnx.preview", "FlexAttention", 1, 99, {{0, kFloatsMask}}, make_flex_attention},
 };
 
 }  // namespace
