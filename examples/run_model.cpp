@@ -16,9 +16,24 @@ namespace {
 
 bool exists(const std::string& p) { return std::ifstream(p).good(); }
 
+/// The largest element difference; infinite where the types differ, where a string differs, or
+/// where one side is NaN and the other is not (NaN == NaN counts as equal).
 double max_abs_diff(const onyx::Tensor& a, const onyx::Tensor& b) {
+  if (a.dtype() != b.dtype()) return INFINITY;
+  if (a.dtype() == onyx::DType::kString) {
+    for (int64_t i = 0; i < a.numel(); ++i)
+      if (a.data<std::string>()[i] != b.data<std::string>()[i]) return INFINITY;
+    return 0;
+  }
   double m = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(a.element_as_double(i) - b.element_as_double(i)));
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.element_as_double(i), y = b.element_as_double(i);
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) return INFINITY;
+      continue;
+    }
+    m = std::max(m, std::fabs(x - y));
+  }
   return m;
 }
 

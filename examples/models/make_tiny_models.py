@@ -54,6 +54,31 @@ def tiny_normalize():
     save(model, "tiny_normalize", [("x", x)], [("y", y)])
 
 
+def tiny_ml():
+    """A scikit-learn style pipeline in ai.onnx.ml: picks feature 2 of each row, thresholds it at
+    0.5 and names the outcome: y = LabelEncoder(Cast(Binarizer(ArrayFeatureExtractor(x, [2])))),
+    "low" or "high" per row."""
+    ml = "ai.onnx.ml"
+    nodes = [
+        helper.make_node("ArrayFeatureExtractor", ["x", "column"], ["picked"], name="pick", domain=ml),
+        helper.make_node("Binarizer", ["picked"], ["above"], name="threshold", domain=ml, threshold=0.5),
+        helper.make_node("Cast", ["above"], ["flag"], name="to_int", to=TensorProto.INT64),
+        helper.make_node("LabelEncoder", ["flag"], ["y"], name="name_it", domain=ml, keys_int64s=[0, 1],
+                         values_strings=["low", "high"], default_string="?"),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny_ml",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, ["batch", 1])],
+        [numpy_helper.from_array(np.array([2], dtype=np.int64), "column")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ml, 2)],
+                              producer_name="onyx-examples")
+    model.ir_version = 8
+    x = np.array([[0.1, 0.2, 0.9, 0.0], [0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.2, 3.0]], dtype=np.float32)
+    y = np.where(x[:, 2:3] > 0.5, "high", "low").astype(object)
+    save(model, "tiny_ml", [("x", x)], [("y", y)])
+
+
 def tiny_cnn():
     """A small image classifier (Conv, ReLU, MaxPool, GlobalAveragePool, Gemm, Softmax) from torch."""
     import torch
@@ -85,4 +110,5 @@ def tiny_cnn():
 
 if __name__ == "__main__":
     tiny_normalize()
+    tiny_ml()
     tiny_cnn()

@@ -24,6 +24,7 @@ void register_training_ops(OpRegistry& r);      // ops/training.cpp
 void register_einsum_ops(OpRegistry& r);        // ops/einsum.cpp
 void register_layout_ops(OpRegistry& r);        // ops/layout.cpp (channels-last forms)
 void register_transformer_ops(OpRegistry& r);   // ops/transformer.cpp (Attention, RotaryEmbedding, ...)
+void register_ml_ops(OpRegistry& r);            // ops/ml.cpp (domain ai.onnx.ml)
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -45,6 +46,7 @@ inline void register_all_op_families(OpRegistry& r) {
   register_einsum_ops(r);
   register_layout_ops(r);
   register_transformer_ops(r);
+  register_ml_ops(r);
 }
 
 }  // namespace onyx

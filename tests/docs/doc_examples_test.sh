@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Compiles (and runs) every C++ block in docs/*.md that starts with "// doc-example: NAME".
+# Each runs with MODEL as its argument, or with the model named by "model=FILE" on that line
+# (FILE beside MODEL, in examples/models).
 # Usage: doc_examples_test.sh SOURCE_DIR INCLUDE_DIR LIB_DIR MODEL
 set -euo pipefail
 SRC=$1
@@ -21,7 +23,10 @@ for f in "$TMP"/*.cpp; do
   [ -e "$f" ] || continue
   count=$((count + 1))
   g++ -std=c++20 -O1 -I"$INC" "$f" -L"$LIB" -lonyx -Wl,-rpath,"$LIB" -o "${f%.cpp}"
-  "${f%.cpp}" "$MODEL"
+  model=$MODEL
+  other=$(sed -n '1s/.*doc-example:.*model=\([^ ]*\).*/\1/p' "$f")
+  [ -z "$other" ] || model=$(dirname "$MODEL")/$other
+  "${f%.cpp}" "$model"
   echo "ok   $(basename "$f")"
 done
 [ "$count" -gt 0 ] || { echo "no doc examples found"; exit 1; }

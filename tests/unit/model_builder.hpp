@@ -12,10 +12,11 @@ namespace onyx::test {
 
 struct AttrSpec {
   std::string name;
-  enum { kInt, kFloat, kInts, kString, kTensor, kGraph, kStrings } kind = kInt;
+  enum { kInt, kFloat, kInts, kString, kTensor, kGraph, kStrings, kFloats } kind = kInt;
   int64_t i = 0;
   float f = 0;
   std::vector<int64_t> ints;
+  std::vector<float> floats;
   std::string s;  // string value, or encoded TensorProto / GraphProto bytes
   std::vector<std::string> strings;
   std::string ref;  // inside a function body: the caller's attribute this one refers to
@@ -40,6 +41,13 @@ inline AttrSpec attr_ints(std::string n, std::vector<int64_t> v) {
   a.name = std::move(n);
   a.kind = AttrSpec::kInts;
   a.ints = std::move(v);
+  return a;
+}
+inline AttrSpec attr_floats(std::string n, std::vector<float> v) {
+  AttrSpec a;
+  a.name = std::move(n);
+  a.kind = AttrSpec::kFloats;
+  a.floats = std::move(v);
   return a;
 }
 inline AttrSpec attr_strings(std::string n, std::vector<std::string> v) {
@@ -130,6 +138,13 @@ class GraphSpec {
           break;
         }
         case AttrSpec::kInts: aw.packed_int64(8, a.ints); aw.varint(20, 7); break;
+        case AttrSpec::kFloats: {
+          std::string packed(a.floats.size() * 4, '\0');
+          if (!a.floats.empty()) std::memcpy(packed.data(), a.floats.data(), packed.size());
+          aw.bytes(7, packed);
+          aw.varint(20, 6);
+          break;
+        }
         case AttrSpec::kString: aw.bytes(4, a.s); aw.varint(20, 3); break;
         case AttrSpec::kTensor: aw.bytes(5, a.s); aw.varint(20, 4); break;
         case AttrSpec::kGraph: aw.bytes(6, a.s); aw.varint(20, 5); break;

@@ -1,0 +1,127 @@
+// Traditional-ML family (domain ai.onnx.ml): ArrayFeatureExtractor, Binarizer, LabelEncoder
+// (versions 1, 2 and 4) and TreeEnsemble (version 5), the operators of onnx's node tests for the
+// domain. Their attributes are checked here, at load, so that a malformed model is refused with
+// the attribute named rather than at run time.
+#include "ops/families.hpp"
+#include "ops/schema.hpp"
+
+namespace onyx {
+
+namespace {
+
+void infer_array_feature_extractor(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32, DType::kString});
+  ctx.require_dtype(1, {DType::kInt64});
+  const TypeInfo& x = ctx.input_type(0);
+  const TypeInfo& y = ctx.input_type(1);
+  if (!x.has_shape) {
+    ctx.set_output_unranked(0, x.elem_dtype());
+    return;
+  }
+  if (x.shape.size() == 0) ctx.fail_node("X must have at least one dimension");
+  const int64_t picked = y.has_shape && y.shape.is_concrete() ? y.shape.numel() : ctx.fresh();
+  Shape s;
+  if (x.shape.size() == 1) {
+    s = Shape{1, picked};
+  } else {
+    s = x.shape;
+    s[s.size() - 1] = picked;
+  }
+  ctx.set_output(0, x.elem_dtype(), s);
+}
+
+void infer_binarizer(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32});
+  ctx.propagate(0, 0);
+}
+
+/// The element type of LabelEncoder's keys or values ("keys" / "values"): from whichever
+/// attribute of that kind is set; exactly one must be.
+DType label_encoder_side(InferContext& ctx, const char* side) {
+  const Node& n = ctx.node();
+  const std::string p(side);
+  std::vector<std::pair<std::string, DType>> set;
+  if (n.has_attr(p + "_strings")) set.emplace_back(p + "_strings", DType::kString);
+  if (n.has_attr(p + "_int64s")) set.emplace_back(p + "_int64s", DType::kInt64);
+  if (n.has_attr(p + "_floats")) set.emplace_back(p + "_floats", DType::kFloat);
+  if (n.opset >= 4 && n.has_attr(p + "_tensor")) {
+    const Tensor* t = n.attr_tensor(p + "_tensor");
+    if (!t) ctx.fail_node(p, "_tensor must be a tensor");
+    set.emplace_back(p + "_tensor", t->dtype());
+  }
+  if (set.size() != 1) {
+    std::string names;
+    for (const auto& [name, dt] : set) names += (names.empty() ? "" : ", ") + name;
+    ctx.fail_node("exactly one of the ", side, "_* attributes must be set, got ", set.empty() ? "none" : names);
+  }
+  const DType dt = set[0].second;
+  if (dt != DType::kString && dt != DType::kInt64 && dt != DType::kFloat && dt != DType::kInt32 && dt != DType::kInt16 &&
+      dt != DType::kDouble)
+    ctx.fail_node(set[0].first, " has element type ", dtype_name(dt), " (string, int64, int32, int16, float or double)");
+  return dt;
+}
+
+void infer_label_encoder(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const DType in = ctx.input_dtype(0);
+  if (n.opset < 2) {
+    // Version 1: strings to their index in classes_strings, or int64 indices to the strings.
+    if (in != DType::kString && in != DType::kInt64)
+      ctx.fail_node("LabelEncoder-1 maps string to int64 or int64 to string, got ", dtype_name(in));
+    const TypeInfo& x = ctx.input_type(0);
+    const DType out = in == DType::kString ? DType::kInt64 : DType::kString;
+    if (x.has_shape)
+      ctx.set_output(0, out, x.shape);
+    else
+      ctx.set_output_unranked(0, out);
+    return;
+  }
+  const DType keys = label_encoder_side(ctx, "keys");
+  const DType values = label_encoder_side(ctx, "values");
+  if (in != DType::kUndefined && in != keys)
+    ctx.fail_node("the input is ", dtype_name(in), " but the keys are ", dtype_name(keys));
+  if (const Tensor* d = n.attr_tensor("default_tensor")) {
+    if (d->numel() != 1) ctx.fail_node("default_tensor must hold one value, it holds ", d->numel());
+    if (d->dtype() != values)
+      ctx.fail_node("default_tensor is ", dtype_name(d->dtype()), " but the values are ", dtype_name(values));
+  }
+  const TypeInfo& x = ctx.input_type(0);
+  if (x.has_shape)
+    ctx.set_output(0, values, x.shape);
+  else
+    ctx.set_output_unranked(0, values);
+}
+
+void infer_tree_ensemble(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kFloat16});
+  const int64_t targets = n.attr_int("n_targets", 0);
+  if (targets <= 0) ctx.fail_node("n_targets must be positive, got ", targets);
+  for (const char* a : {"nodes_splits", "nodes_modes", "leaf_weights"})
+    if (!n.attr_tensor(a)) ctx.fail_node("the tensor attribute ", a, " is required");
+  const size_t nodes = n.attr_ints("nodes_featureids").size();
+  for (const char* a : {"nodes_truenodeids", "nodes_falsenodeids", "nodes_trueleafs", "nodes_falseleafs"})
+    if (n.attr_ints(a).size() != nodes) ctx.fail_node(a, " has ", n.attr_ints(a).size(), " entries for ", nodes, " nodes");
+  if (static_cast<size_t>(n.attr_tensor("nodes_modes")->numel()) != nodes)
+    ctx.fail_node("nodes_modes has ", n.attr_tensor("nodes_modes")->numel(), " entries for ", nodes, " nodes");
+  if (n.attr_ints("leaf_targetids").size() != static_cast<size_t>(n.attr_tensor("leaf_weights")->numel()))
+    ctx.fail_node("leaf_targetids and leaf_weights differ in length");
+  const DType x = ctx.input_dtype(0);
+  for (const char* a : {"nodes_splits", "leaf_weights", "membership_values"})
+    if (const Tensor* t = n.attr_tensor(a); t && x != DType::kUndefined && t->dtype() != x)
+      ctx.fail_node(a, " is ", dtype_name(t->dtype()), " but the input is ", dtype_name(x));
+  const TypeInfo& in = ctx.input_type(0);
+  if (in.has_shape && in.shape.size() != 2) ctx.fail_node("X must be 2-D [N, features], got ", in.shape.to_string());
+  ctx.set_output(0, x, Shape{in.has_shape ? in.shape[0] : ctx.fresh(), targets});
+}
+
+}  // namespace
+
+void register_ml_ops(OpRegistry& r) {
+  r.add("ai.onnx.ml", "ArrayFeatureExtractor", {1}, infer_array_feature_extractor);
+  r.add("ai.onnx.ml", "Binarizer", {1}, infer_binarizer);
+  r.add("ai.onnx.ml", "LabelEncoder", {1, 2, 4}, infer_label_encoder);
+  r.add("ai.onnx.ml", "TreeEnsemble", {5}, infer_tree_ensemble);
+}
+
+}  // namespace onyx
