@@ -1,6 +1,6 @@
 // Traditional-ML family (domain ai.onnx.ml): ArrayFeatureExtractor, Binarizer, LabelEncoder
-// (versions 1, 2 and 4) and TreeEnsemble (version 5), the operators of onnx's node tests for the
-// domain. Their attributes are checked here, at load, so that a malformed model is refused with
+// (versions 1, 2 and 4), TreeEnsemble (version 5), TreeEnsembleRegressor (1 and 3), Scaler,
+// Normalizer, LinearRegressor and LinearClassifier. Their attributes are checked here, at load, so that a malformed model is refused with
 // the attribute named rather than at run time.
 #include "ops/families.hpp"
 #include "ops/schema.hpp"
@@ -115,6 +115,77 @@ void infer_tree_ensemble(InferContext& ctx) {
   ctx.set_output(0, x, Shape{in.has_shape ? in.shape[0] : ctx.fresh(), targets});
 }
 
+// TreeEnsembleRegressor (1, 3): X [N, F] (or [F]) of float, double, int64 or int32 -> float
+// [N, n_targets]. The trees themselves are checked when the kernel is built.
+void infer_tree_regressor(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32});
+  const int64_t targets = n.attr_int("n_targets", 0);
+  if (targets <= 0) ctx.fail_node("n_targets must be positive, got ", targets);
+  if (n.opset < 3)
+    for (const char* a : {"base_values_as_tensor", "nodes_values_as_tensor", "target_weights_as_tensor", "nodes_hitrates_as_tensor"})
+      if (n.has_attr(a)) ctx.fail_node("the attribute ", a, " came with version 3 of the operator; the model imports ai.onnx.ml ", n.opset);
+  const TypeInfo& in = ctx.input_type(0);
+  if (in.has_shape && in.shape.size() != 1 && in.shape.size() != 2)
+    ctx.fail_node("X must be [N, features] or [features], got ", in.shape.to_string());
+  const int64_t rows = !in.has_shape ? ctx.fresh() : in.shape.size() == 1 ? 1 : in.shape[0];
+  ctx.set_output(0, DType::kFloat, Shape{rows, targets});
+}
+
+// TreeEnsembleClassifier (1, 3): labels [N] (int64 or string) and scores float [N, classes].
+void infer_tree_classifier(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32});
+  const bool ints = n.has_attr("classlabels_int64s"), strings = n.has_attr("classlabels_strings");
+  if (ints == strings) ctx.fail_node("exactly one of classlabels_int64s and classlabels_strings must be set");
+  const int64_t classes = static_cast<int64_t>(ints ? n.attr_ints("classlabels_int64s").size() : n.attr_strings("classlabels_strings").size());
+  if (classes == 0) ctx.fail_node("the class label list is empty");
+  const TypeInfo& in = ctx.input_type(0);
+  if (in.has_shape && in.shape.size() != 1 && in.shape.size() != 2)
+    ctx.fail_node("X must be [N, features] or [features], got ", in.shape.to_string());
+  const int64_t rows = !in.has_shape ? ctx.fresh() : in.shape.size() == 1 ? 1 : in.shape[0];
+  ctx.set_output(0, ints ? DType::kInt64 : DType::kString, Shape{rows});
+  if (ctx.num_outputs() > 1 && ctx.has_output(1)) ctx.set_output(1, DType::kFloat, Shape{rows, classes});
+}
+
+/// Rows of an [N, C] (or [C]) feature input: N, or a fresh symbol when unknown.
+int64_t feature_rows(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32});
+  const TypeInfo& in = ctx.input_type(0);
+  if (in.has_shape && in.shape.size() != 1 && in.shape.size() != 2)
+    ctx.fail_node("X must be [N, C] or [C], got ", in.shape.to_string());
+  return !in.has_shape ? ctx.fresh() : in.shape.size() == 1 ? 1 : in.shape[0];
+}
+
+/// Scaler, Normalizer: float of the input's shape.
+void infer_feature_map(InferContext& ctx) {
+  (void)feature_rows(ctx);
+  const TypeInfo& in = ctx.input_type(0);
+  if (in.has_shape)
+    ctx.set_output(0, DType::kFloat, in.shape);
+  else
+    ctx.set_output_unranked(0, DType::kFloat);
+}
+
+void infer_linear_regressor(InferContext& ctx) {
+  const int64_t targets = ctx.node().attr_int("targets", 1);
+  if (targets <= 0) ctx.fail_node("targets must be positive, got ", targets);
+  ctx.set_output(0, DType::kFloat, Shape{feature_rows(ctx), targets});
+}
+
+void infer_linear_classifier(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const bool ints = n.has_attr("classlabels_ints"), strings = n.has_attr("classlabels_strings");
+  if (ints == strings) ctx.fail_node("exactly one of classlabels_ints and classlabels_strings must be set");
+  const int64_t rows = feature_rows(ctx);
+  ctx.set_output(0, ints ? DType::kInt64 : DType::kString, Shape{rows});
+  if (ctx.num_outputs() > 1 && ctx.has_output(1)) {
+    const int64_t labels = static_cast<int64_t>(ints ? n.attr_ints("classlabels_ints").size() : n.attr_strings("classlabels_strings").size());
+    // One score per label (a binary classifier's one row of coefficients gives two).
+    ctx.set_output(1, DType::kFloat, Shape{rows, labels});
+  }
+}
+
 }  // namespace
 
 void register_ml_ops(OpRegistry& r) {
@@ -122,6 +193,12 @@ void register_ml_ops(OpRegistry& r) {
   r.add("ai.onnx.ml", "Binarizer", {1}, infer_binarizer);
   r.add("ai.onnx.ml", "LabelEncoder", {1, 2, 4}, infer_label_encoder);
   r.add("ai.onnx.ml", "TreeEnsemble", {5}, infer_tree_ensemble);
+  r.add("ai.onnx.ml", "TreeEnsembleRegressor", {1, 3}, infer_tree_regressor);
+  r.add("ai.onnx.ml", "TreeEnsembleClassifier", {1, 3}, infer_tree_classifier);
+  r.add("ai.onnx.ml", "Scaler", {1}, infer_feature_map);
+  r.add("ai.onnx.ml", "Normalizer", {1}, infer_feature_map);
+  r.add("ai.onnx.ml", "LinearRegressor", {1}, infer_linear_regressor);
+  r.add("ai.onnx.ml", "LinearClassifier", {1}, infer_linear_classifier);
 }
 
 }  // namespace onyx

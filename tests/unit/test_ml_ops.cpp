@@ -71,6 +71,49 @@ Trees two_stumps(int64_t b_target) {
   return t;
 }
 
+/// All outputs of one ai.onnx.ml node with outputs of types `outs`.
+std::vector<Tensor> run_ml_all(const std::string& op, const std::vector<In>& inputs, std::vector<DType> outs,
+                               std::vector<AttrSpec> attrs) {
+  GraphSpec g = one_node(op, inputs, outs, std::move(attrs));
+  g.nodes[0].domain = "ai.onnx.ml";
+  const std::string m = encode_model(g, 21, 10, {{"ai.onnx.ml", 3}});
+  Session s = Session::builder().with_intra_threads(1).commit_from_memory(m.data(), m.size());
+  std::vector<std::pair<std::string, Value>> feeds;
+  for (const auto& in : inputs) feeds.emplace_back(in.name, Value(in.value));
+  std::vector<Tensor> r;
+  for (auto& v : s.run(feeds)) r.push_back(v.tensor());
+  return r;
+}
+
+/// The older tree form (TreeEnsembleRegressor / TreeEnsembleClassifier): two trees over
+/// [x0, x1]. Tree 0 sends x0 <= 0.5 to leaf 1, else leaf 2; tree 1 sends x1 < 2 to leaf 1,
+/// else leaf 2. `votes` are (tree, leaf node, id, weight).
+std::vector<AttrSpec> old_trees(const std::string& vote, const std::vector<std::tuple<int64_t, int64_t, int64_t, float>>& votes) {
+  std::vector<int64_t> vt, vn, vid;
+  std::vector<float> vw;
+  for (const auto& [t, n, id, w] : votes) vt.push_back(t), vn.push_back(n), vid.push_back(id), vw.push_back(w);
+  return {attr_ints("nodes_treeids", {0, 0, 0, 1, 1, 1}),
+          attr_ints("nodes_nodeids", {0, 1, 2, 0, 1, 2}),
+          attr_ints("nodes_featureids", {0, 0, 0, 1, 0, 0}),
+          attr_floats("nodes_values", {0.5f, 0, 0, 2, 0, 0}),
+          attr_strings("nodes_modes", {"BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_LT", "LEAF", "LEAF"}),
+          attr_ints("nodes_truenodeids", {1, 0, 0, 1, 0, 0}),
+          attr_ints("nodes_falsenodeids", {2, 0, 0, 2, 0, 0}),
+          attr_ints(vote + "_treeids", vt),
+          attr_ints(vote + "_nodeids", vn),
+          attr_ints(vote + "_ids", vid),
+          attr_floats(vote + "_weights", vw)};
+}
+
+template <class... A>
+std::vector<AttrSpec> with(std::vector<AttrSpec> a, A... more) {
+  (a.push_back(more), ...);
+  return a;
+}
+
+// Rows reaching (tree 0, tree 1) leaves: [0, 1] -> (1, 1), [1, 1] -> (2, 1), [1, 5] -> (2, 2).
+const Tensor kOldX = f32({3, 2}, {0, 1, 1, 1, 1, 5});
+
 Tensor run_trees(const Trees& t, const Tensor& x) { return run_ml("TreeEnsemble", 5, {{"X", x}}, DType::kFloat, t.attrs()); }
 
 }  // namespace
@@ -192,4 +235,108 @@ TEST(MlOps, TreeEnsembleRefusesMalformedTrees) {
   members.leaf(0, 1);
   members.roots = {0};
   expect_error([&] { run_trees(members, f32({1, 1}, {0})); }, "membership_values has no set left");
+}
+
+TEST(MlOps, TreeEnsembleRegressorSumsAndAverages) {
+  const auto votes = old_trees("target", {{0, 1, 0, 1}, {0, 2, 0, 3}, {1, 1, 0, 2}, {1, 2, 0, -4}});
+  // Sums 3, 5, -1; plus the base 0.5.
+  expect_near(run_ml_all("TreeEnsembleRegressor", {{"X", kOldX}}, {DType::kFloat},
+                         with(votes, attr_floats("base_values", {0.5f}), attr_int("n_targets", 1)))[0],
+              {3.5f, 5.5f, -0.5f});
+  expect_near(run_ml_all("TreeEnsembleRegressor", {{"X", kOldX}}, {DType::kFloat},
+                         with(votes, attr_string("aggregate_function", "AVERAGE"), attr_int("n_targets", 1)))[0],
+              {1.5f, 2.5f, -0.5f});
+  // A tree whose node points at a node it does not have, a vote on an interior node.
+  auto broken = with(votes, attr_int("n_targets", 1));
+  broken[5] = attr_ints("nodes_truenodeids", {7, 0, 0, 1, 0, 0});
+  expect_error([&] { run_ml_all("TreeEnsembleRegressor", {{"X", kOldX}}, {DType::kFloat}, broken); },
+               "node 0 of tree 0 has true child 7, which the tree does not have");
+  const auto interior = with(old_trees("target", {{0, 0, 0, 1}}), attr_int("n_targets", 1));
+  expect_error([&] { run_ml_all("TreeEnsembleRegressor", {{"X", kOldX}}, {DType::kFloat}, interior); }, "which is not a leaf");
+}
+
+TEST(MlOps, TreeEnsembleClassifierBinaryForms) {
+  // Probabilities (all weights >= 0) for the second label: 0.15, 0.45, 0.7.
+  const auto probs = old_trees("class", {{0, 1, 0, 0.1f}, {0, 2, 0, 0.4f}, {1, 1, 0, 0.05f}, {1, 2, 0, 0.3f}});
+  auto out = run_ml_all("TreeEnsembleClassifier", {{"X", kOldX}}, {DType::kInt64, DType::kFloat},
+                        with(probs, attr_ints("classlabels_int64s", {0, 1})));
+  EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{0, 0, 1}));
+  expect_near(out[1], {0.85f, 0.15f, 0.55f, 0.45f, 0.3f, 0.7f});
+  // Margins (weights of both signs) with a base value and LOGISTIC: -0.25, 2.75, -0.75.
+  const auto margins = old_trees("class", {{0, 1, 0, -1}, {0, 2, 0, 2}, {1, 1, 0, 0.5f}, {1, 2, 0, -3}});
+  out = run_ml_all("TreeEnsembleClassifier", {{"X", kOldX}}, {DType::kString, DType::kFloat},
+                   with(margins, attr_strings("classlabels_strings", {"no", "yes"}), attr_floats("base_values", {0.25f}),
+                        attr_string("post_transform", "LOGISTIC")));
+  EXPECT_EQ(strings_of(out[0]), (std::vector<std::string>{"no", "yes", "no"}));
+  expect_near(out[1], {0.5621765f, 0.4378235f, 0.0600867f, 0.9399133f, 0.6791787f, 0.3208213f});
+}
+
+TEST(MlOps, TreeEnsembleClassifierManyClasses) {
+  // Scores [1, 0, 0.5], [0, 1, 0.5], [0, 1.5, 0]: the first class of highest score wins.
+  const auto votes = old_trees("class", {{0, 1, 0, 1}, {0, 2, 1, 1}, {1, 1, 2, 0.5f}, {1, 2, 1, 0.5f}});
+  auto out = run_ml_all("TreeEnsembleClassifier", {{"X", kOldX}}, {DType::kString, DType::kFloat},
+                        with(votes, attr_strings("classlabels_strings", {"a", "b", "c"})));
+  EXPECT_EQ(strings_of(out[0]), (std::vector<std::string>{"a", "b", "b"}));
+  expect_near(out[1], {1, 0, 0.5f, 0, 1, 0.5f, 0, 1.5f, 0});
+  out = run_ml_all("TreeEnsembleClassifier", {{"X", f32({1, 2}, {0, 1})}}, {DType::kInt64, DType::kFloat},
+                   with(votes, attr_ints("classlabels_int64s", {7, 8, 9}), attr_string("post_transform", "SOFTMAX")));
+  EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{7}));
+  expect_near(out[1], {0.5064804f, 0.1863237f, 0.3071959f});
+  // Labels of both kinds, or a vote for a class beyond the labels, are refused at load.
+  expect_error([&] {
+    run_ml_all("TreeEnsembleClassifier", {{"X", kOldX}}, {DType::kInt64, DType::kFloat},
+               with(votes, attr_ints("classlabels_int64s", {1, 2, 3}), attr_strings("classlabels_strings", {"a", "b", "c"})));
+  }, "exactly one of classlabels_int64s and classlabels_strings");
+  expect_error([&] {
+    run_ml_all("TreeEnsembleClassifier", {{"X", kOldX}}, {DType::kInt64, DType::kFloat},
+               with(votes, attr_ints("classlabels_int64s", {1, 2})));
+  }, "votes for target 2, outside [0, 2)");
+}
+
+TEST(MlOps, LinearRegressorAndClassifier) {
+  expect_near(run_ml_all("LinearRegressor", {{"X", f32({2, 2}, {1, 1, 0, 2})}}, {DType::kFloat},
+                         {attr_floats("coefficients", {1, 2, 3, 4}), attr_floats("intercepts", {0.5f, -1}), attr_int("targets", 2)})[0],
+              {3.5f, 6, 4.5f, 7});
+  expect_error([&] {
+    run_ml_all("LinearRegressor", {{"X", f32({1, 2}, {1, 1})}}, {DType::kFloat},
+               {attr_floats("coefficients", {1, 2, 3}), attr_int("targets", 2)});
+  }, "3 coefficients do not divide into 2 rows");
+  expect_error([&] {
+    run_ml_all("LinearRegressor", {{"X", f32({1, 3}, {1, 1, 1})}}, {DType::kFloat},
+               {attr_floats("coefficients", {1, 2, 3, 4}), attr_int("targets", 2)});
+  }, "X has 3 features but the coefficients are 2 rows of 2");
+  // Three classes: scores [2, 1, 2] (a tie: the first wins) and [0, 3, 2].
+  const std::vector<AttrSpec> three{attr_floats("coefficients", {1, 0, 0, 1, 1, 1}), attr_floats("intercepts", {0, 0, -1}),
+                                    attr_strings("classlabels_strings", {"a", "b", "c"}), attr_string("post_transform", "SOFTMAX")};
+  auto out = run_ml_all("LinearClassifier", {{"X", f32({2, 2}, {2, 1, 0, 3})}}, {DType::kString, DType::kFloat}, three);
+  EXPECT_EQ(strings_of(out[0]), (std::vector<std::string>{"a", "b"}));
+  expect_near(out[1], {0.4223188f, 0.1553624f, 0.4223188f, 0.0351190f, 0.7053845f, 0.2594965f});
+  // Binary: one row of coefficients; s = -1.5 gives [1 - s, s], or with LOGISTIC p = logistic(s).
+  std::vector<AttrSpec> two{attr_floats("coefficients", {1, -1}), attr_floats("intercepts", {0.5f}), attr_ints("classlabels_ints", {-1, 1})};
+  out = run_ml_all("LinearClassifier", {{"X", f32({1, 2}, {1, 3})}}, {DType::kInt64, DType::kFloat}, two);
+  EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{-1}));
+  expect_near(out[1], {2.5f, -1.5f});
+  two.push_back(attr_string("post_transform", "LOGISTIC"));
+  out = run_ml_all("LinearClassifier", {{"X", f32({1, 2}, {1, 3})}}, {DType::kInt64, DType::kFloat}, two);
+  expect_near(out[1], {0.8175745f, 0.1824255f});
+  expect_error([&] {
+    run_ml_all("LinearClassifier", {{"X", f32({1, 2}, {1, 3})}}, {DType::kInt64, DType::kFloat},
+               {attr_floats("coefficients", {1, -1, 2, 2}), attr_floats("intercepts", {0, 0}), attr_ints("classlabels_ints", {1, 2, 3})});
+  }, "2 rows of coefficients (intercepts) for 3 class labels");
+}
+
+TEST(MlOps, ScalerAndNormalizer) {
+  // (x - offset) * scale with one scale for all features; int64 input gives float.
+  expect_near(run_ml_all("Scaler", {{"X", i64({2, 2}, {3, 4, 1, 2})}}, {DType::kFloat},
+                         {attr_floats("offset", {1, 2}), attr_floats("scale", {2})})[0],
+              {4, 4, 0, 0});
+  expect_error([&] {
+    run_ml_all("Scaler", {{"X", f32({1, 2}, {3, 4})}}, {DType::kFloat}, {attr_floats("offset", {1, 2, 3})});
+  }, "offset has 3 values for 2 features");
+  const Tensor x = f32({3, 2}, {1, -3, 3, 4, 0, 0});
+  expect_near(run_ml_all("Normalizer", {{"X", x}}, {DType::kFloat}, {attr_string("norm", "L1")})[0], {0.25f, -0.75f, 3 / 7.f, 4 / 7.f, 0, 0});
+  expect_near(run_ml_all("Normalizer", {{"X", x}}, {DType::kFloat}, {attr_string("norm", "L2")})[0],
+              {0.3162278f, -0.9486833f, 0.6f, 0.8f, 0, 0});
+  expect_near(run_ml_all("Normalizer", {{"X", x}}, {DType::kFloat}, {attr_string("norm", "MAX")})[0], {1, -3, 0.75f, 1, 0, 0});
+  expect_error([&] { run_ml_all("Normalizer", {{"X", x}}, {DType::kFloat}, {attr_string("norm", "L3")}); }, "norm 'L3' (MAX, L1 or L2)");
 }

@@ -32,6 +32,7 @@ std::span<const KernelDef> gradient_kernels();      // kernels/gradient.cpp
 std::span<const KernelDef> attention_kernels();     // kernels/attention.cpp (onyx::Attention)
 std::span<const KernelDef> transformer_kernels();   // kernels/transformer.cpp (Attention, RotaryEmbedding, ...)
 std::span<const KernelDef> ml_kernels();            // kernels/ml.cpp (domain ai.onnx.ml)
+std::span<const KernelDef> ml_tree_kernels();       // kernels/ml_trees.cpp (ai.onnx.ml tree ensembles)
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels, conv_kernels, pool_kernels,
@@ -39,7 +40,7 @@ inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     index_kernels,       image_kernels,  loss_kernels,         text_kernels,
     rnn_kernels,         quant_kernels,  signal_kernels,       random_kernels,
     training_kernels,    einsum_kernels,  gradient_kernels,     attention_kernels,
-    transformer_kernels, ml_kernels,
+    transformer_kernels, ml_kernels,     ml_tree_kernels,
 };
 
 }  // namespace onyx::cpu

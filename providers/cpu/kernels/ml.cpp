@@ -1,13 +1,14 @@
 // CPU kernels: traditional-ML family (domain ai.onnx.ml): ArrayFeatureExtractor, Binarizer,
-// LabelEncoder and TreeEnsemble. The attributes are read once, when the kernel is created; the
-// tree ensemble is checked there too (every child and leaf index in range, no cycles), so that a
-// malformed model is refused before it runs and evaluation can never loop.
+// LabelEncoder, Scaler, Normalizer, LinearRegressor and LinearClassifier, with their attributes
+// read once, when the kernel is created. The tree ensembles
+// are in ml_trees.cpp.
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 
 #include "kernels/common.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/ml_common.hpp"
 
 namespace onyx::cpu {
 
@@ -238,267 +239,244 @@ class LabelEncoderKernel final : public Kernel {
 };
 
 // ---------------------------------------------------------------------------------------------
-// TreeEnsemble (version 5): every tree walked from its root by comparing one feature with the
-// node's split (or set), to a leaf; the leaves' weights are aggregated per target (sum, average
-// over the trees, min or max) in the input's precision, then post-transformed.
+// Scaler, Normalizer, LinearRegressor, LinearClassifier: row-wise maps of an [N, C] input (a 1-D
+// input is one row) of float, double, int64 or int32 to float, computed in double.
 
-enum class Cmp : uint8_t { kLeq, kLt, kGte, kGt, kEq, kNeq, kMember };
-
-struct TreeNode {
-  Cmp mode;
-  bool nan_true;     // a NaN feature takes the true branch
-  int64_t feature;
-  double split;      // or, for kMember, [member_begin, member_end) in TreeModel::members
-  int64_t member_begin = 0, member_end = 0;
-  int64_t child[2];  // [false, true]: a node index, or ~leaf for a leaf
+/// The input as rows of doubles: N rows of C.
+struct Rows {
+  int64_t n = 0, c = 0;
+  std::vector<double> v;
 };
 
-struct TreeModel {
-  std::vector<TreeNode> nodes;
-  std::vector<int64_t> roots;        // node index, or ~leaf for a tree that is a leaf
-  std::vector<double> leaf_weight;
-  std::vector<int64_t> leaf_target;
-  std::vector<double> members;
-  int64_t targets = 0, max_feature = -1;
-  int aggregate = 1, post = 0;
-};
+Rows rows_of(const Tensor& x) {
+  if (x.rank() != 1 && x.rank() != 2)
+    fail(ErrorCode::kInvalidArgument, "X must be [N, C] (or one row [C]), got ", x.shape().to_string());
+  Rows r;
+  r.n = x.rank() == 2 ? x.dim(0) : 1;
+  r.c = x.rank() == 2 ? x.dim(1) : x.dim(0);
+  r.v.resize(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) r.v[i] = x.element_as_double(i);
+  return r;
+}
 
-/// A double attribute tensor's values (float, double or float16).
-std::vector<double> doubles_of(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.element_as_double(i);
+std::vector<double> attr_doubles(const Node& n, const char* name) {
+  std::vector<double> v;
+  for (float f : n.attr_floats(name)) v.push_back(static_cast<double>(f));
   return v;
 }
 
-TreeModel build_trees(const Node& n) {
-  TreeModel m;
-  const std::string where = n.label();
-  auto bad = [&](auto&&... parts) { fail(ErrorCode::kInvalidGraph, where, ": ", parts...); };
-  const std::vector<int64_t> features = n.attr_ints("nodes_featureids"), truec = n.attr_ints("nodes_truenodeids"),
-                             falsec = n.attr_ints("nodes_falsenodeids"), trueleaf = n.attr_ints("nodes_trueleafs"),
-                             falseleaf = n.attr_ints("nodes_falseleafs"), nan_true = n.attr_ints("nodes_missing_value_tracks_true");
-  const Tensor* modes = n.attr_tensor("nodes_modes");
-  const Tensor* splits = n.attr_tensor("nodes_splits");
-  const Tensor* weights = n.attr_tensor("leaf_weights");
-  if (!modes || !splits || !weights) bad("nodes_modes, nodes_splits and leaf_weights are required");
-  const size_t count = features.size();
-  if (truec.size() != count || falsec.size() != count || trueleaf.size() != count || falseleaf.size() != count ||
-      static_cast<size_t>(modes->numel()) != count || static_cast<size_t>(splits->numel()) != count ||
-      (!nan_true.empty() && nan_true.size() != count))
-    bad("the nodes_* attributes differ in length");
-  m.leaf_weight = doubles_of(*weights);
-  m.leaf_target = n.attr_ints("leaf_targetids");
-  if (m.leaf_target.size() != m.leaf_weight.size()) bad("leaf_targetids and leaf_weights differ in length");
-  m.targets = n.attr_int("n_targets", 0);
-  for (size_t l = 0; l < m.leaf_target.size(); ++l)
-    if (m.leaf_target[l] < 0 || m.leaf_target[l] >= m.targets)
-      bad("leaf ", l, " targets ", m.leaf_target[l], ", outside [0, n_targets = ", m.targets, ")");
-  m.aggregate = static_cast<int>(n.attr_int("aggregate_function", 1));
-  m.post = static_cast<int>(n.attr_int("post_transform", 0));
-  if (m.aggregate < 0 || m.aggregate > 3) bad("aggregate_function ", m.aggregate, " (0 average, 1 sum, 2 min, 3 max)");
-  if (m.post < 0 || m.post > 4) bad("post_transform ", m.post, " (0 none, 1 softmax, 2 logistic, 3 softmax_zero, 4 probit)");
-  const std::vector<double> split = doubles_of(*splits);
-  std::vector<double> members;
-  if (const Tensor* mv = n.attr_tensor("membership_values")) members = doubles_of(*mv);
-  size_t next_member = 0;  // member sets follow the order of the BRANCH_MEMBER nodes, NaN-separated
-  const int64_t leaves = static_cast<int64_t>(m.leaf_weight.size());
-  auto child_of = [&](size_t i, int64_t id, int64_t is_leaf, const char* which) -> int64_t {
-    if (is_leaf) {
-      if (id < 0 || id >= leaves) bad("node ", i, "'s ", which, " leaf ", id, " is out of range (", leaves, " leaves)");
-      return ~id;
-    }
-    if (id < 0 || id >= static_cast<int64_t>(count)) bad("node ", i, "'s ", which, " node ", id, " is out of range (", count, " nodes)");
-    return id;
-  };
-  for (size_t i = 0; i < count; ++i) {
-    TreeNode t{};
-    const int64_t mode = static_cast<int64_t>(modes->element_as_double(static_cast<int64_t>(i)));
-    if (mode < 0 || mode > 6) bad("node ", i, " has mode ", mode, " (0..6)");
-    t.mode = static_cast<Cmp>(mode);
-    t.nan_true = !nan_true.empty() && nan_true[i] != 0;
-    t.feature = features[i];
-    if (t.feature < 0) bad("node ", i, " reads feature ", t.feature);
-    m.max_feature = std::max(m.max_feature, t.feature);
-    t.split = split[i];
-    if (t.mode == Cmp::kMember) {
-      t.member_begin = static_cast<int64_t>(m.members.size());
-      if (next_member >= members.size()) bad("node ", i, " tests set membership but membership_values has no set left for it");
-      while (next_member < members.size() && !std::isnan(members[next_member])) m.members.push_back(members[next_member++]);
-      ++next_member;  // the NaN ending the set (or the end)
-      t.member_end = static_cast<int64_t>(m.members.size());
-    }
-    t.child[0] = child_of(i, falsec[i], falseleaf[i], "false");
-    t.child[1] = child_of(i, truec[i], trueleaf[i], "true");
-    m.nodes.push_back(t);
-  }
-  for (int64_t r : n.attr_ints("tree_roots")) {
-    if (r < 0 || r >= static_cast<int64_t>(count)) bad("tree root ", r, " is out of range (", count, " nodes)");
-    m.roots.push_back(r);
-  }
-  if (m.roots.empty()) bad("tree_roots is empty");
-  // No cycles: walking down from any root meets each node at most once per path, so a path is
-  // at most `count` nodes long. Checked by depth-first search with colours.
-  std::vector<uint8_t> state(count, 0);  // 0 unseen, 1 on the current path, 2 done
-  for (int64_t r : m.roots) {
-    std::vector<std::pair<int64_t, int>> stack{{r, 0}};
-    while (!stack.empty()) {
-      auto& [node, next] = stack.back();
-      if (next == 0) {
-        if (state[node] == 1) bad("the trees have a cycle through node ", node);
-        if (state[node] == 2) {
-          stack.pop_back();
-          continue;
-        }
-        state[node] = 1;
-      }
-      if (next < 2) {
-        const int64_t c = m.nodes[node].child[next++];
-        if (c >= 0) {
-          if (state[c] == 1) bad("the trees have a cycle through node ", c);
-          if (state[c] == 0) stack.emplace_back(c, 0);
-        }
-        continue;
-      }
-      state[node] = 2;
-      stack.pop_back();
-    }
-  }
-  return m;
+ml::Post post_attr(const Node& n) {
+  ml::Post p;
+  const std::string s = n.attr_string("post_transform", "NONE");
+  if (!ml::post_named(s, &p))
+    fail(ErrorCode::kInvalidGraph, n.label(), ": post_transform '", s, "' (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT)");
+  return p;
 }
 
-/// The standard normal quantile of p, sqrt(2) erfinv(2p - 1): Winitzki's closed-form estimate of
-/// erfinv refined by Newton's method on erf.
-double probit(double p) {
-  if (!(p > 0)) return p == 0 ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
-  if (p >= 1) return p == 1 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
-  const double y = 2 * p - 1, a = 0.147, pi = 3.14159265358979323846;
-  const double l = std::log((1 - y) * (1 + y)), u = 2 / (pi * a) + l / 2;
-  double x = std::copysign(std::sqrt(std::sqrt(u * u - l / a) - u), y);
-  for (int i = 0; i < 8; ++i) {
-    const double slope = 2 / std::sqrt(pi) * std::exp(-x * x);
-    if (slope == 0) break;
-    x -= (std::erf(x) - y) / slope;
-  }
-  return std::sqrt(2.0) * x;
-}
-
-class TreeEnsembleKernel final : public Kernel {
+class ScalerKernel final : public Kernel {
  public:
-  explicit TreeEnsembleKernel(const KernelCreateInfo& info) : model_(build_trees(info.node)) {}
+  explicit ScalerKernel(const KernelCreateInfo& info)
+      : offset_(attr_doubles(info.node, "offset")), scale_(attr_doubles(info.node, "scale")) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    if (x.rank() != 2) fail(ErrorCode::kInvalidArgument, "X must be 2-D [N, features], got ", x.shape().to_string());
-    const int64_t N = x.dim(0), F = x.dim(1), T = model_.targets;
-    if (model_.max_feature >= F)
-      fail(ErrorCode::kInvalidArgument, "the trees read feature ", model_.max_feature, " but X has ", F, " features");
-    Tensor& y = ctx.allocate_output(0, x.dtype(), Shape{N, T});
-    const DType dt = x.dtype();
-    // Rounds to the input's precision: the aggregation runs in it.
-    auto rnd = [dt](double v) {
-      if (dt == DType::kFloat) return static_cast<double>(static_cast<float>(v));
-      if (dt == DType::kFloat16) return static_cast<double>(static_cast<float>(Float16(static_cast<float>(v))));
-      return v;
-    };
-    const double lowest = dt == DType::kDouble ? std::numeric_limits<double>::lowest()
-                          : dt == DType::kFloat ? static_cast<double>(std::numeric_limits<float>::lowest())
-                                                : -65504.0;
-    const double trees = static_cast<double>(model_.roots.size());
-    std::vector<double> row(static_cast<size_t>(F)), acc(static_cast<size_t>(T));
-    for (int64_t b = 0; b < N; ++b) {
-      for (int64_t f = 0; f < F; ++f) row[f] = x.element_as_double(b * F + f);
-      const int agg = model_.aggregate;
-      std::fill(acc.begin(), acc.end(), agg == 2 ? -lowest : agg == 3 ? lowest : 0.0);
-      for (int64_t root : model_.roots) {
-        const int64_t leaf = walk(root, row);
-        const double w = model_.leaf_weight[leaf];
-        double& a = acc[model_.leaf_target[leaf]];
-        switch (agg) {
-          case 0: a = rnd(a + rnd(w / trees)); break;
-          case 1: a = rnd(a + w); break;
-          case 2: a = std::min(a, w); break;
-          default: a = std::max(a, w); break;
-        }
+    const Rows r = rows_of(x);
+    for (const auto* a : {&offset_, &scale_})
+      if (a->size() > 1 && static_cast<int64_t>(a->size()) != r.c)
+        fail(ErrorCode::kInvalidArgument, a == &offset_ ? "offset" : "scale", " has ", a->size(), " values for ", r.c,
+             " features (one per feature, or one for all)");
+    Tensor& y = ctx.allocate_output(0, DType::kFloat, x.shape());
+    float* py = y.data<float>();
+    for (int64_t i = 0; i < r.n; ++i)
+      for (int64_t j = 0; j < r.c; ++j) {
+        const double o = offset_.empty() ? 0.0 : offset_[offset_.size() == 1 ? 0 : j];
+        const double s = scale_.empty() ? 1.0 : scale_[scale_.size() == 1 ? 0 : j];
+        py[i * r.c + j] = static_cast<float>((r.v[i * r.c + j] - o) * s);
       }
-      post_transform(acc);
-      for (int64_t t = 0; t < T; ++t) put(y, b * T + t, acc[t]);
+  }
+
+ private:
+  std::vector<double> offset_, scale_;
+};
+
+class NormalizerKernel final : public Kernel {
+ public:
+  explicit NormalizerKernel(const KernelCreateInfo& info) {
+    const std::string norm = info.node.attr_string("norm", "MAX");
+    if (norm == "MAX") norm_ = 0;
+    else if (norm == "L1") norm_ = 1;
+    else if (norm == "L2") norm_ = 2;
+    else fail(ErrorCode::kInvalidGraph, info.node.label(), ": norm '", norm, "' (MAX, L1 or L2)");
+  }
+
+  /// Each row divided by its largest value (MAX), the sum of its magnitudes (L1) or its
+  /// Euclidean length (L2); a row whose divisor is 0 stays 0, as in ONNX Runtime.
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Rows r = rows_of(x);
+    Tensor& y = ctx.allocate_output(0, DType::kFloat, x.shape());
+    float* py = y.data<float>();
+    for (int64_t i = 0; i < r.n; ++i) {
+      const double* row = r.v.data() + i * r.c;
+      double d = norm_ == 0 ? -std::numeric_limits<double>::infinity() : 0.0;
+      for (int64_t j = 0; j < r.c; ++j)
+        d = norm_ == 0 ? std::max(d, row[j]) : norm_ == 1 ? d + std::abs(row[j]) : d + row[j] * row[j];
+      if (norm_ == 2) d = std::sqrt(d);
+      for (int64_t j = 0; j < r.c; ++j) py[i * r.c + j] = d == 0 ? 0.0f : static_cast<float>(row[j] / d);
     }
   }
 
  private:
-  int64_t walk(int64_t node, const std::vector<double>& x) const {
-    while (true) {
-      const TreeNode& t = model_.nodes[node];
-      const double v = x[t.feature];
-      bool go;
-      if (std::isnan(v) && t.nan_true) {
-        go = true;
+  int norm_ = 0;
+};
+
+/// x W^T + b for E rows of coefficients over C features (b: one per row, one for all, or none).
+void linear_scores(const Rows& r, const std::vector<double>& w, const std::vector<double>& b, int64_t E, std::vector<double>& out) {
+  out.assign(static_cast<size_t>(r.n * E), 0.0);
+  for (int64_t i = 0; i < r.n; ++i)
+    for (int64_t e = 0; e < E; ++e) {
+      double s = b.empty() ? 0.0 : b[b.size() == 1 ? 0 : e];
+      for (int64_t j = 0; j < r.c; ++j) s += r.v[i * r.c + j] * w[e * r.c + j];
+      out[i * E + e] = s;
+    }
+}
+
+void check_linear(const Node& n, const std::vector<double>& w, const std::vector<double>& b, int64_t E) {
+  if (E <= 0 || w.empty() || w.size() % static_cast<size_t>(E) != 0)
+    fail(ErrorCode::kInvalidGraph, n.label(), ": ", w.size(), " coefficients do not divide into ", E, " rows");
+  if (b.size() > 1 && static_cast<int64_t>(b.size()) != E)
+    fail(ErrorCode::kInvalidGraph, n.label(), ": ", b.size(), " intercepts for ", E, " rows of coefficients");
+}
+
+void check_features(const Rows& r, const std::vector<double>& w, int64_t E) {
+  if (static_cast<int64_t>(w.size()) != E * r.c)
+    fail(ErrorCode::kInvalidArgument, "X has ", r.c, " features but the coefficients are ", E, " rows of ",
+         static_cast<int64_t>(w.size()) / E);
+}
+
+class LinearRegressorKernel final : public Kernel {
+ public:
+  explicit LinearRegressorKernel(const KernelCreateInfo& info)
+      : w_(attr_doubles(info.node, "coefficients")), b_(attr_doubles(info.node, "intercepts")),
+        targets_(info.node.attr_int("targets", 1)), post_(post_attr(info.node)) {
+    check_linear(info.node, w_, b_, targets_);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Rows r = rows_of(ctx.input(0));
+    check_features(r, w_, targets_);
+    std::vector<double> s;
+    linear_scores(r, w_, b_, targets_, s);
+    Tensor& y = ctx.allocate_output(0, DType::kFloat, Shape{r.n, targets_});
+    for (int64_t i = 0; i < r.n; ++i) {
+      ml::post_transform(post_, s.data() + i * targets_, static_cast<size_t>(targets_));
+      for (int64_t e = 0; e < targets_; ++e) y.data<float>()[i * targets_ + e] = static_cast<float>(s[i * targets_ + e]);
+    }
+  }
+
+ private:
+  std::vector<double> w_, b_;
+  int64_t targets_;
+  ml::Post post_;
+};
+
+/// LinearClassifier: the class of the highest score, and the scores. One row of coefficients with
+/// two labels is a binary classifier, scored as ONNX Runtime does: s = x w + b gives the scores
+/// [1 - s, s] and the second label when s > 0; with LOGISTIC, p = logistic(s) gives [1 - p, p]
+/// and the second label when p > 0.5 (SOFTMAX and SOFTMAX_ZERO leave a binary score as it is).
+class LinearClassifierKernel final : public Kernel {
+ public:
+  explicit LinearClassifierKernel(const KernelCreateInfo& info)
+      : w_(attr_doubles(info.node, "coefficients")), b_(attr_doubles(info.node, "intercepts")), post_(post_attr(info.node)) {
+    const Node& n = info.node;
+    int_labels_ = n.attr_ints("classlabels_ints");
+    str_labels_ = n.attr_strings("classlabels_strings");
+    if (int_labels_.empty() == str_labels_.empty())
+      fail(ErrorCode::kInvalidGraph, n.label(), ": exactly one of classlabels_ints and classlabels_strings must be set");
+    labels_ = static_cast<int64_t>(int_labels_.empty() ? str_labels_.size() : int_labels_.size());
+    if (!b_.empty()) {
+      // One row of coefficients per intercept: one per label, or one for a binary classifier.
+      const int64_t E = static_cast<int64_t>(b_.size());
+      check_linear(n, w_, {}, E);
+      if (E != labels_ && !(E == 1 && labels_ == 2))
+        fail(ErrorCode::kInvalidGraph, n.label(), ": ", E, " rows of coefficients (intercepts) for ", labels_, " class labels");
+    }
+  }
+
+  /// The number of coefficient rows: one per intercept, else as many as the coefficients make
+  /// over C features.
+  int64_t rows_for(int64_t c) const {
+    if (!b_.empty()) return static_cast<int64_t>(b_.size());
+    if (c <= 0 || w_.size() % static_cast<size_t>(c) != 0)
+      fail(ErrorCode::kInvalidArgument, w_.size(), " coefficients do not make rows of ", c, " features");
+    const int64_t E = static_cast<int64_t>(w_.size()) / c;
+    if (E != labels_ && !(E == 1 && labels_ == 2))
+      fail(ErrorCode::kInvalidArgument, E, " rows of coefficients for ", labels_, " class labels");
+    return E;
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Rows r = rows_of(ctx.input(0));
+    const int64_t E = rows_for(r.c);
+    const bool binary = E == 1 && labels_ == 2;
+    check_features(r, w_, E);
+    std::vector<double> s;
+    linear_scores(r, w_, b_, E, s);
+    const int64_t Z = binary ? 2 : E;
+    Tensor& labels = ctx.allocate_output(0, int_labels_.empty() ? DType::kString : DType::kInt64, Shape{r.n});
+    Tensor* scores = ctx.has_output(1) ? &ctx.allocate_output(1, DType::kFloat, Shape{r.n, Z}) : nullptr;
+    std::vector<double> z(static_cast<size_t>(Z));
+    for (int64_t i = 0; i < r.n; ++i) {
+      int64_t pick = 0;
+      if (binary) {
+        double v = s[i];
+        bool positive;
+        if (post_ == ml::Post::kLogistic) {
+          v = ml::logistic(v);
+          positive = v > 0.5;
+        } else {
+          positive = v > 0;
+        }
+        z[0] = 1 - v;
+        z[1] = v;
+        if (post_ == ml::Post::kProbit) z[0] = ml::probit(z[0]), z[1] = ml::probit(z[1]);
+        pick = positive ? 1 : 0;
       } else {
-        switch (t.mode) {
-          case Cmp::kLeq: go = v <= t.split; break;
-          case Cmp::kLt: go = v < t.split; break;
-          case Cmp::kGte: go = v >= t.split; break;
-          case Cmp::kGt: go = v > t.split; break;
-          case Cmp::kEq: go = v == t.split; break;
-          case Cmp::kNeq: go = v != t.split; break;
-          default:
-            go = false;
-            for (int64_t i = t.member_begin; i < t.member_end; ++i) go |= v == model_.members[i];
-        }
+        for (int64_t e = 0; e < E; ++e) z[e] = s[i * E + e];
+        for (int64_t e = 1; e < E; ++e)
+          if (z[e] > z[pick]) pick = e;
+        ml::post_transform(post_, z.data(), z.size());
       }
-      const int64_t c = t.child[go ? 1 : 0];
-      if (c < 0) return ~c;
-      node = c;
+      if (int_labels_.empty())
+        labels.data<std::string>()[i] = str_labels_[pick];
+      else
+        labels.data<int64_t>()[i] = int_labels_[pick];
+      if (scores)
+        for (int64_t e = 0; e < Z; ++e) scores->data<float>()[i * Z + e] = static_cast<float>(z[e]);
     }
   }
 
-  void post_transform(std::vector<double>& a) const {
-    switch (model_.post) {
-      case 1: case 3: {  // softmax (3: zeros stay zero and take no share)
-        const bool skip_zero = model_.post == 3;
-        double mx = -std::numeric_limits<double>::infinity();
-        for (double v : a)
-          if (!(skip_zero && v == 0)) mx = std::max(mx, v);
-        double sum = 0;
-        for (double& v : a) {
-          if (skip_zero && v == 0) continue;
-          v = std::exp(v - mx);
-          sum += v;
-        }
-        for (double& v : a)
-          if (!(skip_zero && v == 0)) v /= sum;
-        break;
-      }
-      case 2:
-        for (double& v : a) v = 1 / (1 + std::exp(-v));
-        break;
-      case 4:
-        for (double& v : a) v = probit(v);
-        break;
-      default: break;
-    }
-  }
-
-  static void put(Tensor& y, int64_t i, double v) {
-    switch (y.dtype()) {
-      case DType::kFloat: y.data<float>()[i] = static_cast<float>(v); break;
-      case DType::kDouble: y.data<double>()[i] = v; break;
-      default: y.data<Float16>()[i] = Float16(static_cast<float>(v)); break;
-    }
-  }
-
-  TreeModel model_;
+ private:
+  std::vector<double> w_, b_;
+  ml::Post post_;
+  std::vector<int64_t> int_labels_;
+  std::vector<std::string> str_labels_;
+  int64_t labels_ = 0;
 };
 
 std::unique_ptr<Kernel> make_array_feature_extractor(const KernelCreateInfo&) {
   return std::make_unique<ArrayFeatureExtractorKernel>();
 }
+std::unique_ptr<Kernel> make_scaler(const KernelCreateInfo& info) { return std::make_unique<ScalerKernel>(info); }
+std::unique_ptr<Kernel> make_normalizer(const KernelCreateInfo& info) { return std::make_unique<NormalizerKernel>(info); }
+std::unique_ptr<Kernel> make_linear_regressor(const KernelCreateInfo& info) { return std::make_unique<LinearRegressorKernel>(info); }
+std::unique_ptr<Kernel> make_linear_classifier(const KernelCreateInfo& info) { return std::make_unique<LinearClassifierKernel>(info); }
 std::unique_ptr<Kernel> make_binarizer(const KernelCreateInfo& info) { return std::make_unique<BinarizerKernel>(info); }
 std::unique_ptr<Kernel> make_label_encoder(const KernelCreateInfo& info) { return std::make_unique<LabelEncoderKernel>(info); }
-std::unique_ptr<Kernel> make_tree_ensemble(const KernelCreateInfo& info) { return std::make_unique<TreeEnsembleKernel>(info); }
 
 constexpr TypeMask kFeatureTypes =
     type_mask({DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32, DType::kString});
+constexpr TypeMask kNumericFeatures = type_mask({DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32});
 constexpr TypeMask kLabelTypes =
     type_mask({DType::kString, DType::kInt64, DType::kFloat, DType::kInt32, DType::kInt16, DType::kDouble});
 
@@ -507,7 +485,10 @@ const KernelDef kDefs[] = {
     {"ai.onnx.ml", "Binarizer", 1, 99, {{0, type_mask({DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32})}},
      make_binarizer},
     {"ai.onnx.ml", "LabelEncoder", 1, 99, {{0, kLabelTypes}}, make_label_encoder},
-    {"ai.onnx.ml", "TreeEnsemble", 5, 99, {{0, type_mask({DType::kFloat, DType::kDouble, DType::kFloat16})}}, make_tree_ensemble},
+    {"ai.onnx.ml", "Scaler", 1, 99, {{0, kNumericFeatures}}, make_scaler},
+    {"ai.onnx.ml", "Normalizer", 1, 99, {{0, kNumericFeatures}}, make_normalizer},
+    {"ai.onnx.ml", "LinearRegressor", 1, 99, {{0, kNumericFeatures}}, make_linear_regressor},
+    {"ai.onnx.ml", "LinearClassifier", 1, 99, {{0, kNumericFeatures}}, make_linear_classifier},
 };
 
 }  // namespace
