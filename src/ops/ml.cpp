@@ -1,13 +1,24 @@
 // Traditional-ML family (domain ai.onnx.ml): ArrayFeatureExtractor, Binarizer, LabelEncoder
-// (versions 1, 2 and 4), TreeEnsemble (version 5), TreeEnsembleRegressor (1 and 3), Scaler,
-// Normalizer, LinearRegressor and LinearClassifier. Their attributes are checked here, at load, so that a malformed model is refused with
-// the attribute named rather than at run time.
+// (versions 1, 2 and 4), TreeEnsemble (version 5), TreeEnsembleRegressor and
+// TreeEnsembleClassifier (1 and 3), Scaler, Normalizer, LinearRegressor, LinearClassifier,
+// SVMRegressor, SVMClassifier, Imputer, OneHotEncoder, CategoryMapper and FeatureVectorizer.
+// Their attributes are checked here, at load, so that a malformed
+// model is refused with the attribute named rather than at run time.
 #include "ops/families.hpp"
 #include "ops/schema.hpp"
 
 namespace onyx {
 
 namespace {
+
+/// Output 0: element type `dt`, input 0's shape (unranked when it is).
+void output_like_input(InferContext& ctx, DType dt) {
+  const TypeInfo& x = ctx.input_type(0);
+  if (x.has_shape)
+    ctx.set_output(0, dt, x.shape);
+  else
+    ctx.set_output_unranked(0, dt);
+}
 
 void infer_array_feature_extractor(InferContext& ctx) {
   ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32, DType::kString});
@@ -68,12 +79,7 @@ void infer_label_encoder(InferContext& ctx) {
     // Version 1: strings to their index in classes_strings, or int64 indices to the strings.
     if (in != DType::kString && in != DType::kInt64)
       ctx.fail_node("LabelEncoder-1 maps string to int64 or int64 to string, got ", dtype_name(in));
-    const TypeInfo& x = ctx.input_type(0);
-    const DType out = in == DType::kString ? DType::kInt64 : DType::kString;
-    if (x.has_shape)
-      ctx.set_output(0, out, x.shape);
-    else
-      ctx.set_output_unranked(0, out);
+    output_like_input(ctx, in == DType::kString ? DType::kInt64 : DType::kString);
     return;
   }
   const DType keys = label_encoder_side(ctx, "keys");
@@ -85,11 +91,7 @@ void infer_label_encoder(InferContext& ctx) {
     if (d->dtype() != values)
       ctx.fail_node("default_tensor is ", dtype_name(d->dtype()), " but the values are ", dtype_name(values));
   }
-  const TypeInfo& x = ctx.input_type(0);
-  if (x.has_shape)
-    ctx.set_output(0, values, x.shape);
-  else
-    ctx.set_output_unranked(0, values);
+  output_like_input(ctx, values);
 }
 
 void infer_tree_ensemble(InferContext& ctx) {
@@ -160,11 +162,7 @@ int64_t feature_rows(InferContext& ctx) {
 /// Scaler, Normalizer: float of the input's shape.
 void infer_feature_map(InferContext& ctx) {
   (void)feature_rows(ctx);
-  const TypeInfo& in = ctx.input_type(0);
-  if (in.has_shape)
-    ctx.set_output(0, DType::kFloat, in.shape);
-  else
-    ctx.set_output_unranked(0, DType::kFloat);
+  output_like_input(ctx, DType::kFloat);
 }
 
 void infer_linear_regressor(InferContext& ctx) {
@@ -173,17 +171,82 @@ void infer_linear_regressor(InferContext& ctx) {
   ctx.set_output(0, DType::kFloat, Shape{feature_rows(ctx), targets});
 }
 
-void infer_linear_classifier(InferContext& ctx) {
+/// A classifier's labels (output 0: [N], int64 or string by which of classlabels_ints /
+/// classlabels_strings is set, exactly one); returns N and the number of labels.
+std::pair<int64_t, int64_t> classifier_labels(InferContext& ctx) {
   const Node& n = ctx.node();
   const bool ints = n.has_attr("classlabels_ints"), strings = n.has_attr("classlabels_strings");
   if (ints == strings) ctx.fail_node("exactly one of classlabels_ints and classlabels_strings must be set");
   const int64_t rows = feature_rows(ctx);
   ctx.set_output(0, ints ? DType::kInt64 : DType::kString, Shape{rows});
+  return {rows, static_cast<int64_t>(ints ? n.attr_ints("classlabels_ints").size() : n.attr_strings("classlabels_strings").size())};
+}
+
+void infer_linear_classifier(InferContext& ctx) {
+  const auto [rows, labels] = classifier_labels(ctx);
+  // One score per label (a binary classifier's one row of coefficients gives two).
+  if (ctx.num_outputs() > 1 && ctx.has_output(1)) ctx.set_output(1, DType::kFloat, Shape{rows, labels});
+}
+
+void infer_svm_regressor(InferContext& ctx) { ctx.set_output(0, DType::kFloat, Shape{feature_rows(ctx), 1}); }
+
+// SVMClassifier: labels [N] and scores [N, columns]: one per class with probabilities (prob_a) or
+// for the linear form, else one per class pair (two for two classes).
+void infer_svm_classifier(InferContext& ctx) {
+  const auto [rows, k] = classifier_labels(ctx);
   if (ctx.num_outputs() > 1 && ctx.has_output(1)) {
-    const int64_t labels = static_cast<int64_t>(ints ? n.attr_ints("classlabels_ints").size() : n.attr_strings("classlabels_strings").size());
-    // One score per label (a binary classifier's one row of coefficients gives two).
-    ctx.set_output(1, DType::kFloat, Shape{rows, labels});
+    const Node& n = ctx.node();
+    int64_t vectors = 0;
+    for (int64_t c : n.attr_ints("vectors_per_class")) vectors += c;
+    const int64_t cols = vectors == 0 || n.has_attr("prob_a") ? k : k == 2 ? 2 : k * (k - 1) / 2;
+    ctx.set_output(1, DType::kFloat, Shape{rows, cols});
   }
+}
+
+/// Imputer: the input's type and shape; the imputed values of the input's kind must be given.
+void infer_imputer(InferContext& ctx) {
+  (void)feature_rows(ctx);
+  const Node& n = ctx.node();
+  const DType x = ctx.input_dtype(0);
+  const bool floats = x == DType::kFloat || x == DType::kDouble;
+  if (x != DType::kUndefined && (floats ? n.attr_floats("imputed_value_floats").empty() : n.attr_ints("imputed_value_int64s").empty()))
+    ctx.fail_node("a ", dtype_name(x), " input needs ", floats ? "imputed_value_floats" : "imputed_value_int64s");
+  ctx.propagate(0, 0);
+}
+
+/// OneHotEncoder: float of the input's shape plus an axis of the categories.
+void infer_one_hot_encoder(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ctx.require_dtype(0, {DType::kFloat, DType::kDouble, DType::kInt64, DType::kInt32, DType::kString});
+  const bool ints = n.has_attr("cats_int64s"), strings = n.has_attr("cats_strings");
+  if (ints == strings) ctx.fail_node("exactly one of cats_int64s and cats_strings must be set");
+  const int64_t cats = static_cast<int64_t>(ints ? n.attr_ints("cats_int64s").size() : n.attr_strings("cats_strings").size());
+  const TypeInfo& x = ctx.input_type(0);
+  if (!x.has_shape) {
+    ctx.set_output_unranked(0, DType::kFloat);
+    return;
+  }
+  Shape s = x.shape;
+  s.push_back(cats);
+  ctx.set_output(0, DType::kFloat, s);
+}
+
+/// CategoryMapper: string to int64 or int64 to string, the input's shape.
+void infer_category_mapper(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kString, DType::kInt64});
+  const DType out = ctx.input_dtype(0) == DType::kString ? DType::kInt64 : DType::kString;
+  output_like_input(ctx, out);
+}
+
+/// FeatureVectorizer: float [N, sum of inputdimensions].
+void infer_feature_vectorizer(InferContext& ctx) {
+  int64_t total = 0;
+  for (int64_t d : ctx.node().attr_ints("inputdimensions")) total += d;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i)
+    if (ctx.input_dtype(i) != DType::kUndefined && ctx.input_dtype(0) != DType::kUndefined && ctx.input_dtype(i) != ctx.input_dtype(0))
+      ctx.fail_node("the inputs must have one element type: input 0 is ", dtype_name(ctx.input_dtype(0)), ", input ", i, " is ",
+                    dtype_name(ctx.input_dtype(i)));
+  ctx.set_output(0, DType::kFloat, Shape{feature_rows(ctx), total});
 }
 
 }  // namespace
@@ -199,6 +262,12 @@ void register_ml_ops(OpRegistry& r) {
   r.add("ai.onnx.ml", "Normalizer", {1}, infer_feature_map);
   r.add("ai.onnx.ml", "LinearRegressor", {1}, infer_linear_regressor);
   r.add("ai.onnx.ml", "LinearClassifier", {1}, infer_linear_classifier);
+  r.add("ai.onnx.ml", "SVMRegressor", {1}, infer_svm_regressor);
+  r.add("ai.onnx.ml", "SVMClassifier", {1}, infer_svm_classifier);
+  r.add("ai.onnx.ml", "Imputer", {1}, infer_imputer);
+  r.add("ai.onnx.ml", "OneHotEncoder", {1}, infer_one_hot_encoder);
+  r.add("ai.onnx.ml", "CategoryMapper", {1}, infer_category_mapper);
+  r.add("ai.onnx.ml", "FeatureVectorizer", {1}, infer_feature_vectorizer);
 }
 
 }  // namespace onyx

@@ -340,3 +340,104 @@ TEST(MlOps, ScalerAndNormalizer) {
   expect_near(run_ml_all("Normalizer", {{"X", x}}, {DType::kFloat}, {attr_string("norm", "MAX")})[0], {1, -3, 0.75f, 1, 0, 0});
   expect_error([&] { run_ml_all("Normalizer", {{"X", x}}, {DType::kFloat}, {attr_string("norm", "L3")}); }, "norm 'L3' (MAX, L1 or L2)");
 }
+
+TEST(MlOps, SvmRegressor) {
+  // Linear form: x·[1, 2] + 0.5.
+  expect_near(run_ml_all("SVMRegressor", {{"X", f32({2, 2}, {1, 1, 2, -1})}}, {DType::kFloat},
+                         {attr_floats("coefficients", {1, 2}), attr_floats("rho", {0.5f})})[0],
+              {3.5f, 0.5f});
+  // RBF (gamma 1) over support vectors [0, 0] and [1, 1] with coefficients 1 and -1:
+  // +-(1 - exp(-2)); one_class gives the signs.
+  std::vector<AttrSpec> rbf{attr_floats("coefficients", {1, -1}),     attr_floats("rho", {0}),
+                            attr_floats("support_vectors", {0, 0, 1, 1}), attr_int("n_supports", 2),
+                            attr_string("kernel_type", "RBF"),         attr_floats("kernel_params", {1, 0, 0})};
+  const Tensor x = f32({2, 2}, {0, 0, 1, 1});
+  expect_near(run_ml_all("SVMRegressor", {{"X", x}}, {DType::kFloat}, rbf)[0], {0.8646647f, -0.8646647f});
+  rbf.push_back(attr_int("one_class", 1));
+  expect_near(run_ml_all("SVMRegressor", {{"X", x}}, {DType::kFloat}, rbf)[0], {1, -1});
+  // POLY (gamma 1, coef0 1, degree 2): 2 (x·[1, 0] + 1)^2 - 1 at x = [1, 2] is 7.
+  expect_near(run_ml_all("SVMRegressor", {{"X", f32({1, 2}, {1, 2})}}, {DType::kFloat},
+                         {attr_floats("coefficients", {2}), attr_floats("rho", {-1}), attr_floats("support_vectors", {1, 0}),
+                          attr_int("n_supports", 1), attr_string("kernel_type", "POLY"), attr_floats("kernel_params", {1, 1, 2})})[0],
+              {7});
+  expect_error([&] {
+    run_ml_all("SVMRegressor", {{"X", x}}, {DType::kFloat},
+               {attr_floats("coefficients", {1, -1, 2}), attr_floats("rho", {0}), attr_floats("support_vectors", {0, 0, 1, 1}),
+                attr_int("n_supports", 2)});
+  }, "3 coefficients for 2 support vectors");
+  expect_error([&] {
+    run_ml_all("SVMRegressor", {{"X", f32({1, 3}, {1, 2, 3})}}, {DType::kFloat}, {attr_floats("coefficients", {1, 2}), attr_floats("rho", {0})});
+  }, "X has 3 features but the model has 2");
+}
+
+TEST(MlOps, SvmClassifierOneAgainstOne) {
+  // Three classes, one support vector each (1, 2, 3), linear kernel. Decisions at x = 0.5:
+  // (a, b) -0.5, (a, c) -1, (b, c) -0.5: votes 0, 1, 2. At x = -1: 1, 2, 1: votes 2, 1, 0.
+  const std::vector<AttrSpec> three{attr_floats("coefficients", {1, -1, -1, 1, 1, -1}), attr_floats("rho", {0, 0, 0}),
+                                    attr_floats("support_vectors", {1, 2, 3}), attr_ints("vectors_per_class", {1, 1, 1}),
+                                    attr_strings("classlabels_strings", {"a", "b", "c"})};
+  auto out = run_ml_all("SVMClassifier", {{"X", f32({2, 1}, {0.5f, -1})}}, {DType::kString, DType::kFloat}, three);
+  EXPECT_EQ(strings_of(out[0]), (std::vector<std::string>{"c", "a"}));
+  expect_near(out[1], {-0.5f, -1, -0.5f, 1, 2, 1});
+  // Two classes: the decision d = x - 2x + 0.25 scores [-d, d]; d > 0 votes for the first class.
+  std::vector<AttrSpec> two{attr_floats("coefficients", {1, -1}), attr_floats("rho", {0.25f}), attr_floats("support_vectors", {1, 2}),
+                            attr_ints("vectors_per_class", {1, 1}), attr_ints("classlabels_ints", {4, 9})};
+  const Tensor x = f32({2, 1}, {1, -1});
+  out = run_ml_all("SVMClassifier", {{"X", x}}, {DType::kInt64, DType::kFloat}, two);
+  EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{9, 4}));
+  expect_near(out[1], {0.75f, -0.75f, -1.25f, 1.25f});
+  // With Platt's sigmoid (A = -2, B = 0.5) the first class has 1 / (1 + exp(A d + B)), which
+  // pairwise coupling (iterative, stopping within 0.005 / classes, as libsvm's) approaches.
+  two.push_back(attr_floats("prob_a", {-2}));
+  two.push_back(attr_floats("prob_b", {0.5f}));
+  out = run_ml_all("SVMClassifier", {{"X", x}}, {DType::kInt64, DType::kFloat}, two);
+  EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{9, 4}));
+  expect_near(out[1], {0.1192029f, 0.8807971f, 0.8807971f, 0.1192029f}, 1e-3f);
+  auto short_rho = three;
+  short_rho[1] = attr_floats("rho", {0, 0});
+  expect_error([&] { run_ml_all("SVMClassifier", {{"X", x}}, {DType::kString, DType::kFloat}, short_rho); },
+               "rho has 2 values for 3 class pairs");
+  auto cubic = three;
+  cubic.push_back(attr_string("kernel_type", "CUBIC"));
+  expect_error([&] { run_ml_all("SVMClassifier", {{"X", x}}, {DType::kString, DType::kFloat}, cubic); },
+               "kernel_type 'CUBIC' (LINEAR, POLY, RBF or SIGMOID)");
+}
+
+TEST(MlOps, ImputerAndOneHotEncoder) {
+  // NaN replaced per feature; an int64 input uses the int64 attributes.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  expect_near(run_ml_all("Imputer", {{"X", f32({2, 2}, {1, nan, nan, 4})}}, {DType::kFloat},
+                         {attr_floats("imputed_value_floats", {9, 8}), attr_float("replaced_value_float", nan)})[0],
+              {1, 8, 9, 4});
+  EXPECT_EQ(values<int64_t>(run_ml_all("Imputer", {{"X", i64({3}, {-1, 2, -1})}}, {DType::kInt64},
+                                       {attr_ints("imputed_value_int64s", {0}), attr_int("replaced_value_int64", -1)})[0]),
+            (std::vector<int64_t>{0, 2, 0}));
+  expect_error([&] {
+    run_ml_all("Imputer", {{"X", f32({1, 3}, {1, 2, 3})}}, {DType::kFloat}, {attr_floats("imputed_value_floats", {9, 8})});
+  }, "2 imputed values for 3 features");
+  // A category per column; numbers match as integers (1.7 is 1); an unknown one is all zeros.
+  expect_near(run_ml_all("OneHotEncoder", {{"X", f32({3}, {1.7f, 5, 7})}}, {DType::kFloat}, {attr_ints("cats_int64s", {7, 1, 3})})[0],
+              {0, 1, 0, 0, 0, 0, 1, 0, 0});
+  expect_near(run_ml_all("OneHotEncoder", {{"X", strings({2}, {"b", "a"})}}, {DType::kFloat}, {attr_strings("cats_strings", {"a", "b"})})[0],
+              {0, 1, 1, 0});
+  expect_error([&] {
+    run_ml_all("OneHotEncoder", {{"X", strings({1}, {"q"})}}, {DType::kFloat}, {attr_strings("cats_strings", {"a"}), attr_int("zeros", 0)});
+  }, "element 0 of X is in no category");
+}
+
+TEST(MlOps, CategoryMapperAndFeatureVectorizer) {
+  const std::vector<AttrSpec> cats{attr_strings("cats_strings", {"a", "b"}), attr_ints("cats_int64s", {5, 6}),
+                                   attr_string("default_string", "?")};
+  EXPECT_EQ(values<int64_t>(run_ml_all("CategoryMapper", {{"X", strings({3}, {"b", "z", "a"})}}, {DType::kInt64}, cats)[0]),
+            (std::vector<int64_t>{6, -1, 5}));
+  EXPECT_EQ(strings_of(run_ml_all("CategoryMapper", {{"X", i64({2}, {5, 7})}}, {DType::kString}, cats)[0]),
+            (std::vector<std::string>{"a", "?"}));
+  // Widths 1 and 3: the first input's first column, the second's two columns and a zero.
+  expect_near(run_ml_all("FeatureVectorizer", {{"A", f32({2, 2}, {1, 2, 3, 4})}, {"B", f32({2, 2}, {5, 6, 7, 8})}}, {DType::kFloat},
+                         {attr_ints("inputdimensions", {1, 3})})[0],
+              {1, 5, 6, 0, 3, 7, 8, 0});
+  expect_error([&] {
+    run_ml_all("FeatureVectorizer", {{"A", f32({2, 2}, {1, 2, 3, 4})}, {"B", f32({1, 2}, {5, 6})}}, {DType::kFloat},
+               {attr_ints("inputdimensions", {2, 2})});
+  }, "input 1 has 1 rows, input 0 has 2");
+}

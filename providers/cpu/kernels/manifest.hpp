@@ -33,6 +33,8 @@ std::span<const KernelDef> attention_kernels();     // kernels/attention.cpp (on
 std::span<const KernelDef> transformer_kernels();   // kernels/transformer.cpp (Attention, RotaryEmbedding, ...)
 std::span<const KernelDef> ml_kernels();            // kernels/ml.cpp (domain ai.onnx.ml)
 std::span<const KernelDef> ml_tree_kernels();       // kernels/ml_trees.cpp (ai.onnx.ml tree ensembles)
+std::span<const KernelDef> ml_svm_kernels();        // kernels/ml_svm.cpp (ai.onnx.ml support vector machines)
+std::span<const KernelDef> ml_feature_kernels();    // kernels/ml_features.cpp (Imputer, OneHotEncoder, ...)
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels, conv_kernels, pool_kernels,
@@ -40,7 +42,8 @@ inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     index_kernels,       image_kernels,  loss_kernels,         text_kernels,
     rnn_kernels,         quant_kernels,  signal_kernels,       random_kernels,
     training_kernels,    einsum_kernels,  gradient_kernels,     attention_kernels,
-    transformer_kernels, ml_kernels,     ml_tree_kernels,
+    transformer_kernels, ml_kernels,     ml_tree_kernels,      ml_svm_kernels,
+    ml_feature_kernels,
 };
 
 }  // namespace onyx::cpu

@@ -1,7 +1,7 @@
 // CPU kernels: traditional-ML family (domain ai.onnx.ml): ArrayFeatureExtractor, Binarizer,
 // LabelEncoder, Scaler, Normalizer, LinearRegressor and LinearClassifier, with their attributes
-// read once, when the kernel is created. The tree ensembles
-// are in ml_trees.cpp.
+// read once, when the kernel is created. The tree ensembles are in ml_trees.cpp, the support
+// vector machines in ml_svm.cpp.
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -13,6 +13,11 @@
 namespace onyx::cpu {
 
 namespace {
+
+using ml::attr_doubles;
+using ml::post_attr;
+using ml::Rows;
+using ml::rows_of;
 
 // ---------------------------------------------------------------------------------------------
 // ArrayFeatureExtractor: Z[..., j] = X[..., Y[j]] over the last axis (Y flattened).
@@ -242,37 +247,6 @@ class LabelEncoderKernel final : public Kernel {
 // Scaler, Normalizer, LinearRegressor, LinearClassifier: row-wise maps of an [N, C] input (a 1-D
 // input is one row) of float, double, int64 or int32 to float, computed in double.
 
-/// The input as rows of doubles: N rows of C.
-struct Rows {
-  int64_t n = 0, c = 0;
-  std::vector<double> v;
-};
-
-Rows rows_of(const Tensor& x) {
-  if (x.rank() != 1 && x.rank() != 2)
-    fail(ErrorCode::kInvalidArgument, "X must be [N, C] (or one row [C]), got ", x.shape().to_string());
-  Rows r;
-  r.n = x.rank() == 2 ? x.dim(0) : 1;
-  r.c = x.rank() == 2 ? x.dim(1) : x.dim(0);
-  r.v.resize(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) r.v[i] = x.element_as_double(i);
-  return r;
-}
-
-std::vector<double> attr_doubles(const Node& n, const char* name) {
-  std::vector<double> v;
-  for (float f : n.attr_floats(name)) v.push_back(static_cast<double>(f));
-  return v;
-}
-
-ml::Post post_attr(const Node& n) {
-  ml::Post p;
-  const std::string s = n.attr_string("post_transform", "NONE");
-  if (!ml::post_named(s, &p))
-    fail(ErrorCode::kInvalidGraph, n.label(), ": post_transform '", s, "' (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT)");
-  return p;
-}
-
 class ScalerKernel final : public Kernel {
  public:
   explicit ScalerKernel(const KernelCreateInfo& info)
@@ -447,12 +421,7 @@ class LinearClassifierKernel final : public Kernel {
           if (z[e] > z[pick]) pick = e;
         ml::post_transform(post_, z.data(), z.size());
       }
-      if (int_labels_.empty())
-        labels.data<std::string>()[i] = str_labels_[pick];
-      else
-        labels.data<int64_t>()[i] = int_labels_[pick];
-      if (scores)
-        for (int64_t e = 0; e < Z; ++e) scores->data<float>()[i * Z + e] = static_cast<float>(z[e]);
+      ml::write_class(labels, scores, i, pick, int_labels_, str_labels_, z.data(), Z);
     }
   }
 

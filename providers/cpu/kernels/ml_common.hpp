@@ -1,10 +1,13 @@
-// Helpers shared by the ai.onnx.ml kernels (ml.cpp, ml_trees.cpp): the score post-transforms.
+// Helpers shared by the ai.onnx.ml kernels (ml.cpp, ml_trees.cpp, ml_svm.cpp): the score
+// post-transforms, feature rows read as doubles, float attributes as doubles.
 #pragma once
 
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "kernels/common.hpp"
 
 namespace onyx::cpu::ml {
 
@@ -68,6 +71,51 @@ inline void post_transform(Post p, double* a, size_t n) {
       break;
     default: break;
   }
+}
+
+/// The input as rows of doubles: N rows of C.
+struct Rows {
+  int64_t n = 0, c = 0;
+  std::vector<double> v;
+};
+
+/// X ([N, C], or one row [C]) as rows of doubles.
+inline Rows rows_of(const Tensor& x) {
+  if (x.rank() != 1 && x.rank() != 2)
+    fail(ErrorCode::kInvalidArgument, "X must be [N, C] (or one row [C]), got ", x.shape().to_string());
+  Rows r;
+  r.n = x.rank() == 2 ? x.dim(0) : 1;
+  r.c = x.rank() == 2 ? x.dim(1) : x.dim(0);
+  r.v.resize(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) r.v[i] = x.element_as_double(i);
+  return r;
+}
+
+inline std::vector<double> attr_doubles(const Node& n, const char* name) {
+  std::vector<double> v;
+  for (float f : n.attr_floats(name)) v.push_back(static_cast<double>(f));
+  return v;
+}
+
+/// The node's post_transform attribute (NONE when absent); an unknown name is refused.
+inline Post post_attr(const Node& n) {
+  Post p;
+  const std::string s = n.attr_string("post_transform", "NONE");
+  if (!post_named(s, &p))
+    fail(ErrorCode::kInvalidGraph, n.label(), ": post_transform '", s, "' (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT)");
+  return p;
+}
+
+/// A classifier's row i: label `label` (of the int labels, or the strings when there are none)
+/// into y, and the `cols` scores into z (when z is requested).
+inline void write_class(Tensor& y, Tensor* z, int64_t i, int64_t label, const std::vector<int64_t>& ints,
+                        const std::vector<std::string>& strs, const double* scores, int64_t cols) {
+  if (ints.empty())
+    y.data<std::string>()[i] = strs[label];
+  else
+    y.data<int64_t>()[i] = ints[label];
+  if (z)
+    for (int64_t c = 0; c < cols; ++c) z->data<float>()[i * cols + c] = static_cast<float>(scores[c]);
 }
 
 }  // namespace onyx::cpu::ml

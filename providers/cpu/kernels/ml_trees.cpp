@@ -1,5 +1,5 @@
-// CPU kernels: tree ensembles of the ai.onnx.ml domain, TreeEnsemble (version 5) and
-// TreeEnsembleRegressor (versions 1 and 3). Both are read into one model when the kernel is
+// CPU kernels: tree ensembles of the ai.onnx.ml domain, TreeEnsemble (version 5),
+// TreeEnsembleRegressor and TreeEnsembleClassifier (versions 1 and 3). All are read into one model when the kernel is
 // created: interior nodes comparing one feature with a split (or a set), leaves holding votes
 // (target, weight). Building checks every index (children, leaves, targets, membership sets) and
 // that no path loops, so a malformed ensemble is refused before it runs and a walk always ends.
@@ -421,12 +421,7 @@ class TreeClassifierKernel final : public Kernel {
           has[v.target] = 1;
         }
       const int64_t label = binary_id_ >= 0 ? finish_binary(s) : finish_many(s, has);
-      if (ints_.empty())
-        y.data<std::string>()[b] = strs_[label];
-      else
-        y.data<int64_t>()[b] = ints_[label];
-      if (z)
-        for (int64_t c = 0; c < L; ++c) z->data<float>()[b * L + c] = static_cast<float>(s[c]);
+      ml::write_class(y, z, b, label, ints_, strs_, s.data(), L);
     }
   }
 
