@@ -79,6 +79,34 @@ def tiny_ml():
     save(model, "tiny_ml", [("x", x)], [("y", y)])
 
 
+def tiny_classifier():
+    """A classifier as scikit-learn converters export it by default: LinearClassifier (three
+    classes, softmax scores) whose scores ZipMap turns into one map per row, label -> probability.
+    No test data: its second output is a sequence of maps (docs/ml-domain.md reads it)."""
+    ml = "ai.onnx.ml"
+    nodes = [
+        helper.make_node("LinearClassifier", ["x"], ["label", "scores"], name="linear", domain=ml,
+                         coefficients=[1.0, 0.0, 0.0, 1.0, -1.0, -1.0], intercepts=[0.0, 0.0, 0.0],
+                         classlabels_strings=["cat", "dog", "eel"], post_transform="SOFTMAX"),
+        helper.make_node("ZipMap", ["scores"], ["probabilities"], name="zip", domain=ml,
+                         classlabels_strings=["cat", "dog", "eel"]),
+    ]
+    prob_type = onnx.TypeProto()
+    prob_map = prob_type.sequence_type.elem_type.map_type
+    prob_map.key_type = TensorProto.STRING
+    prob_map.value_type.tensor_type.elem_type = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "tiny_classifier",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2])],
+        [helper.make_tensor_value_info("label", TensorProto.STRING, ["batch"]),
+         helper.make_value_info("probabilities", prob_type)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ml, 1)],
+                              producer_name="onyx-examples")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, "tiny_classifier.onnx"))
+
+
 def tiny_cnn():
     """A small image classifier (Conv, ReLU, MaxPool, GlobalAveragePool, Gemm, Softmax) from torch."""
     import torch
@@ -111,4 +139,5 @@ def tiny_cnn():
 if __name__ == "__main__":
     tiny_normalize()
     tiny_ml()
+    tiny_classifier()
     tiny_cnn()

@@ -131,7 +131,7 @@ std::string device_memory_name(int memory);
 /// holding a tensor or a sequence). Mirrors ONNX's TypeProto kinds; maps are not supported.
 class Value {
  public:
-  enum class Kind : uint8_t { kNone, kTensor, kSequence, kOptional };
+  enum class Kind : uint8_t { kNone, kTensor, kSequence, kOptional, kMap };
 
   /// Nothing (an absent optional input).
   Value() = default;
@@ -142,12 +142,19 @@ class Value {
   static Value optional_none(DType elem, bool is_sequence = false);
   /// An optional holding `v` (a tensor or a sequence).
   static Value optional_of(Value v);
+  /// A map (ONNX `map(K, V)`, what ai.onnx.ml's ZipMap makes and DictVectorizer reads): `keys`
+  /// 1-D int64 or string; `values` 1-D of the same length, value i for key i.
+  static Value map(Tensor keys, Tensor values);
+  /// A sequence of maps (ZipMap's output): each a map with keys of `key` and values of `value`
+  /// (needed when `maps` is empty).
+  static Value sequence_of_maps(std::vector<Value> maps, DType key, DType value);
 
   Kind kind() const { return kind_; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_tensor() const { return kind_ == Kind::kTensor; }
   bool is_sequence() const { return kind_ == Kind::kSequence; }
   bool is_optional() const { return kind_ == Kind::kOptional; }
+  bool is_map() const { return kind_ == Kind::kMap; }
   /// The tensor; throws if this is not a tensor.
   const Tensor& tensor() const;
   Tensor& tensor();
@@ -161,6 +168,14 @@ class Value {
   const Value& element() const;
   /// Optional: whether its element type is a sequence.
   bool optional_of_sequence() const { return opt_seq_; }
+  /// Map: its keys and values (throw if this is not a map).
+  const Tensor& map_keys() const;
+  const Tensor& map_values() const;
+  /// The key type of a map or of a sequence of maps (elem_dtype() is their value type).
+  DType map_key_dtype() const { return key_; }
+  /// Sequence: whether its elements are maps, and the maps.
+  bool sequence_of_maps() const { return kind_ == Kind::kSequence && key_ != DType::kUndefined; }
+  const std::vector<Value>& maps() const { return maps_; }
 
  private:
   Kind kind_ = Kind::kNone;
@@ -169,6 +184,9 @@ class Value {
   DType elem_ = DType::kUndefined;
   bool opt_seq_ = false;
   std::shared_ptr<const Value> inner_;
+  DType key_ = DType::kUndefined;  // maps, sequences of maps
+  Tensor map_values_;
+  std::vector<Value> maps_;
 };
 
 }  // namespace onyx

@@ -227,6 +227,47 @@ Value Value::optional_of(Value inner) {
   return v;
 }
 
+Value Value::map(Tensor keys, Tensor values) {
+  if (!keys.defined() || !values.defined()) fail(ErrorCode::kInvalidArgument, "a map needs defined key and value tensors");
+  if (keys.dtype() != DType::kInt64 && keys.dtype() != DType::kString)
+    fail(ErrorCode::kInvalidArgument, "map keys must be int64 or string, got ", dtype_name(keys.dtype()));
+  if (keys.rank() != 1 || values.rank() != 1 || keys.numel() != values.numel())
+    fail(ErrorCode::kInvalidArgument, "a map's keys and values must be 1-D of one length, got ", keys.shape().to_string(), " and ",
+         values.shape().to_string());
+  Value v;
+  v.kind_ = Kind::kMap;
+  v.key_ = keys.dtype();
+  v.elem_ = values.dtype();
+  v.tensor_ = std::move(keys);
+  v.map_values_ = std::move(values);
+  return v;
+}
+
+Value Value::sequence_of_maps(std::vector<Value> maps, DType key, DType value) {
+  if (key != DType::kInt64 && key != DType::kString)
+    fail(ErrorCode::kInvalidArgument, "map keys must be int64 or string, got ", dtype_name(key));
+  for (size_t i = 0; i < maps.size(); ++i)
+    if (!maps[i].is_map() || maps[i].map_key_dtype() != key || maps[i].elem_dtype() != value)
+      fail(ErrorCode::kInvalidArgument, "element ", i, " of a sequence of map(", dtype_name(key), ", ", dtype_name(value),
+           ") is not such a map");
+  Value v;
+  v.kind_ = Kind::kSequence;
+  v.key_ = key;
+  v.elem_ = value;
+  v.maps_ = std::move(maps);
+  return v;
+}
+
+const Tensor& Value::map_keys() const {
+  if (kind_ != Kind::kMap) fail(ErrorCode::kInvalidArgument, "value is not a map");
+  return tensor_;
+}
+
+const Tensor& Value::map_values() const {
+  if (kind_ != Kind::kMap) fail(ErrorCode::kInvalidArgument, "value is not a map");
+  return map_values_;
+}
+
 const Value& Value::element() const {
   if (!has_element()) fail(ErrorCode::kInvalidArgument, "optional value is empty");
   return *inner_;

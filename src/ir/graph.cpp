@@ -12,7 +12,7 @@ std::string TypeInfo::to_string() const {
     }
     case Kind::kSequence: return "seq(" + (elem ? elem->to_string() : std::string("?")) + ")";
     case Kind::kOptional: return "optional(" + (elem ? elem->to_string() : std::string("?")) + ")";
-    case Kind::kMap: return "map";
+    case Kind::kMap: return "map(" + std::string(dtype_name(dtype)) + ", " + (elem ? elem->to_string() : std::string("?")) + ")";
     case Kind::kSparseTensor: return "sparse_tensor(" + std::string(dtype_name(dtype)) + ")";
     default: return "unknown";
   }

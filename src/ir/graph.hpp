@@ -24,7 +24,7 @@ struct TypeInfo {
   DType dtype = DType::kUndefined;  // tensor element type
   bool has_shape = false;           // rank known
   Shape shape;
-  std::shared_ptr<TypeInfo> elem;  // element of a sequence or optional
+  std::shared_ptr<TypeInfo> elem;  // element of a sequence or optional, value of a map (dtype: its key)
 
   static TypeInfo tensor(DType dt) {
     TypeInfo t;
@@ -50,8 +50,16 @@ struct TypeInfo {
     t.elem = std::make_shared<TypeInfo>(std::move(e));
     return t;
   }
+  /// map(key, value): the key's element type in `dtype`, the value's type in `elem`.
+  static TypeInfo map_of(DType key, TypeInfo value) {
+    TypeInfo t;
+    t.kind = Kind::kMap;
+    t.dtype = key;
+    t.elem = std::make_shared<TypeInfo>(std::move(value));
+    return t;
+  }
   bool is_tensor() const { return kind == Kind::kTensor; }
-  /// Element dtype of a tensor, of a sequence's tensors, of an optional's tensor.
+  /// Element dtype of a tensor, of a sequence's tensors, of an optional's tensor, of a map's values.
   DType elem_dtype() const {
     if (kind == Kind::kTensor) return dtype;
     return elem ? elem->elem_dtype() : DType::kUndefined;

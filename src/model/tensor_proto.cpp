@@ -344,7 +344,27 @@ TypeInfo parse_type_proto(ProtoReader r, SymbolTable& symbols, int depth) {
         t = seq ? TypeInfo::sequence_of(std::move(elem)) : TypeInfo::optional_of(std::move(elem));
         break;
       }
-      case 5: t.kind = TypeInfo::Kind::kMap; r.skip(); break;
+      case 5: {  // map_type: key_type (a TensorProto data type), value_type
+        r.expect(WireType::kBytes);
+        ProtoReader mr = r.message("TypeProto.Map");
+        DType key = DType::kUndefined;
+        TypeInfo value;
+        while (mr.next()) {
+          if (mr.field() == 1) {
+            mr.expect(WireType::kVarint);
+            const int64_t et = mr.int64();
+            if (!dtype_valid(static_cast<int32_t>(et))) mr.error(bad_elem_type(et));
+            key = static_cast<DType>(et);
+          } else if (mr.field() == 2) {
+            mr.expect(WireType::kBytes);
+            value = parse_type_proto(mr.message("TypeProto"), symbols, depth + 1);
+          } else {
+            mr.skip();
+          }
+        }
+        t = TypeInfo::map_of(key, std::move(value));
+        break;
+      }
       default: r.skip();
     }
   }
@@ -361,20 +381,92 @@ std::vector<uint8_t> read_file(const std::string& path) {
 
 Value parse_value(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth);
 
+Value parse_map(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth);
+
 Value parse_sequence(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth) {
+  if (depth > kMaxTypeDepth) r.error("values nested too deeply");
   std::vector<Tensor> items;
+  std::vector<Value> maps;
+  const TypeInfo* elem_type = type ? type->elem.get() : nullptr;
   while (r.next()) {
     switch (r.field()) {
       case 1: r.expect(WireType::kBytes); if (name) *name = r.string(); else r.skip(); break;
       case 3: r.expect(WireType::kBytes); items.push_back(parse_tensor_proto(r.message("SequenceProto.tensor_values"), src, nullptr)); break;
-      case 4: case 5: case 6: case 7: r.error("sequences of sparse tensors, sequences, maps or optionals are not supported");
+      case 6:
+        r.expect(WireType::kBytes);
+        maps.push_back(parse_map(r.message("SequenceProto.map_values"), src, elem_type, nullptr, depth + 1));
+        break;
+      case 4: case 5: case 7: r.error("sequences of sparse tensors, sequences or optionals are not supported");
       default: r.skip();
     }
   }
-  DType elem = type && type->elem ? type->elem->elem_dtype() : DType::kUndefined;
+  if (!maps.empty() || (elem_type && elem_type->kind == TypeInfo::Kind::kMap)) {
+    if (!items.empty()) r.error("a sequence holds both tensors and maps");
+    DType key = elem_type ? elem_type->dtype : DType::kUndefined, value = elem_type ? elem_type->elem_dtype() : DType::kUndefined;
+    if (!maps.empty()) key = maps[0].map_key_dtype(), value = maps[0].elem_dtype();
+    try {
+      return Value::sequence_of_maps(std::move(maps), key, value);
+    } catch (const Error& e) {
+      r.error(e.what());
+    }
+  }
+  DType elem = elem_type ? elem_type->elem_dtype() : DType::kUndefined;
   if (elem == DType::kUndefined && !items.empty()) elem = items[0].dtype();
-  (void)depth;
   return Value::sequence(std::move(items), elem);
+}
+
+/// A MapProto: keys (int64 `keys` or `string_keys`) and values, a SequenceProto of one scalar
+/// tensor per key (as onnx.numpy_helper.from_dict writes it) or of one 1-D tensor of them all.
+Value parse_map(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth) {
+  if (depth > kMaxTypeDepth) r.error("values nested too deeply");
+  int64_t key_type = 0;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::vector<Tensor> values;
+  while (r.next()) {
+    switch (r.field()) {
+      case 1: r.expect(WireType::kBytes); if (name) *name = r.string(); else r.skip(); break;
+      case 2: r.expect(WireType::kVarint); key_type = r.int64(); break;
+      case 3: r.repeated_int64(ints); break;
+      case 4: r.expect(WireType::kBytes); strings.push_back(r.string()); break;
+      case 5: {
+        r.expect(WireType::kBytes);
+        const Value seq = parse_sequence(r.message("MapProto.values"), src, nullptr, nullptr, depth + 1);
+        if (seq.sequence_of_maps()) r.error("map values that are maps are not supported");
+        values = seq.items();
+        break;
+      }
+      default: r.skip();
+    }
+  }
+  const bool str_keys = key_type == static_cast<int64_t>(DType::kString);
+  if (!str_keys && key_type != static_cast<int64_t>(DType::kInt64))
+    r.error(str("map keys of type ", key_type, " are not supported (int64 or string)"));
+  if (type && type->kind == TypeInfo::Kind::kMap && type->dtype != DType::kUndefined &&
+      static_cast<int64_t>(type->dtype) != key_type)
+    r.error(str("the map's keys are ", dtype_name(static_cast<DType>(key_type)), ", the model expects ", dtype_name(type->dtype)));
+  const int64_t n = static_cast<int64_t>(str_keys ? strings.size() : ints.size());
+  Tensor keys = str_keys ? Tensor::from_vector<std::string>(Shape{n}, strings) : Tensor::from_vector<int64_t>(Shape{n}, ints);
+  Tensor vals;
+  if (values.size() == 1 && values[0].rank() == 1 && values[0].numel() == n && n != 1) {
+    vals = values[0].clone();
+  } else {
+    if (static_cast<int64_t>(values.size()) != n) r.error(str("the map has ", n, " keys and ", values.size(), " values"));
+    const DType dt = values.empty() ? (type && type->elem ? type->elem->elem_dtype() : DType::kFloat) : values[0].dtype();
+    vals = Tensor(dt, Shape{n});
+    for (int64_t i = 0; i < n; ++i) {
+      if (values[i].numel() != 1 || values[i].dtype() != dt) r.error(str("map value ", i, " is not one ", dtype_name(dt)));
+      if (dt == DType::kString)
+        vals.data<std::string>()[i] = values[i].data<std::string>()[0];
+      else
+        std::memcpy(static_cast<uint8_t*>(vals.raw_data()) + i * dtype_size(dt), values[i].raw_data(), dtype_size(dt));
+    }
+  }
+  try {
+    return Value::map(std::move(keys), std::move(vals));
+  } catch (const Error& e) {
+    r.error(e.what());
+  }
 }
 
 Value parse_optional(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth) {
@@ -399,6 +491,7 @@ Value parse_optional(ProtoReader r, const TensorSource& src, const TypeInfo* typ
 Value parse_value(ProtoReader r, const TensorSource& src, const TypeInfo* type, std::string* name, int depth) {
   if (type && type->kind == TypeInfo::Kind::kSequence) return parse_sequence(r, src, type, name, depth);
   if (type && type->kind == TypeInfo::Kind::kOptional) return parse_optional(r, src, type, name, depth);
+  if (type && type->kind == TypeInfo::Kind::kMap) return parse_map(r, src, type, name, depth);
   return Value(parse_tensor_proto(r, src, name));
 }
 
@@ -433,6 +526,7 @@ Value read_value_file(const std::string& path, const TypeInfo* type, std::string
   ProtoReader r(file->data(), file->data() + file->size(), file->data(), path,
                 type && type->kind == TypeInfo::Kind::kSequence   ? "SequenceProto"
                 : type && type->kind == TypeInfo::Kind::kOptional ? "OptionalProto"
+                : type && type->kind == TypeInfo::Kind::kMap      ? "MapProto"
                                                                   : "TensorProto");
   Value v = parse_value(r, src, type, name, 0);
   // Detach from the temporary buffer: copy tensors that view it.
@@ -454,10 +548,38 @@ std::string encode_value_proto(const Value& v, const std::string& name) {
   ProtoWriter w;
   if (v.is_tensor()) {
     put_tensor_fields(w, v.tensor(), name);
+  } else if (v.is_sequence() && v.sequence_of_maps()) {
+    if (!name.empty()) w.bytes(1, name);
+    w.varint(2, 4);  // MAP
+    for (const Value& m : v.maps()) w.bytes(6, encode_value_proto(m, ""));
   } else if (v.is_sequence()) {
     if (!name.empty()) w.bytes(1, name);
     w.varint(2, 1);  // TENSOR
     for (const Tensor& t : v.items()) w.bytes(3, encode_tensor_proto(t, ""));
+  } else if (v.is_map()) {
+    // MapProto: the keys, then the values as a sequence of one scalar tensor per key (what
+    // onnx.numpy_helper.to_dict reads).
+    if (!name.empty()) w.bytes(1, name);
+    const Tensor& k = v.map_keys();
+    const Tensor& x = v.map_values();
+    w.varint(2, static_cast<uint64_t>(k.dtype()));
+    for (int64_t i = 0; i < k.numel(); ++i) {
+      if (k.dtype() == DType::kString)
+        w.bytes(4, k.data<std::string>()[i]);
+      else
+        w.varint(3, static_cast<uint64_t>(k.data<int64_t>()[i]));
+    }
+    ProtoWriter seq;
+    seq.varint(2, 1);  // TENSOR
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      Tensor one(x.dtype(), Shape{});
+      if (x.dtype() == DType::kString)
+        one.data<std::string>()[0] = x.data<std::string>()[i];
+      else
+        std::memcpy(one.raw_data(), static_cast<const uint8_t*>(x.raw_data()) + i * dtype_size(x.dtype()), dtype_size(x.dtype()));
+      seq.bytes(3, encode_tensor_proto(one, ""));
+    }
+    w.bytes(5, seq.str());
   } else if (v.is_optional()) {
     if (!name.empty()) w.bytes(1, name);
     if (v.has_element()) {

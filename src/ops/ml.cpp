@@ -1,7 +1,8 @@
 // Traditional-ML family (domain ai.onnx.ml): ArrayFeatureExtractor, Binarizer, LabelEncoder
 // (versions 1, 2 and 4), TreeEnsemble (version 5), TreeEnsembleRegressor and
 // TreeEnsembleClassifier (1 and 3), Scaler, Normalizer, LinearRegressor, LinearClassifier,
-// SVMRegressor, SVMClassifier, Imputer, OneHotEncoder, CategoryMapper and FeatureVectorizer.
+// SVMRegressor, SVMClassifier, Imputer, OneHotEncoder, CategoryMapper, FeatureVectorizer, ZipMap,
+// CastMap and DictVectorizer.
 // Their attributes are checked here, at load, so that a malformed
 // model is refused with the attribute named rather than at run time.
 #include "ops/families.hpp"
@@ -249,6 +250,53 @@ void infer_feature_vectorizer(InferContext& ctx) {
   ctx.set_output(0, DType::kFloat, Shape{feature_rows(ctx), total});
 }
 
+/// ZipMap: seq(map(int64 or string, float)), one map per row of X.
+void infer_zip_map(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ctx.require_dtype(0, {DType::kFloat});
+  const bool ints = n.has_attr("classlabels_int64s"), strings = n.has_attr("classlabels_strings");
+  if (ints == strings) ctx.fail_node("exactly one of classlabels_int64s and classlabels_strings must be set");
+  const TypeInfo& x = ctx.input_type(0);
+  if (x.has_shape && x.shape.size() != 1 && x.shape.size() != 2) ctx.fail_node("X must be [N, C] or [C], got ", x.shape.to_string());
+  ctx.set_output_type(0, TypeInfo::sequence_of(TypeInfo::map_of(ints ? DType::kInt64 : DType::kString, TypeInfo::tensor(DType::kFloat))));
+}
+
+/// The map type of input 0 (CastMap, DictVectorizer), checked: its key and value types.
+const TypeInfo& map_input_type(InferContext& ctx) {
+  const TypeInfo& t = ctx.input_type(0);
+  if (t.kind != TypeInfo::Kind::kMap && t.kind != TypeInfo::Kind::kUnknown) ctx.fail_node("the input must be a map, got ", t.to_string());
+  return t;
+}
+
+/// CastMap: float, int64 or string [1, n] from a map(int64, string or float).
+void infer_cast_map(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const TypeInfo& t = map_input_type(ctx);
+  if (t.kind == TypeInfo::Kind::kMap && (t.dtype != DType::kInt64 || (t.elem_dtype() != DType::kString && t.elem_dtype() != DType::kFloat)))
+    ctx.fail_node("the input must be map(int64, string) or map(int64, float), got ", t.to_string());
+  const std::string to = n.attr_string("cast_to", "TO_FLOAT");
+  const DType out = to == "TO_STRING" ? DType::kString : to == "TO_INT64" ? DType::kInt64 : DType::kFloat;
+  if (to != "TO_FLOAT" && to != "TO_STRING" && to != "TO_INT64") ctx.fail_node("cast_to '", to, "' (TO_FLOAT, TO_STRING or TO_INT64)");
+  const bool sparse = n.attr_string("map_form", "DENSE") == "SPARSE";
+  ctx.set_output(0, out, Shape{1, sparse ? n.attr_int("max_map", 1) : ctx.fresh()});
+}
+
+/// DictVectorizer: [1, vocabulary] of the map's value type.
+void infer_dict_vectorizer(InferContext& ctx) {
+  const Node& n = ctx.node();
+  const TypeInfo& t = map_input_type(ctx);
+  const bool ints = n.has_attr("int64_vocabulary"), strings = n.has_attr("string_vocabulary");
+  if (ints == strings) ctx.fail_node("exactly one of int64_vocabulary and string_vocabulary must be set");
+  if (t.kind == TypeInfo::Kind::kMap && t.dtype != (ints ? DType::kInt64 : DType::kString))
+    ctx.fail_node("the map's keys are ", dtype_name(t.dtype), " but the vocabulary is ", ints ? "int64" : "string");
+  const int64_t size = static_cast<int64_t>(ints ? n.attr_ints("int64_vocabulary").size() : n.attr_strings("string_vocabulary").size());
+  const DType out = t.kind == TypeInfo::Kind::kMap ? t.elem_dtype() : DType::kUndefined;
+  if (out == DType::kUndefined)
+    ctx.set_output_unranked(0, DType::kFloat);
+  else
+    ctx.set_output(0, out, Shape{1, size});
+}
+
 }  // namespace
 
 void register_ml_ops(OpRegistry& r) {
@@ -268,6 +316,9 @@ void register_ml_ops(OpRegistry& r) {
   r.add("ai.onnx.ml", "OneHotEncoder", {1}, infer_one_hot_encoder);
   r.add("ai.onnx.ml", "CategoryMapper", {1}, infer_category_mapper);
   r.add("ai.onnx.ml", "FeatureVectorizer", {1}, infer_feature_vectorizer);
+  r.add("ai.onnx.ml", "ZipMap", {1}, infer_zip_map);
+  r.add("ai.onnx.ml", "CastMap", {1}, infer_cast_map);
+  r.add("ai.onnx.ml", "DictVectorizer", {1}, infer_dict_vectorizer);
 }
 
 }  // namespace onyx

@@ -33,12 +33,18 @@ Value deep_copy(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kTensor: return Value(v.tensor().clone());
     case Value::Kind::kSequence: {
+      if (v.sequence_of_maps()) {
+        std::vector<Value> maps;
+        for (const Value& m : v.maps()) maps.push_back(deep_copy(m));
+        return Value::sequence_of_maps(std::move(maps), v.map_key_dtype(), v.elem_dtype());
+      }
       std::vector<Tensor> items;
       for (const Tensor& t : v.items()) items.push_back(t.clone());
       return Value::sequence(std::move(items), v.elem_dtype());
     }
     case Value::Kind::kOptional:
       return v.has_element() ? Value::optional_of(deep_copy(v.element())) : v;
+    case Value::Kind::kMap: return Value::map(v.map_keys().clone(), v.map_values().clone());
     default: return v;
   }
 }
@@ -284,6 +290,9 @@ void SessionImpl::check_inputs(const std::vector<Value>& in) const {
       if (!v.is_sequence()) fail(ErrorCode::kInvalidArgument, "input '", s.name, "' must be a sequence (", inputs[k].type_string, ")");
     } else if (t.kind == TypeInfo::Kind::kOptional) {
       if (!v.is_optional()) fail(ErrorCode::kInvalidArgument, "input '", s.name, "' must be an optional (", inputs[k].type_string, ")");
+    } else if (t.kind == TypeInfo::Kind::kMap) {
+      if (!v.is_map() || v.map_key_dtype() != t.dtype || (t.elem_dtype() != DType::kUndefined && v.elem_dtype() != t.elem_dtype()))
+        fail(ErrorCode::kInvalidArgument, "input '", s.name, "' must be a ", inputs[k].type_string);
     }
   }
 }

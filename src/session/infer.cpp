@@ -5,7 +5,10 @@ namespace onyx {
 TypeInfo type_of_value(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kTensor: return TypeInfo::tensor(v.tensor().dtype(), v.tensor().shape());
-    case Value::Kind::kSequence: return TypeInfo::sequence_of(TypeInfo::tensor(v.elem_dtype()));
+    case Value::Kind::kSequence:
+      if (v.sequence_of_maps()) return TypeInfo::sequence_of(TypeInfo::map_of(v.map_key_dtype(), TypeInfo::tensor(v.elem_dtype())));
+      return TypeInfo::sequence_of(TypeInfo::tensor(v.elem_dtype()));
+    case Value::Kind::kMap: return TypeInfo::map_of(v.map_key_dtype(), TypeInfo::tensor(v.elem_dtype()));
     case Value::Kind::kOptional:
       if (v.has_element()) return TypeInfo::optional_of(type_of_value(v.element()));
       return TypeInfo::optional_of(v.optional_of_sequence() ? TypeInfo::sequence_of(TypeInfo::tensor(v.elem_dtype()))

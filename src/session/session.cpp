@@ -158,6 +158,7 @@ IoInfo io_info(const ValueSlot& slot, const TypeInfo& type, const SymbolTable& s
   switch (type.kind) {
     case TypeInfo::Kind::kSequence: info.kind = Value::Kind::kSequence; break;
     case TypeInfo::Kind::kOptional: info.kind = Value::Kind::kOptional; break;
+    case TypeInfo::Kind::kMap: info.kind = Value::Kind::kMap; break;
     default: info.kind = Value::Kind::kTensor;
   }
   info.dtype = type.elem_dtype();

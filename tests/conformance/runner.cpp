@@ -137,8 +137,24 @@ std::string compare_value(const Value& got, const Value& exp, double rtol, doubl
     if (!got.is_tensor()) return "not a tensor";
     return compare_tensor(got.tensor(), exp.tensor(), rtol, atol);
   }
+  if (exp.is_map()) {
+    if (!got.is_map()) return "not a map";
+    std::string m = compare_tensor(got.map_keys(), exp.map_keys(), 0, 0);
+    if (!m.empty()) return "map keys: " + m;
+    m = compare_tensor(got.map_values(), exp.map_values(), rtol, atol);
+    return m.empty() ? m : "map values: " + m;
+  }
+  if (exp.is_sequence() && exp.sequence_of_maps()) {
+    if (!got.is_sequence() || !got.sequence_of_maps()) return "not a sequence of maps";
+    if (got.maps().size() != exp.maps().size()) return str("sequence of ", got.maps().size(), " maps, expected ", exp.maps().size());
+    for (size_t i = 0; i < exp.maps().size(); ++i) {
+      std::string m = compare_value(got.maps()[i], exp.maps()[i], rtol, atol);
+      if (!m.empty()) return str("sequence item ", i, ": ", m);
+    }
+    return "";
+  }
   if (exp.is_sequence()) {
-    if (!got.is_sequence()) return "not a sequence";
+    if (!got.is_sequence() || got.sequence_of_maps()) return "not a sequence of tensors";
     if (got.items().size() != exp.items().size())
       return str("sequence of ", got.items().size(), " tensors, expected ", exp.items().size());
     for (size_t i = 0; i < exp.items().size(); ++i) {

@@ -80,6 +80,8 @@ struct ValueSpec {
   std::vector<int64_t> dims;
   std::vector<std::string> dim_params;  // per dim, "" = use dims[i]
   bool no_shape = false;
+  DType map_key = DType::kUndefined;  // set: map(map_key, tensor of dtype)
+  bool sequence = false;              // a sequence of that type
 };
 
 class GraphSpec {
@@ -113,6 +115,19 @@ class GraphSpec {
     if (!v.no_shape) tt.bytes(2, shape.str());
     ProtoWriter type;
     type.bytes(1, tt.str());
+    if (v.map_key != DType::kUndefined) {
+      ProtoWriter map;
+      map.varint(1, static_cast<uint64_t>(v.map_key));
+      map.bytes(2, type.str());
+      type = ProtoWriter();
+      type.bytes(5, map.str());
+    }
+    if (v.sequence) {
+      ProtoWriter seq;
+      seq.bytes(1, type.str());
+      type = ProtoWriter();
+      type.bytes(4, seq.str());
+    }
     ProtoWriter vi;
     vi.bytes(1, v.name);
     vi.bytes(2, type.str());

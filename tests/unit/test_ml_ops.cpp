@@ -3,6 +3,7 @@
 // attributes and out-of-range indices), with literals computed by hand.
 #include <gtest/gtest.h>
 
+#include "model/tensor_proto.hpp"
 #include "one_node.hpp"
 
 using namespace onyx;
@@ -440,4 +441,106 @@ TEST(MlOps, CategoryMapperAndFeatureVectorizer) {
     run_ml_all("FeatureVectorizer", {{"A", f32({2, 2}, {1, 2, 3, 4})}, {"B", f32({1, 2}, {5, 6})}}, {DType::kFloat},
                {attr_ints("inputdimensions", {2, 2})});
   }, "input 1 has 1 rows, input 0 has 2");
+}
+
+namespace {
+
+/// One ai.onnx.ml node over a graph input `in` (its type as declared), one output `out`; runs it
+/// on `feed`.
+Value run_ml_value(const std::string& op, ValueSpec in, ValueSpec out, std::vector<AttrSpec> attrs, Value feed) {
+  GraphSpec g;
+  NodeSpec n{op, {in.name}, {out.name}, std::move(attrs), "node"};
+  n.domain = "ai.onnx.ml";
+  g.nodes.push_back(n);
+  g.inputs.push_back(in);
+  g.outputs.push_back(out);
+  const std::string m = encode_model(g, 17, 8, {{"ai.onnx.ml", 1}});
+  Session s = Session::builder().with_intra_threads(1).commit_from_memory(m.data(), m.size());
+  return s.run({{in.name, std::move(feed)}})[0];
+}
+
+ValueSpec map_spec(const std::string& name, DType key, DType value) {
+  ValueSpec v{name, value};
+  v.no_shape = true;
+  v.map_key = key;
+  return v;
+}
+
+}  // namespace
+
+TEST(MlOps, ZipMapMakesASequenceOfMaps) {
+  ValueSpec out{"Z", DType::kFloat};
+  out.no_shape = true;
+  out.map_key = DType::kString;
+  out.sequence = true;
+  const Value z = run_ml_value("ZipMap", {"X", DType::kFloat, {2, 3}}, out, {attr_strings("classlabels_strings", {"a", "b", "c"})},
+                               Value(f32({2, 3}, {0.1f, 0.2f, 0.7f, 0.5f, 0.5f, 0})));
+  ASSERT_TRUE(z.is_sequence() && z.sequence_of_maps());
+  ASSERT_EQ(z.maps().size(), 2u);
+  EXPECT_EQ(strings_of(z.maps()[1].map_keys()), (std::vector<std::string>{"a", "b", "c"}));
+  expect_near(z.maps()[1].map_values(), {0.5f, 0.5f, 0});
+  expect_near(z.maps()[0].map_values(), {0.1f, 0.2f, 0.7f});
+  // The session reports the output's type.
+  GraphSpec g = one_node("ZipMap", {{"X", f32({1, 2}, {0, 1})}}, {DType::kFloat}, {attr_ints("classlabels_int64s", {4, 2})});
+  g.nodes[0].domain = "ai.onnx.ml";
+  g.outputs[0].map_key = DType::kInt64;
+  g.outputs[0].sequence = true;
+  g.inputs[0].no_shape = true;  // so that a row of 3 reaches the kernel
+  const std::string m = encode_model(g, 17, 8, {{"ai.onnx.ml", 1}});
+  Session s = Session::builder().commit_from_memory(m.data(), m.size());
+  EXPECT_EQ(s.outputs()[0].type_string, "seq(map(int64, float))");
+  expect_error([&] { s.run({{"X", Value(f32({1, 3}, {0, 1, 2}))}}); }, "X has 3 columns for 2 class labels");
+}
+
+TEST(MlOps, DictVectorizerAndCastMapReadMaps) {
+  // Vocabulary [a, b, c]: c and a are present, z is not in the vocabulary.
+  const Value m = Value::map(strings({3}, {"c", "a", "z"}), f32({3}, {3.5f, 1, 9}));
+  expect_near(run_ml_value("DictVectorizer", map_spec("M", DType::kString, DType::kFloat), any_out("Y"),
+                           {attr_strings("string_vocabulary", {"a", "b", "c"})}, m)
+                  .tensor(),
+              {1, 0, 3.5f});
+  // CastMap: dense in key order, or sparse over [0, max_map) with zeros where a key is missing.
+  const Value im = Value::map(i64({2}, {3, 1}), f32({2}, {1.5f, 2.5f}));
+  const ValueSpec in = map_spec("M", DType::kInt64, DType::kFloat);
+  expect_near(run_ml_value("CastMap", in, any_out("Y"), {}, im).tensor(), {2.5f, 1.5f});
+  expect_near(run_ml_value("CastMap", in, any_out("Y"), {attr_string("map_form", "SPARSE"), attr_int("max_map", 5)}, im).tensor(),
+              {0, 2.5f, 0, 1.5f, 0});
+  const Value sm = Value::map(i64({2}, {3, 1}), strings({2}, {"7", "-2"}));
+  EXPECT_EQ(values<int64_t>(run_ml_value("CastMap", map_spec("M", DType::kInt64, DType::kString), any_out("Y", DType::kInt64),
+                                         {attr_string("cast_to", "TO_INT64")}, sm)
+                                .tensor()),
+            (std::vector<int64_t>{-2, 7}));
+  // A value that is not a number, a key beyond max_map, a map of the wrong key type.
+  expect_error([&] {
+    run_ml_value("CastMap", map_spec("M", DType::kInt64, DType::kString), any_out("Y"), {},
+                 Value::map(i64({1}, {0}), strings({1}, {"x1"})));
+  }, "map value 'x1' is not a number");
+  expect_error([&] {
+    run_ml_value("CastMap", in, any_out("Y"), {attr_string("map_form", "SPARSE"), attr_int("max_map", 2)}, im);
+  }, "key 3 is outside [0, max_map = 2)");
+  expect_error([&] { run_ml_value("CastMap", in, any_out("Y"), {}, m); }, "must be a map(int64, float)");
+  expect_error([&] { Value::map(i64({2}, {1, 2}), f32({3}, {1, 2, 3})); }, "must be 1-D of one length");
+}
+
+TEST(MlOps, MapsRoundTripThroughFiles) {
+  // What `onyx run --save` writes and `--inputs` reads: a sequence of maps, and a map.
+  const std::string dir = ::testing::TempDir();
+  std::vector<Value> maps{Value::map(i64({2}, {4, 2}), f32({2}, {0.25f, 0.75f})), Value::map(i64({2}, {4, 2}), f32({2}, {1, 0}))};
+  write_value_file(dir + "/seq.pb", Value::sequence_of_maps(maps, DType::kInt64, DType::kFloat), "probs");
+  const TypeInfo seq_type = TypeInfo::sequence_of(TypeInfo::map_of(DType::kInt64, TypeInfo::tensor(DType::kFloat)));
+  std::string name;
+  const Value back = read_value_file(dir + "/seq.pb", &seq_type, &name);
+  EXPECT_EQ(name, "probs");
+  ASSERT_TRUE(back.sequence_of_maps());
+  ASSERT_EQ(back.maps().size(), 2u);
+  EXPECT_EQ(values<int64_t>(back.maps()[0].map_keys()), (std::vector<int64_t>{4, 2}));
+  expect_near(back.maps()[0].map_values(), {0.25f, 0.75f});
+  expect_near(back.maps()[1].map_values(), {1, 0});
+  write_value_file(dir + "/map.pb", Value::map(strings({2}, {"a", "b"}), strings({2}, {"x", "y"})), "m");
+  const TypeInfo map_type = TypeInfo::map_of(DType::kString, TypeInfo::tensor(DType::kString));
+  const Value m = read_value_file(dir + "/map.pb", &map_type, nullptr);
+  EXPECT_EQ(strings_of(m.map_values()), (std::vector<std::string>{"x", "y"}));
+  // A map whose keys are not what the model declares is refused, naming both.
+  const TypeInfo int_keys = TypeInfo::map_of(DType::kInt64, TypeInfo::tensor(DType::kString));
+  expect_error([&] { read_value_file(dir + "/map.pb", &int_keys, nullptr); }, "the map's keys are string, the model expects int64");
 }

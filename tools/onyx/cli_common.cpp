@@ -328,11 +328,36 @@ std::string summarize(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kTensor: return v.tensor().summary();
     case Value::Kind::kSequence: {
+      if (v.sequence_of_maps()) {
+        std::string s = "sequence of " + std::to_string(v.maps().size()) + " maps";
+        for (size_t i = 0; i < std::min<size_t>(3, v.maps().size()); ++i) s += "\n    [" + std::to_string(i) + "] " + summarize(v.maps()[i]);
+        return s;
+      }
       std::string s = "sequence of " + std::to_string(v.items().size()) + " " + std::string(dtype_name(v.elem_dtype())) + " tensors";
       for (size_t i = 0; i < std::min<size_t>(3, v.items().size()); ++i) s += "\n    [" + std::to_string(i) + "] " + v.items()[i].summary();
       return s;
     }
     case Value::Kind::kOptional: return v.has_element() ? "optional: " + summarize(v.element()) : "optional: empty";
+    case Value::Kind::kMap: {
+      // {key: value, ...}, the first few entries.
+      const Tensor& k = v.map_keys();
+      const Tensor& x = v.map_values();
+      std::string s = "map(" + std::string(dtype_name(k.dtype())) + ", " + std::string(dtype_name(x.dtype())) + ") of " +
+                      std::to_string(k.numel()) + " {";
+      for (int64_t i = 0; i < std::min<int64_t>(4, k.numel()); ++i) {
+        s += i ? ", " : "";
+        s += k.dtype() == DType::kString ? "'" + k.data<std::string>()[i] + "'" : std::to_string(k.data<int64_t>()[i]);
+        s += ": ";
+        if (x.dtype() == DType::kString) {
+          s += "'" + x.data<std::string>()[i] + "'";
+        } else {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%g", x.element_as_double(i));
+          s += buf;
+        }
+      }
+      return s + (k.numel() > 4 ? ", ...}" : "}");
+    }
     default: return "none";
   }
 }

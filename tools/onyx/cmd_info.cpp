@@ -12,7 +12,10 @@ void io_json(Json& j, const IoInfo& io, bool input) {
   j.key("name").value(io.name);
   j.key("type").value(io.type_string);
   j.key("dtype").value(std::string(dtype_name(io.dtype)));
-  j.key("kind").value(io.kind == Value::Kind::kTensor ? "tensor" : io.kind == Value::Kind::kSequence ? "sequence" : "optional");
+  j.key("kind").value(io.kind == Value::Kind::kTensor     ? "tensor"
+                      : io.kind == Value::Kind::kSequence ? "sequence"
+                      : io.kind == Value::Kind::kMap      ? "map"
+                                                          : "optional");
   j.key("shape");
   if (io.has_shape) {
     j.begin_array();

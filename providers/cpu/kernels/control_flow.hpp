@@ -49,7 +49,10 @@ inline void emit_tensor(KernelContext& ctx, size_t i, const Tensor& t, const cha
 inline std::string describe_value(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kTensor: return str("tensor ", dtype_name(v.tensor().dtype()), v.tensor().shape().to_string());
-    case Value::Kind::kSequence: return str("sequence of ", v.items().size(), " ", dtype_name(v.elem_dtype()), " tensors");
+    case Value::Kind::kSequence:
+      if (v.sequence_of_maps()) return str("sequence of ", v.maps().size(), " maps");
+      return str("sequence of ", v.items().size(), " ", dtype_name(v.elem_dtype()), " tensors");
+    case Value::Kind::kMap: return str("map(", dtype_name(v.map_key_dtype()), ", ", dtype_name(v.elem_dtype()), ")");
     case Value::Kind::kOptional: return v.has_element() ? "optional holding a " + describe_value(v.element()) : std::string("empty optional");
     default: return "no value";
   }

@@ -1,7 +1,10 @@
 // CPU kernels: feature preparation of the ai.onnx.ml domain — Imputer, OneHotEncoder,
-// CategoryMapper and FeatureVectorizer (version 1), with their attributes read and checked when
-// the kernel is created.
+// CategoryMapper, FeatureVectorizer, and the operators of maps: ZipMap, CastMap and
+// DictVectorizer (all version 1), with their attributes read and checked when the kernel is
+// created.
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include "kernels/common.hpp"
@@ -13,6 +16,36 @@ namespace onyx::cpu {
 namespace {
 
 [[noreturn]] void bad_attrs(const Node& n, const std::string& what) { fail(ErrorCode::kInvalidGraph, n.label(), ": ", what); }
+
+/// A list of keys given as one of two attributes (int64 or string, exactly one set), with the
+/// position of each key.
+struct KeyIndex {
+  bool strings = false;
+  int64_t size = 0;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strs;
+  std::unordered_map<std::string, int64_t> str_at;
+  std::unordered_map<int64_t, int64_t> int_at;
+
+  KeyIndex(const Node& n, const char* int_attr, const char* str_attr) : ints(n.attr_ints(int_attr)), strs(n.attr_strings(str_attr)) {
+    if (ints.empty() == strs.empty()) fail(ErrorCode::kInvalidGraph, n.label(), ": exactly one of ", int_attr, " and ", str_attr, " must be set");
+    strings = !strs.empty();
+    size = static_cast<int64_t>(strings ? strs.size() : ints.size());
+    for (int64_t i = 0; i < size; ++i) {
+      if (strings) str_at.emplace(strs[i], i);
+      else int_at.emplace(ints[i], i);
+    }
+  }
+  /// The position of a key, or -1.
+  int64_t find(const std::string& k) const {
+    const auto it = str_at.find(k);
+    return it == str_at.end() ? -1 : it->second;
+  }
+  int64_t find(int64_t k) const {
+    const auto it = int_at.find(k);
+    return it == int_at.end() ? -1 : it->second;
+  }
+};
 
 /// The last axis' size of X ([N, C] or [C]); X of another rank is refused.
 int64_t feature_count(const Tensor& x) {
@@ -77,49 +110,38 @@ class ImputerKernel final : public Kernel {
 
 class OneHotEncoderKernel final : public Kernel {
  public:
-  explicit OneHotEncoderKernel(const KernelCreateInfo& info) : zeros_(info.node.attr_int("zeros", 1) != 0) {
-    const Node& n = info.node;
-    const std::vector<int64_t> ints = n.attr_ints("cats_int64s");
-    const std::vector<std::string> strs = n.attr_strings("cats_strings");
-    if (ints.empty() == strs.empty()) bad_attrs(n, "exactly one of cats_int64s and cats_strings must be set");
-    strings_ = !strs.empty();
-    if (strings_ != (info.input_dtype(0) == DType::kString))
-      bad_attrs(n, str("the categories are ", strings_ ? "strings" : "int64", " but the input is ", dtype_name(info.input_dtype(0))));
-    count_ = static_cast<int64_t>(strings_ ? strs.size() : ints.size());
-    for (int64_t i = 0; i < count_; ++i) {
-      if (strings_) str_at_.emplace(strs[i], i);
-      else int_at_.emplace(ints[i], i);
-    }
+  explicit OneHotEncoderKernel(const KernelCreateInfo& info)
+      : zeros_(info.node.attr_int("zeros", 1) != 0), cats_(info.node, "cats_int64s", "cats_strings") {
+    if (cats_.strings != (info.input_dtype(0) == DType::kString))
+      bad_attrs(info.node, str("the categories are ", cats_.strings ? "strings" : "int64", " but the input is ",
+                               dtype_name(info.input_dtype(0))));
   }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Shape s = x.shape();
-    s.push_back(count_);
+    const int64_t count = cats_.size;
+    s.push_back(count);
     Tensor& y = ctx.allocate_output(0, DType::kFloat, s);
     float* py = y.data<float>();
     std::fill(py, py + y.numel(), 0.0f);
     for (int64_t i = 0; i < x.numel(); ++i) {
       int64_t at = -1;
-      if (strings_) {
-        const auto it = str_at_.find(x.data<std::string>()[i]);
-        if (it != str_at_.end()) at = it->second;
+      if (cats_.strings) {
+        at = cats_.find(x.data<std::string>()[i]);
       } else {
         const double v = x.element_as_double(i);
-        const auto it = std::isfinite(v) ? int_at_.find(static_cast<int64_t>(v)) : int_at_.end();
-        if (it != int_at_.end()) at = it->second;
+        if (std::isfinite(v)) at = cats_.find(static_cast<int64_t>(v));
       }
       if (at < 0 && !zeros_)
         fail(ErrorCode::kInvalidArgument, "element ", i, " of X is in no category (and zeros = 0)");
-      if (at >= 0) py[i * count_ + at] = 1.0f;
+      if (at >= 0) py[i * count + at] = 1.0f;
     }
   }
 
  private:
-  bool zeros_, strings_ = false;
-  int64_t count_ = 0;
-  std::unordered_map<std::string, int64_t> str_at_;
-  std::unordered_map<int64_t, int64_t> int_at_;
+  bool zeros_;
+  KeyIndex cats_;
 };
 
 // ---- CategoryMapper: strings to int64 by the pairs (cats_strings[i], cats_int64s[i]), or int64
@@ -205,6 +227,142 @@ class FeatureVectorizerKernel final : public Kernel {
   int64_t total_ = 0;
 };
 
+// ---- ZipMap: each row of X [N, C] (or one row [C]) becomes a map from the C class labels to the
+// row's scores; the output is the sequence of the N maps.
+
+class ZipMapKernel final : public Kernel {
+ public:
+  explicit ZipMapKernel(const KernelCreateInfo& info) {
+    const KeyIndex labels(info.node, "classlabels_int64s", "classlabels_strings");
+    labels_ = labels.strings ? Tensor::from_vector<std::string>(Shape{labels.size}, labels.strs)
+                             : Tensor::from_vector<int64_t>(Shape{labels.size}, labels.ints);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const int64_t C = feature_count(x), N = x.rank() == 2 ? x.dim(0) : 1;
+    if (C != labels_.numel()) fail(ErrorCode::kInvalidArgument, "X has ", C, " columns for ", labels_.numel(), " class labels");
+    std::vector<Value> maps;
+    maps.reserve(static_cast<size_t>(N));
+    for (int64_t i = 0; i < N; ++i) {
+      Tensor row(DType::kFloat, Shape{C});
+      std::copy(x.data<float>() + i * C, x.data<float>() + (i + 1) * C, row.data<float>());
+      maps.push_back(Value::map(labels_, std::move(row)));
+    }
+    ctx.set_output(0, Value::sequence_of_maps(std::move(maps), labels_.dtype(), DType::kFloat));
+  }
+
+ private:
+  Tensor labels_;  // shared by every map (tensors are immutable once made)
+};
+
+/// The map input of CastMap / DictVectorizer.
+const Value& map_input(KernelContext& ctx) {
+  const Value& v = ctx.input_value(0);
+  if (!v.is_map()) fail(ErrorCode::kInvalidArgument, "the input must be a map");
+  return v;
+}
+
+// ---- CastMap: a map(int64, string or float) to a tensor [1, n] of float, int64 or string, the
+// values in key order: every entry (DENSE), or positions 0 .. max_map - 1 with 0 ("0" for
+// strings) where the map has no key (SPARSE). Strings are parsed as numbers; floats become
+// strings as std::to_string writes them (as ONNX Runtime does).
+
+class CastMapKernel final : public Kernel {
+ public:
+  explicit CastMapKernel(const KernelCreateInfo& info) {
+    const Node& n = info.node;
+    const std::string to = n.attr_string("cast_to", "TO_FLOAT"), form = n.attr_string("map_form", "DENSE");
+    if (to == "TO_FLOAT") to_ = DType::kFloat;
+    else if (to == "TO_INT64") to_ = DType::kInt64;
+    else if (to == "TO_STRING") to_ = DType::kString;
+    else bad_attrs(n, str("cast_to '", to, "' (TO_FLOAT, TO_STRING or TO_INT64)"));
+    if (form != "DENSE" && form != "SPARSE") bad_attrs(n, str("map_form '", form, "' (DENSE or SPARSE)"));
+    sparse_ = form == "SPARSE";
+    max_map_ = n.attr_int("max_map", 1);
+    if (sparse_ && max_map_ < 0) bad_attrs(n, str("max_map is ", max_map_));
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Value& m = map_input(ctx);
+    const Tensor& keys = m.map_keys();
+    const Tensor& vals = m.map_values();
+    if (keys.dtype() != DType::kInt64 || (vals.dtype() != DType::kString && vals.dtype() != DType::kFloat))
+      fail(ErrorCode::kInvalidArgument, "CastMap reads map(int64, string) or map(int64, float), got map(", dtype_name(keys.dtype()),
+           ", ", dtype_name(vals.dtype()), ")");
+    std::map<int64_t, int64_t> order;  // key -> entry
+    for (int64_t i = 0; i < keys.numel(); ++i) order[keys.data<int64_t>()[i]] = i;
+    const int64_t n = sparse_ ? max_map_ : static_cast<int64_t>(order.size());
+    Tensor& y = ctx.allocate_output(0, to_, Shape{1, n});
+    for (int64_t j = 0; j < n; ++j) put(y, j, -1, vals);
+    int64_t j = 0;
+    for (const auto& [key, entry] : order) {
+      if (sparse_ && (key < 0 || key >= max_map_))
+        fail(ErrorCode::kInvalidArgument, "key ", key, " is outside [0, max_map = ", max_map_, ")");
+      put(y, sparse_ ? key : j++, entry, vals);
+    }
+  }
+
+ private:
+  /// y[j] = vals[entry] cast to the output type (entry -1: the pad value).
+  void put(Tensor& y, int64_t j, int64_t entry, const Tensor& vals) const {
+    if (to_ == DType::kString) {
+      y.data<std::string>()[j] = entry < 0 ? "0"
+                                 : vals.dtype() == DType::kString ? vals.data<std::string>()[entry]
+                                                                   : std::to_string(vals.data<float>()[entry]);
+      return;
+    }
+    double v = 0;
+    if (entry >= 0 && vals.dtype() == DType::kString) {
+      const std::string& s = vals.data<std::string>()[entry];
+      char* end = nullptr;
+      v = std::strtod(s.c_str(), &end);
+      if (s.empty() || end != s.c_str() + s.size()) fail(ErrorCode::kInvalidArgument, "map value '", s, "' is not a number");
+    } else if (entry >= 0) {
+      v = vals.data<float>()[entry];
+    }
+    if (to_ == DType::kFloat)
+      y.data<float>()[j] = static_cast<float>(v);
+    else
+      y.data<int64_t>()[j] = static_cast<int64_t>(v);
+  }
+
+  DType to_ = DType::kFloat;
+  bool sparse_ = false;
+  int64_t max_map_ = 1;
+};
+
+// ---- DictVectorizer: a map to a tensor [1, vocabulary] of its value type: position i holds the
+// value of the vocabulary's i-th key, or 0 ("" for strings) where the map lacks it.
+
+class DictVectorizerKernel final : public Kernel {
+ public:
+  explicit DictVectorizerKernel(const KernelCreateInfo& info) : vocab_(info.node, "int64_vocabulary", "string_vocabulary") {}
+
+  void compute(KernelContext& ctx) const override {
+    const Value& m = map_input(ctx);
+    const Tensor& keys = m.map_keys();
+    const Tensor& vals = m.map_values();
+    if ((keys.dtype() == DType::kString) != vocab_.strings)
+      fail(ErrorCode::kInvalidArgument, "the map's keys are ", dtype_name(keys.dtype()), " but the vocabulary is ",
+           vocab_.strings ? "string" : "int64");
+    Tensor& y = ctx.allocate_output(0, vals.dtype(), Shape{1, vocab_.size});
+    if (vals.dtype() != DType::kString) std::memset(y.raw_data(), 0, y.nbytes());
+    const size_t width = vals.dtype() == DType::kString ? 0 : dtype_size(vals.dtype());
+    for (int64_t i = 0; i < keys.numel(); ++i) {
+      const int64_t at = vocab_.strings ? vocab_.find(keys.data<std::string>()[i]) : vocab_.find(keys.data<int64_t>()[i]);
+      if (at < 0) continue;
+      if (width == 0)
+        y.data<std::string>()[at] = vals.data<std::string>()[i];
+      else
+        std::memcpy(static_cast<uint8_t*>(y.raw_data()) + at * width, static_cast<const uint8_t*>(vals.raw_data()) + i * width, width);
+    }
+  }
+
+ private:
+  KeyIndex vocab_;
+};
+
 template <class K>
 std::unique_ptr<Kernel> make(const KernelCreateInfo& info) {
   return std::make_unique<K>(info);
@@ -217,6 +375,9 @@ const KernelDef kDefs[] = {
     {"ai.onnx.ml", "OneHotEncoder", 1, 99, {{0, kNumbers | type_mask({DType::kString})}}, make<OneHotEncoderKernel>},
     {"ai.onnx.ml", "CategoryMapper", 1, 99, {{0, type_mask({DType::kString, DType::kInt64})}}, make<CategoryMapperKernel>},
     {"ai.onnx.ml", "FeatureVectorizer", 1, 99, {{0, kNumbers}}, make<FeatureVectorizerKernel>},
+    {"ai.onnx.ml", "ZipMap", 1, 99, {{0, type_mask({DType::kFloat})}}, make<ZipMapKernel>},
+    {"ai.onnx.ml", "CastMap", 1, 99, {{0, type_mask({DType::kFloat, DType::kString})}}, make<CastMapKernel>},
+    {"ai.onnx.ml", "DictVectorizer", 1, 99, {{0, kNumbers | type_mask({DType::kString})}}, make<DictVectorizerKernel>},
 };
 
 }  // namespace
