@@ -289,6 +289,13 @@ void infer_dict_vectorizer(InferContext& ctx) {
   if (ints == strings) ctx.fail_node("exactly one of int64_vocabulary and string_vocabulary must be set");
   if (t.kind == TypeInfo::Kind::kMap && t.dtype != (ints ? DType::kInt64 : DType::kString))
     ctx.fail_node("the map's keys are ", dtype_name(t.dtype), " but the vocabulary is ", ints ? "int64" : "string");
+  // The specification's pairs: string keys to int64, float or double; int64 keys to string,
+  // float or double.
+  if (t.kind == TypeInfo::Kind::kMap) {
+    const DType v = t.elem_dtype();
+    const bool ok = v == DType::kFloat || v == DType::kDouble || v == (ints ? DType::kString : DType::kInt64);
+    if (!ok) ctx.fail_node("cannot read ", t.to_string(), " (string keys: int64, float or double values; int64 keys: string, float or double)");
+  }
   const int64_t size = static_cast<int64_t>(ints ? n.attr_ints("int64_vocabulary").size() : n.attr_strings("string_vocabulary").size());
   const DType out = t.kind == TypeInfo::Kind::kMap ? t.elem_dtype() : DType::kUndefined;
   if (out == DType::kUndefined)
