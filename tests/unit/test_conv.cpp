@@ -78,6 +78,13 @@ TEST(CpuConv, DepthwiseMatchesTheReferenceLoop) {
       {"120x120 stride 2 (many bands of rows)", Shape{1, 16, 120, 120}, 3, 3, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
       {"right columns no window reads, 2x3 kernel", Shape{1, 33, 9, 10}, 2, 3, {attr_ints("strides", {2, 2})}},
       {"3x3 dilation 3, pads 0 3 2 1", Shape{1, 20, 25, 31}, 3, 3, {attr_ints("dilations", {3, 3}), attr_ints("pads", {0, 3, 2, 1})}},
+      // Wide planes: odd widths, pads 0 to 2 and asymmetric, many bands.
+      {"3x3 stride 1, width 29, 40 rows", Shape{2, 3, 40, 29}, 3, 3, {attr_ints("pads", {1, 1, 1, 1})}, "Clip"},
+      {"3x3 stride 1 no pads, width 30", Shape{1, 2, 18, 30}, 3, 3, {}, "Relu"},
+      {"3x3 stride 1 pads 2 0 0 2", Shape{1, 2, 21, 33}, 3, 3, {attr_ints("pads", {2, 0, 0, 2})}},
+      {"3x3 stride 2, width 61, pads 0 1 1 0", Shape{1, 3, 35, 61}, 3, 3, {attr_ints("pads", {0, 1, 1, 0}), attr_ints("strides", {2, 2})}, "Relu"},
+      {"3x3 stride 2, width 112, pads 1", Shape{1, 2, 112, 112}, 3, 3, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}, "Clip"},
+      {"3x3 stride 2, width 57 pads 2", Shape{1, 2, 9, 57}, 3, 3, {attr_ints("pads", {2, 2, 2, 2}), attr_ints("strides", {2, 2})}},
   };
   for (const DwCase& c : cases) {
     const std::vector<double> got = run_case(c, DType::kFloat), want = run_case(c, DType::kDouble);
