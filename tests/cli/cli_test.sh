@@ -29,6 +29,13 @@ check run-inputs 0 "outputs:" "$ONYX" run "$MODEL" --inputs "$DATA" --save "$TMP
 [ -f "$TMP/saved/output_0.pb" ] && echo "ok   run-save" || { echo "FAIL run-save: no output_0.pb"; failures=$((failures + 1)); }
 check run-random-dim 0 "float\[6,3\]" "$ONYX" run "$MODEL" --dim batch=3
 check run-runs 0 '"runs":5' "$ONYX" run "$MODEL" --inputs "$DATA" --runs 5 --json
+# Maps: ZipMap's sequence of maps in the summary, in --json, saved and read back as an input of
+# the same type would be (a SequenceProto of MapProtos).
+CLS=$REPO/examples/models/tiny_classifier.onnx
+check run-zipmap 0 "map\(string, float\) of 3 \{'cat': " "$ONYX" run "$CLS"
+check run-zipmap-json 0 '"name":"probabilities","summary":"sequence of 1 maps.*","kind":"sequence_of_maps"' "$ONYX" run "$CLS" --json
+check run-zipmap-save 0 "outputs:" "$ONYX" run "$CLS" --save "$TMP/zip"
+check info-map-kind 0 '"name":"probabilities","type":"seq\(map\(string, float\)\)"' "$ONYX" info "$CLS" --json
 check run-once 0 "latency: .* ms \(first run" "$ONYX" run "$MODEL" --inputs "$DATA" --runs 1
 check run-runs-bad 1 "--runs must be between 1" "$ONYX" run "$MODEL" --runs 0
 check bench-json 0 '"median_ms":.*"p90_ms":.*"min_ms":.*"load_ms":.*"peak_rss_mb":' "$ONYX" bench "$MODEL" --runs 5 --warmup 1 --json

@@ -45,7 +45,14 @@ int cmd_run(const Args& a) {
     j.key("runs").value(runs);
     j.key("outputs").begin_array();
     for (size_t k = 0; k < outputs.size(); ++k) {
-      j.begin_object().key("name").value(s.outputs()[k].name).key("summary").value(summarize(outputs[k]));
+      const Value& v = outputs[k];
+      j.begin_object().key("name").value(s.outputs()[k].name).key("summary").value(summarize(v));
+      j.key("kind").value(v.is_tensor()                                   ? "tensor"
+                          : v.is_sequence() && v.sequence_of_maps()       ? "sequence_of_maps"
+                          : v.is_sequence()                               ? "sequence"
+                          : v.is_map()                                    ? "map"
+                          : v.is_optional()                               ? "optional"
+                                                                          : "none");
       if (outputs[k].is_tensor()) {
         j.key("dtype").value(std::string(dtype_name(outputs[k].tensor().dtype())));
         j.key("shape").begin_array();
