@@ -127,8 +127,9 @@ class Tensor {
 /// Name of a device memory id ("cpu" for 0).
 std::string device_memory_name(int memory);
 
-/// A value flowing through a graph: a tensor, a sequence of tensors, or an optional (empty, or
-/// holding a tensor or a sequence). Mirrors ONNX's TypeProto kinds; maps are not supported.
+/// A value flowing through a graph: a tensor, a sequence (of tensors, or of maps), an optional
+/// (empty, or holding a tensor or a sequence), or a map. Mirrors ONNX's TypeProto kinds (sparse
+/// tensors are not supported).
 class Value {
  public:
   enum class Kind : uint8_t { kNone, kTensor, kSequence, kOptional, kMap };
@@ -161,7 +162,7 @@ class Value {
   /// Sequence elements (sequence kind).
   const std::vector<Tensor>& items() const { return items_; }
   std::vector<Tensor>& items() { return items_; }
-  /// Element dtype of a sequence or optional.
+  /// Element dtype of a sequence or optional; the value dtype of a map or a sequence of maps.
   DType elem_dtype() const { return elem_; }
   /// Optional: whether it holds a value, and the value.
   bool has_element() const { return kind_ == Kind::kOptional && inner_ != nullptr; }
