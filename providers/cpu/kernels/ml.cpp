@@ -40,18 +40,8 @@ class ArrayFeatureExtractorKernel final : public Kernel {
     else
       s[s.size() - 1] = picked;
     Tensor& z = ctx.allocate_output(0, x.dtype(), s);
-    if (x.dtype() == DType::kString) {
-      const std::string* px = x.data<std::string>();
-      std::string* pz = z.data<std::string>();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < picked; ++j) pz[r * picked + j] = px[r * last + idx[j]];
-      return;
-    }
-    const size_t es = dtype_size(x.dtype());
-    const auto* px = static_cast<const unsigned char*>(x.raw_data());
-    auto* pz = static_cast<unsigned char*>(z.raw_data());
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < picked; ++j) std::memcpy(pz + (r * picked + j) * es, px + (r * last + idx[j]) * es, es);
+      for (int64_t j = 0; j < picked; ++j) copy_elements(x.dtype(), x.raw_data(), z.raw_data(), 1, r * last + idx[j], r * picked + j);
   }
 };
 
@@ -197,7 +187,8 @@ class LabelEncoderKernel final : public Kernel {
           if (it != t.by_float.end()) k = it->second;
         }
       }
-      copy_one(k >= 0 ? t.values : t.fallback, k >= 0 ? k : 0, y, i);
+      const Tensor& from = k >= 0 ? t.values : t.fallback;
+      copy_elements(from.dtype(), from.raw_data(), y.raw_data(), 1, k >= 0 ? k : 0, i);
     }
   }
 
@@ -228,15 +219,6 @@ class LabelEncoderKernel final : public Kernel {
       }
     }
     t.values = values;
-  }
-
-  static void copy_one(const Tensor& from, int64_t i, Tensor& to, int64_t j) {
-    if (from.dtype() == DType::kString) {
-      to.data<std::string>()[j] = from.data<std::string>()[i];
-      return;
-    }
-    const size_t es = dtype_size(from.dtype());
-    std::memcpy(static_cast<unsigned char*>(to.raw_data()) + j * es, static_cast<const unsigned char*>(from.raw_data()) + i * es, es);
   }
 
   const Node& node_;
@@ -361,21 +343,20 @@ class LinearRegressorKernel final : public Kernel {
 class LinearClassifierKernel final : public Kernel {
  public:
   explicit LinearClassifierKernel(const KernelCreateInfo& info)
-      : w_(attr_doubles(info.node, "coefficients")), b_(attr_doubles(info.node, "intercepts")), post_(post_attr(info.node)) {
+      : w_(attr_doubles(info.node, "coefficients")), b_(attr_doubles(info.node, "intercepts")), post_(post_attr(info.node)),
+        classes_(info.node, "classlabels_ints", "classlabels_strings") {
     const Node& n = info.node;
-    int_labels_ = n.attr_ints("classlabels_ints");
-    str_labels_ = n.attr_strings("classlabels_strings");
-    if (int_labels_.empty() == str_labels_.empty())
-      fail(ErrorCode::kInvalidGraph, n.label(), ": exactly one of classlabels_ints and classlabels_strings must be set");
-    labels_ = static_cast<int64_t>(int_labels_.empty() ? str_labels_.size() : int_labels_.size());
     if (!b_.empty()) {
       // One row of coefficients per intercept: one per label, or one for a binary classifier.
       const int64_t E = static_cast<int64_t>(b_.size());
       check_linear(n, w_, {}, E);
-      if (E != labels_ && !(E == 1 && labels_ == 2))
-        fail(ErrorCode::kInvalidGraph, n.label(), ": ", E, " rows of coefficients (intercepts) for ", labels_, " class labels");
+      if (!rows_fit(E))
+        fail(ErrorCode::kInvalidGraph, n.label(), ": ", E, " rows of coefficients (intercepts) for ", classes_.size, " class labels");
     }
   }
+
+  /// Whether E rows of coefficients fit the labels: one per label, or one for two labels (binary).
+  bool rows_fit(int64_t E) const { return E == classes_.size || (E == 1 && classes_.size == 2); }
 
   /// The number of coefficient rows: one per intercept, else as many as the coefficients make
   /// over C features.
@@ -384,20 +365,20 @@ class LinearClassifierKernel final : public Kernel {
     if (c <= 0 || w_.size() % static_cast<size_t>(c) != 0)
       fail(ErrorCode::kInvalidArgument, w_.size(), " coefficients do not make rows of ", c, " features");
     const int64_t E = static_cast<int64_t>(w_.size()) / c;
-    if (E != labels_ && !(E == 1 && labels_ == 2))
-      fail(ErrorCode::kInvalidArgument, E, " rows of coefficients for ", labels_, " class labels");
+    if (!rows_fit(E))
+      fail(ErrorCode::kInvalidArgument, E, " rows of coefficients for ", classes_.size, " class labels");
     return E;
   }
 
   void compute(KernelContext& ctx) const override {
     const Rows r = rows_of(ctx.input(0));
     const int64_t E = rows_for(r.c);
-    const bool binary = E == 1 && labels_ == 2;
+    const bool binary = E == 1 && classes_.size == 2;
     check_features(r, w_, E);
     std::vector<double> s;
     linear_scores(r, w_, b_, E, s);
     const int64_t Z = binary ? 2 : E;
-    Tensor& labels = ctx.allocate_output(0, int_labels_.empty() ? DType::kString : DType::kInt64, Shape{r.n});
+    Tensor& labels = ctx.allocate_output(0, classes_.dtype(), Shape{r.n});
     Tensor* scores = ctx.has_output(1) ? &ctx.allocate_output(1, DType::kFloat, Shape{r.n, Z}) : nullptr;
     std::vector<double> z(static_cast<size_t>(Z));
     for (int64_t i = 0; i < r.n; ++i) {
@@ -421,16 +402,14 @@ class LinearClassifierKernel final : public Kernel {
           if (z[e] > z[pick]) pick = e;
         ml::post_transform(post_, z.data(), z.size());
       }
-      ml::write_class(labels, scores, i, pick, int_labels_, str_labels_, z.data(), Z);
+      ml::write_class(labels, scores, i, pick, classes_, z.data(), Z);
     }
   }
 
  private:
   std::vector<double> w_, b_;
   ml::Post post_;
-  std::vector<int64_t> int_labels_;
-  std::vector<std::string> str_labels_;
-  int64_t labels_ = 0;
+  ml::KeyIndex classes_;
 };
 
 std::unique_ptr<Kernel> make_array_feature_extractor(const KernelCreateInfo&) {

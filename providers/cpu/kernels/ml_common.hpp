@@ -5,6 +5,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kernels/common.hpp"
@@ -79,16 +82,25 @@ struct Rows {
   std::vector<double> v;
 };
 
-/// X ([N, C], or one row [C]) as rows of doubles.
-inline Rows rows_of(const Tensor& x) {
+/// X's rows and columns: [N, C], or one row [C]; X of another rank is refused.
+inline std::pair<int64_t, int64_t> row_shape(const Tensor& x) {
   if (x.rank() != 1 && x.rank() != 2)
     fail(ErrorCode::kInvalidArgument, "X must be [N, C] (or one row [C]), got ", x.shape().to_string());
+  return {x.rank() == 2 ? x.dim(0) : 1, x.dim(x.rank() - 1)};
+}
+
+/// X ([N, C], or one row [C]) as rows of doubles.
+inline Rows rows_of(const Tensor& x) {
   Rows r;
-  r.n = x.rank() == 2 ? x.dim(0) : 1;
-  r.c = x.rank() == 2 ? x.dim(1) : x.dim(0);
+  std::tie(r.n, r.c) = row_shape(x);
   r.v.resize(static_cast<size_t>(x.numel()));
   for (int64_t i = 0; i < x.numel(); ++i) r.v[i] = x.element_as_double(i);
   return r;
+}
+
+/// Refuses a node whose attributes do not fit together (at kernel creation).
+[[noreturn]] inline void bad_attributes(const Node& n, const std::string& what) {
+  fail(ErrorCode::kInvalidGraph, n.label(), ": ", what);
 }
 
 inline std::vector<double> attr_doubles(const Node& n, const char* name) {
@@ -106,14 +118,45 @@ inline Post post_attr(const Node& n) {
   return p;
 }
 
-/// A classifier's row i: label `label` (of the int labels, or the strings when there are none)
-/// into y, and the `cols` scores into z (when z is requested).
-inline void write_class(Tensor& y, Tensor* z, int64_t i, int64_t label, const std::vector<int64_t>& ints,
-                        const std::vector<std::string>& strs, const double* scores, int64_t cols) {
-  if (ints.empty())
-    y.data<std::string>()[i] = strs[label];
+/// A list of keys given as one of two attributes (int64 or string, exactly one set) — a
+/// classifier's labels, a vocabulary, categories — with the position of each key.
+struct KeyIndex {
+  bool strings = false;
+  int64_t size = 0;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strs;
+  std::unordered_map<std::string, int64_t> str_at;
+  std::unordered_map<int64_t, int64_t> int_at;
+
+  KeyIndex(const Node& n, const char* int_attr, const char* str_attr) : ints(n.attr_ints(int_attr)), strs(n.attr_strings(str_attr)) {
+    if (ints.empty() == strs.empty()) bad_attributes(n, str("exactly one of ", int_attr, " and ", str_attr, " must be set"));
+    strings = !strs.empty();
+    size = static_cast<int64_t>(strings ? strs.size() : ints.size());
+    for (int64_t i = 0; i < size; ++i) {
+      if (strings) str_at.emplace(strs[i], i);
+      else int_at.emplace(ints[i], i);
+    }
+  }
+  /// The position of a key, or -1.
+  int64_t find(const std::string& k) const {
+    const auto it = str_at.find(k);
+    return it == str_at.end() ? -1 : it->second;
+  }
+  int64_t find(int64_t k) const {
+    const auto it = int_at.find(k);
+    return it == int_at.end() ? -1 : it->second;
+  }
+  DType dtype() const { return strings ? DType::kString : DType::kInt64; }
+};
+
+/// A classifier's row i: label number `label` of `labels` into y, and the `cols` scores into z
+/// (when z is requested).
+inline void write_class(Tensor& y, Tensor* z, int64_t i, int64_t label, const KeyIndex& labels, const double* scores,
+                        int64_t cols) {
+  if (labels.strings)
+    y.data<std::string>()[i] = labels.strs[label];
   else
-    y.data<int64_t>()[i] = ints[label];
+    y.data<int64_t>()[i] = labels.ints[label];
   if (z)
     for (int64_t c = 0; c < cols; ++c) z->data<float>()[i * cols + c] = static_cast<float>(scores[c]);
 }

@@ -15,44 +15,7 @@ namespace onyx::cpu {
 
 namespace {
 
-[[noreturn]] void bad_attrs(const Node& n, const std::string& what) { fail(ErrorCode::kInvalidGraph, n.label(), ": ", what); }
-
-/// A list of keys given as one of two attributes (int64 or string, exactly one set), with the
-/// position of each key.
-struct KeyIndex {
-  bool strings = false;
-  int64_t size = 0;
-  std::vector<int64_t> ints;
-  std::vector<std::string> strs;
-  std::unordered_map<std::string, int64_t> str_at;
-  std::unordered_map<int64_t, int64_t> int_at;
-
-  KeyIndex(const Node& n, const char* int_attr, const char* str_attr) : ints(n.attr_ints(int_attr)), strs(n.attr_strings(str_attr)) {
-    if (ints.empty() == strs.empty()) fail(ErrorCode::kInvalidGraph, n.label(), ": exactly one of ", int_attr, " and ", str_attr, " must be set");
-    strings = !strs.empty();
-    size = static_cast<int64_t>(strings ? strs.size() : ints.size());
-    for (int64_t i = 0; i < size; ++i) {
-      if (strings) str_at.emplace(strs[i], i);
-      else int_at.emplace(ints[i], i);
-    }
-  }
-  /// The position of a key, or -1.
-  int64_t find(const std::string& k) const {
-    const auto it = str_at.find(k);
-    return it == str_at.end() ? -1 : it->second;
-  }
-  int64_t find(int64_t k) const {
-    const auto it = int_at.find(k);
-    return it == int_at.end() ? -1 : it->second;
-  }
-};
-
-/// The last axis' size of X ([N, C] or [C]); X of another rank is refused.
-int64_t feature_count(const Tensor& x) {
-  if (x.rank() != 1 && x.rank() != 2)
-    fail(ErrorCode::kInvalidArgument, "X must be [N, C] (or one row [C]), got ", x.shape().to_string());
-  return x.dim(x.rank() - 1);
-}
+using ml::KeyIndex;
 
 // ---- Imputer: elements equal to the replaced value (NaN matching NaN) take the imputed value of
 // their feature (one value per feature, or one for all). Float inputs use the float attributes,
@@ -70,13 +33,13 @@ class ImputerKernel final : public Kernel {
       replaced_ = static_cast<double>(n.attr_int("replaced_value_int64", 0));
     }
     if (values_.empty())
-      bad_attrs(n, str("no ", floats_ ? "imputed_value_floats" : "imputed_value_int64s", " for a ", dtype_name(info.input_dtype(0)),
+      ml::bad_attributes(n, str("no ", floats_ ? "imputed_value_floats" : "imputed_value_int64s", " for a ", dtype_name(info.input_dtype(0)),
                        " input"));
   }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const int64_t C = feature_count(x);
+    const int64_t C = ml::row_shape(x).second;
     if (values_.size() != 1 && static_cast<int64_t>(values_.size()) != C)
       fail(ErrorCode::kInvalidArgument, values_.size(), " imputed values for ", C, " features (one per feature, or one for all)");
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
@@ -113,7 +76,7 @@ class OneHotEncoderKernel final : public Kernel {
   explicit OneHotEncoderKernel(const KernelCreateInfo& info)
       : zeros_(info.node.attr_int("zeros", 1) != 0), cats_(info.node, "cats_int64s", "cats_strings") {
     if (cats_.strings != (info.input_dtype(0) == DType::kString))
-      bad_attrs(info.node, str("the categories are ", cats_.strings ? "strings" : "int64", " but the input is ",
+      ml::bad_attributes(info.node, str("the categories are ", cats_.strings ? "strings" : "int64", " but the input is ",
                                dtype_name(info.input_dtype(0))));
   }
 
@@ -155,7 +118,7 @@ class CategoryMapperKernel final : public Kernel {
     const std::vector<int64_t> ints = n.attr_ints("cats_int64s");
     const std::vector<std::string> strs = n.attr_strings("cats_strings");
     if (ints.size() != strs.size() || ints.empty())
-      bad_attrs(n, str("cats_int64s and cats_strings must pair up, they have ", ints.size(), " and ", strs.size(), " entries"));
+      ml::bad_attributes(n, str("cats_int64s and cats_strings must pair up, they have ", ints.size(), " and ", strs.size(), " entries"));
     for (size_t i = 0; i < ints.size(); ++i) {
       to_int_.emplace(strs[i], ints[i]);
       to_str_.emplace(ints[i], strs[i]);
@@ -193,9 +156,9 @@ class FeatureVectorizerKernel final : public Kernel {
  public:
   explicit FeatureVectorizerKernel(const KernelCreateInfo& info) : dims_(info.node.attr_ints("inputdimensions")) {
     if (dims_.size() != info.node.inputs.size())
-      bad_attrs(info.node, str("inputdimensions has ", dims_.size(), " entries for ", info.node.inputs.size(), " inputs"));
+      ml::bad_attributes(info.node, str("inputdimensions has ", dims_.size(), " entries for ", info.node.inputs.size(), " inputs"));
     for (int64_t d : dims_) {
-      if (d < 0) bad_attrs(info.node, str("inputdimensions has the width ", d));
+      if (d < 0) ml::bad_attributes(info.node, str("inputdimensions has the width ", d));
       total_ += d;
     }
   }
@@ -203,9 +166,7 @@ class FeatureVectorizerKernel final : public Kernel {
   void compute(KernelContext& ctx) const override {
     int64_t N = -1;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& x = ctx.input(i);
-      (void)feature_count(x);
-      const int64_t n = x.rank() == 2 ? x.dim(0) : 1;
+      const int64_t n = ml::row_shape(ctx.input(i)).first;
       if (N >= 0 && n != N) fail(ErrorCode::kInvalidArgument, "input ", i, " has ", n, " rows, input 0 has ", N);
       N = n;
     }
@@ -215,7 +176,7 @@ class FeatureVectorizerKernel final : public Kernel {
     int64_t col = 0;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const Tensor& x = ctx.input(i);
-      const int64_t C = feature_count(x), take = std::min(C, dims_[i]);
+      const int64_t C = ml::row_shape(x).second, take = std::min(C, dims_[i]);
       for (int64_t r = 0; r < N; ++r)
         for (int64_t c = 0; c < take; ++c) py[r * total_ + col + c] = static_cast<float>(x.element_as_double(r * C + c));
       col += dims_[i];
@@ -240,7 +201,7 @@ class ZipMapKernel final : public Kernel {
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const int64_t C = feature_count(x), N = x.rank() == 2 ? x.dim(0) : 1;
+    const auto [N, C] = ml::row_shape(x);
     if (C != labels_.numel()) fail(ErrorCode::kInvalidArgument, "X has ", C, " columns for ", labels_.numel(), " class labels");
     std::vector<Value> maps;
     maps.reserve(static_cast<size_t>(N));
@@ -276,11 +237,11 @@ class CastMapKernel final : public Kernel {
     if (to == "TO_FLOAT") to_ = DType::kFloat;
     else if (to == "TO_INT64") to_ = DType::kInt64;
     else if (to == "TO_STRING") to_ = DType::kString;
-    else bad_attrs(n, str("cast_to '", to, "' (TO_FLOAT, TO_STRING or TO_INT64)"));
-    if (form != "DENSE" && form != "SPARSE") bad_attrs(n, str("map_form '", form, "' (DENSE or SPARSE)"));
+    else ml::bad_attributes(n, str("cast_to '", to, "' (TO_FLOAT, TO_STRING or TO_INT64)"));
+    if (form != "DENSE" && form != "SPARSE") ml::bad_attributes(n, str("map_form '", form, "' (DENSE or SPARSE)"));
     sparse_ = form == "SPARSE";
     max_map_ = n.attr_int("max_map", 1);
-    if (sparse_ && max_map_ < 0) bad_attrs(n, str("max_map is ", max_map_));
+    if (sparse_ && max_map_ < 0) ml::bad_attributes(n, str("max_map is ", max_map_));
   }
 
   void compute(KernelContext& ctx) const override {
@@ -348,14 +309,9 @@ class DictVectorizerKernel final : public Kernel {
            vocab_.strings ? "string" : "int64");
     Tensor& y = ctx.allocate_output(0, vals.dtype(), Shape{1, vocab_.size});
     if (vals.dtype() != DType::kString) std::memset(y.raw_data(), 0, y.nbytes());
-    const size_t width = vals.dtype() == DType::kString ? 0 : dtype_size(vals.dtype());
     for (int64_t i = 0; i < keys.numel(); ++i) {
       const int64_t at = vocab_.strings ? vocab_.find(keys.data<std::string>()[i]) : vocab_.find(keys.data<int64_t>()[i]);
-      if (at < 0) continue;
-      if (width == 0)
-        y.data<std::string>()[at] = vals.data<std::string>()[i];
-      else
-        std::memcpy(static_cast<uint8_t*>(y.raw_data()) + at * width, static_cast<const uint8_t*>(vals.raw_data()) + i * width, width);
+      if (at >= 0) copy_elements(vals.dtype(), vals.raw_data(), y.raw_data(), 1, i, at);
     }
   }
 

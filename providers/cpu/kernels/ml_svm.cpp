@@ -24,8 +24,6 @@ namespace onyx::cpu {
 
 namespace {
 
-[[noreturn]] void bad_svm(const Node& n, const std::string& what) { fail(ErrorCode::kInvalidGraph, n.label(), ": ", what); }
-
 /// The kernel function: LINEAR x·v, POLY (gamma x·v + coef0)^degree, RBF exp(-gamma |x - v|^2),
 /// SIGMOID tanh(gamma x·v + coef0), with kernel_params [gamma, coef0, degree].
 struct SvmFunction {
@@ -54,9 +52,9 @@ SvmFunction svm_function(const Node& n) {
   else if (t == "POLY") k.type = SvmFunction::kPoly;
   else if (t == "RBF") k.type = SvmFunction::kRbf;
   else if (t == "SIGMOID") k.type = SvmFunction::kSigmoid;
-  else bad_svm(n, str("kernel_type '", t, "' (LINEAR, POLY, RBF or SIGMOID)"));
+  else ml::bad_attributes(n, str("kernel_type '", t, "' (LINEAR, POLY, RBF or SIGMOID)"));
   const std::vector<double> p = ml::attr_doubles(n, "kernel_params");
-  if (!p.empty() && p.size() != 3) bad_svm(n, str("kernel_params has ", p.size(), " values (gamma, coef0, degree)"));
+  if (!p.empty() && p.size() != 3) ml::bad_attributes(n, str("kernel_params has ", p.size(), " values (gamma, coef0, degree)"));
   if (p.size() == 3) k.gamma = p[0], k.coef0 = p[1], k.degree = p[2];
   return k;
 }
@@ -74,18 +72,18 @@ class SvmRegressorKernel final : public Kernel {
       : fn_(svm_function(n)), coef_(ml::attr_doubles(n, "coefficients")), sv_(ml::attr_doubles(n, "support_vectors")),
         post_(ml::post_attr(n)), one_class_(n.attr_int("one_class", 0) != 0) {
     const std::vector<double> rho = ml::attr_doubles(n, "rho");
-    if (rho.size() != 1) bad_svm(n, str("rho has ", rho.size(), " values, not 1"));
+    if (rho.size() != 1) ml::bad_attributes(n, str("rho has ", rho.size(), " values, not 1"));
     rho_ = rho[0];
     vectors_ = n.attr_int("n_supports", 0);
-    if (vectors_ < 0) bad_svm(n, str("n_supports is ", vectors_));
+    if (vectors_ < 0) ml::bad_attributes(n, str("n_supports is ", vectors_));
     if (vectors_ > 0) {
       if (sv_.empty() || sv_.size() % static_cast<size_t>(vectors_) != 0)
-        bad_svm(n, str(sv_.size(), " support vector values do not make ", vectors_, " vectors"));
+        ml::bad_attributes(n, str(sv_.size(), " support vector values do not make ", vectors_, " vectors"));
       if (coef_.size() != static_cast<size_t>(vectors_))
-        bad_svm(n, str(coef_.size(), " coefficients for ", vectors_, " support vectors"));
+        ml::bad_attributes(n, str(coef_.size(), " coefficients for ", vectors_, " support vectors"));
       features_ = static_cast<int64_t>(sv_.size()) / vectors_;
     } else {
-      if (coef_.empty()) bad_svm(n, "no coefficients");
+      if (coef_.empty()) ml::bad_attributes(n, "no coefficients");
       features_ = static_cast<int64_t>(coef_.size());
       fn_.type = SvmFunction::kLinear;
     }
@@ -159,36 +157,35 @@ class SvmClassifierKernel final : public Kernel {
   explicit SvmClassifierKernel(const Node& n)
       : fn_(svm_function(n)), coef_(ml::attr_doubles(n, "coefficients")), sv_(ml::attr_doubles(n, "support_vectors")),
         rho_(ml::attr_doubles(n, "rho")), prob_a_(ml::attr_doubles(n, "prob_a")), prob_b_(ml::attr_doubles(n, "prob_b")),
-        post_(ml::post_attr(n)), ints_(n.attr_ints("classlabels_ints")), strs_(n.attr_strings("classlabels_strings")) {
-    if (ints_.empty() == strs_.empty()) bad_svm(n, "exactly one of classlabels_ints and classlabels_strings must be set");
-    k_ = static_cast<int64_t>(ints_.empty() ? strs_.size() : ints_.size());
+        post_(ml::post_attr(n)), classes_(n, "classlabels_ints", "classlabels_strings") {
+    const int64_t k = classes_.size;
     const std::vector<int64_t> per_class = n.attr_ints("vectors_per_class");
     for (int64_t c : per_class) {
-      if (c < 0) bad_svm(n, str("vectors_per_class has the count ", c));
+      if (c < 0) ml::bad_attributes(n, str("vectors_per_class has the count ", c));
       first_.push_back(vectors_);
       vectors_ += c;
     }
-    if (coef_.empty()) bad_svm(n, "no coefficients");
+    if (coef_.empty()) ml::bad_attributes(n, "no coefficients");
     if (vectors_ > 0) {
-      if (static_cast<int64_t>(per_class.size()) != k_)
-        bad_svm(n, str("vectors_per_class has ", per_class.size(), " counts for ", k_, " classes"));
-      if (k_ < 2) bad_svm(n, "a support vector classifier needs two classes or more");
+      if (static_cast<int64_t>(per_class.size()) != k)
+        ml::bad_attributes(n, str("vectors_per_class has ", per_class.size(), " counts for ", k, " classes"));
+      if (k < 2) ml::bad_attributes(n, "a support vector classifier needs two classes or more");
       count_ = per_class;
       if (sv_.empty() || sv_.size() % static_cast<size_t>(vectors_) != 0)
-        bad_svm(n, str(sv_.size(), " support vector values do not make ", vectors_, " vectors"));
+        ml::bad_attributes(n, str(sv_.size(), " support vector values do not make ", vectors_, " vectors"));
       features_ = static_cast<int64_t>(sv_.size()) / vectors_;
-      const int64_t pairs = k_ * (k_ - 1) / 2;
-      if (static_cast<int64_t>(coef_.size()) != (k_ - 1) * vectors_)
-        bad_svm(n, str(coef_.size(), " coefficients, not (classes - 1) x vectors = ", (k_ - 1) * vectors_));
-      if (static_cast<int64_t>(rho_.size()) != pairs) bad_svm(n, str("rho has ", rho_.size(), " values for ", pairs, " class pairs"));
+      const int64_t pairs = k * (k - 1) / 2;
+      if (static_cast<int64_t>(coef_.size()) != (k - 1) * vectors_)
+        ml::bad_attributes(n, str(coef_.size(), " coefficients, not (classes - 1) x vectors = ", (k - 1) * vectors_));
+      if (static_cast<int64_t>(rho_.size()) != pairs) ml::bad_attributes(n, str("rho has ", rho_.size(), " values for ", pairs, " class pairs"));
       if (prob_a_.size() != prob_b_.size() || (!prob_a_.empty() && static_cast<int64_t>(prob_a_.size()) != pairs))
-        bad_svm(n, str("prob_a and prob_b have ", prob_a_.size(), " and ", prob_b_.size(), " values; both must have one per class pair (",
+        ml::bad_attributes(n, str("prob_a and prob_b have ", prob_a_.size(), " and ", prob_b_.size(), " values; both must have one per class pair (",
                        pairs, ") or none"));
     } else {
-      if (coef_.size() % static_cast<size_t>(k_) != 0)
-        bad_svm(n, str(coef_.size(), " coefficients do not make a row per class (", k_, ")"));
-      if (rho_.empty()) bad_svm(n, "no rho");
-      features_ = static_cast<int64_t>(coef_.size()) / k_;
+      if (coef_.size() % static_cast<size_t>(k) != 0)
+        ml::bad_attributes(n, str(coef_.size(), " coefficients do not make a row per class (", k, ")"));
+      if (rho_.empty()) ml::bad_attributes(n, "no rho");
+      features_ = static_cast<int64_t>(coef_.size()) / k;
       fn_.type = SvmFunction::kLinear;
     }
   }
@@ -196,33 +193,33 @@ class SvmClassifierKernel final : public Kernel {
   /// Columns of the scores: a probability per class, a decision per class pair (two for two
   /// classes), or a score per class (linear).
   int64_t score_columns() const {
-    if (vectors_ == 0 || !prob_a_.empty()) return k_;
-    return k_ == 2 ? 2 : k_ * (k_ - 1) / 2;
+    const int64_t k = classes_.size;
+    if (vectors_ == 0 || !prob_a_.empty()) return k;
+    return k == 2 ? 2 : k * (k - 1) / 2;
   }
 
   void compute(KernelContext& ctx) const override {
     const ml::Rows r = ml::rows_of(ctx.input(0));
     check_features(r, features_);
-    const int64_t Z = score_columns();
-    Tensor& y = ctx.allocate_output(0, ints_.empty() ? DType::kString : DType::kInt64, Shape{r.n});
+    const int64_t Z = score_columns(), k = classes_.size;
+    Tensor& y = ctx.allocate_output(0, classes_.dtype(), Shape{r.n});
     Tensor* z = ctx.has_output(1) ? &ctx.allocate_output(1, DType::kFloat, Shape{r.n, Z}) : nullptr;
-    std::vector<double> kv(static_cast<size_t>(vectors_)), scores(static_cast<size_t>(std::max(Z, k_ * (k_ - 1) / 2)));
-    std::vector<int64_t> votes(static_cast<size_t>(k_));
-    std::vector<double> pairwise(static_cast<size_t>(k_ * k_));
+    std::vector<double> kv(static_cast<size_t>(vectors_)), scores(static_cast<size_t>(k * (k - 1) / 2)), out;
+    std::vector<int64_t> votes(static_cast<size_t>(k));
+    std::vector<double> pairwise(static_cast<size_t>(k * k));
     for (int64_t i = 0; i < r.n; ++i) {
       const double* x = r.v.data() + i * r.c;
       int64_t label = 0;
-      std::vector<double> out;
       if (vectors_ == 0) {
-        out.resize(static_cast<size_t>(k_));
-        for (int64_t c = 0; c < k_; ++c) out[c] = rho_[0] + fn_(x, coef_.data() + c * features_, features_);
+        out.resize(static_cast<size_t>(k));
+        for (int64_t c = 0; c < k; ++c) out[c] = rho_[0] + fn_(x, coef_.data() + c * features_, features_);
         label = std::max_element(out.begin(), out.end()) - out.begin();
       } else {
         for (int64_t v = 0; v < vectors_; ++v) kv[v] = fn_(x, sv_.data() + v * features_, features_);
         std::fill(votes.begin(), votes.end(), 0);
         int64_t pair = 0;
-        for (int64_t a = 0; a < k_; ++a)
-          for (int64_t b = a + 1; b < k_; ++b, ++pair) {
+        for (int64_t a = 0; a < k; ++a)
+          for (int64_t b = a + 1; b < k; ++b, ++pair) {
             double d = rho_[pair];
             for (int64_t v = first_[a]; v < first_[a] + count_[a]; ++v) d += coef_[(b - 1) * vectors_ + v] * kv[v];
             for (int64_t v = first_[b]; v < first_[b] + count_[b]; ++v) d += coef_[a * vectors_ + v] * kv[v];
@@ -231,22 +228,22 @@ class SvmClassifierKernel final : public Kernel {
           }
         label = std::max_element(votes.begin(), votes.end()) - votes.begin();
         if (!prob_a_.empty()) {
-          for (int64_t a = 0, p = 0; a < k_; ++a)
-            for (int64_t b = a + 1; b < k_; ++b, ++p) {
+          for (int64_t a = 0, p = 0; a < k; ++a)
+            for (int64_t b = a + 1; b < k; ++b, ++p) {
               const double s = std::clamp(1 / (1 + std::exp(scores[p] * prob_a_[p] + prob_b_[p])), 1e-7, 1 - 1e-7);
-              pairwise[a * k_ + b] = s;
-              pairwise[b * k_ + a] = 1 - s;
+              pairwise[a * k + b] = s;
+              pairwise[b * k + a] = 1 - s;
             }
-          out.resize(static_cast<size_t>(k_));
-          couple(k_, pairwise, out.data());
-        } else if (k_ == 2) {
+          out.resize(static_cast<size_t>(k));
+          couple(k, pairwise, out.data());
+        } else if (k == 2) {
           out = {-scores[0], scores[0]};
         } else {
           out.assign(scores.begin(), scores.begin() + pair);
         }
       }
       ml::post_transform(post_, out.data(), out.size());
-      ml::write_class(y, z, i, label, ints_, strs_, out.data(), Z);
+      ml::write_class(y, z, i, label, classes_, out.data(), Z);
     }
   }
 
@@ -254,10 +251,9 @@ class SvmClassifierKernel final : public Kernel {
   SvmFunction fn_;
   std::vector<double> coef_, sv_, rho_, prob_a_, prob_b_;
   ml::Post post_;
-  std::vector<int64_t> ints_;
-  std::vector<std::string> strs_;
+  ml::KeyIndex classes_;
   std::vector<int64_t> first_, count_;  // per class: its first support vector and how many
-  int64_t k_ = 0, vectors_ = 0, features_ = 0;
+  int64_t vectors_ = 0, features_ = 0;
 };
 
 std::unique_ptr<Kernel> make_svm_regressor(const KernelCreateInfo& info) { return std::make_unique<SvmRegressorKernel>(info.node); }

@@ -54,8 +54,6 @@ struct TreeModel {
   bool classifier = false;        // TreeEnsembleClassifier: sums per class, finished by TreeClassifierKernel
 };
 
-[[noreturn]] void bad_trees(const Node& n, const std::string& what) { fail(ErrorCode::kInvalidGraph, n.label(), ": ", what); }
-
 std::vector<double> doubles_of(const Tensor& t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.element_as_double(i);
@@ -86,7 +84,7 @@ void check_acyclic(const Node& n, const TreeModel& m) {
       if (next < 2) {
         const int64_t c = m.nodes[node].child[next++];
         if (c < 0 || state[c] == 2) continue;
-        if (state[c] == 1) bad_trees(n, str("the trees have a cycle through node ", c));
+        if (state[c] == 1) ml::bad_attributes(n, str("the trees have a cycle through node ", c));
         state[c] = 1;
         stack.emplace_back(c, 0);
         continue;
@@ -101,9 +99,9 @@ void check_votes(const Node& n, const TreeModel& m) {
   for (size_t l = 0; l < m.leaves.size(); ++l)
     for (const Vote& v : m.leaves[l])
       if (v.target < 0 || v.target >= m.targets)
-        bad_trees(n, str("leaf ", l, " votes for target ", v.target, ", outside [0, ", m.targets, ")"));
+        ml::bad_attributes(n, str("leaf ", l, " votes for target ", v.target, ", outside [0, ", m.targets, ")"));
   if (!m.base.empty() && static_cast<int64_t>(m.base.size()) != m.targets && !(m.classifier && m.base.size() == 1))
-    bad_trees(n, str("base_values has ", m.base.size(), " values for ", m.targets, " targets"));
+    ml::bad_attributes(n, str("base_values has ", m.base.size(), " values for ", m.targets, " targets"));
 }
 
 // ---- TreeEnsemble (version 5) ----
@@ -116,20 +114,20 @@ TreeModel build_tree_ensemble(const Node& n, DType x) {
   const Tensor* modes = n.attr_tensor("nodes_modes");
   const Tensor* splits = n.attr_tensor("nodes_splits");
   const Tensor* weights = n.attr_tensor("leaf_weights");
-  if (!modes || !splits || !weights) bad_trees(n, "nodes_modes, nodes_splits and leaf_weights are required");
+  if (!modes || !splits || !weights) ml::bad_attributes(n, "nodes_modes, nodes_splits and leaf_weights are required");
   const size_t count = features.size();
   if (truec.size() != count || falsec.size() != count || trueleaf.size() != count || falseleaf.size() != count ||
       static_cast<size_t>(modes->numel()) != count || static_cast<size_t>(splits->numel()) != count ||
       (!nan_true.empty() && nan_true.size() != count))
-    bad_trees(n, "the nodes_* attributes differ in length");
+    ml::bad_attributes(n, "the nodes_* attributes differ in length");
   const std::vector<double> w = doubles_of(*weights);
   const std::vector<int64_t> targets = n.attr_ints("leaf_targetids");
-  if (targets.size() != w.size()) bad_trees(n, "leaf_targetids and leaf_weights differ in length");
+  if (targets.size() != w.size()) ml::bad_attributes(n, "leaf_targetids and leaf_weights differ in length");
   for (size_t l = 0; l < w.size(); ++l) m.leaves.push_back({Vote{targets[l], w[l]}});
   m.targets = n.attr_int("n_targets", 0);
   const int64_t agg = n.attr_int("aggregate_function", 1), post = n.attr_int("post_transform", 0);
-  if (agg < 0 || agg > 3) bad_trees(n, str("aggregate_function ", agg, " (0 average, 1 sum, 2 min, 3 max)"));
-  if (post < 0 || post > 4) bad_trees(n, str("post_transform ", post, " (0 none, 1 softmax, 2 logistic, 3 softmax_zero, 4 probit)"));
+  if (agg < 0 || agg > 3) ml::bad_attributes(n, str("aggregate_function ", agg, " (0 average, 1 sum, 2 min, 3 max)"));
+  if (post < 0 || post > 4) ml::bad_attributes(n, str("post_transform ", post, " (0 none, 1 softmax, 2 logistic, 3 softmax_zero, 4 probit)"));
   m.aggregate = static_cast<TreeModel::Aggregate>(agg);
   m.post = static_cast<ml::Post>(post);
   m.acc = m.out = x;
@@ -141,17 +139,17 @@ TreeModel build_tree_ensemble(const Node& n, DType x) {
   const int64_t leaves = static_cast<int64_t>(m.leaves.size());
   auto child_of = [&](size_t i, int64_t id, int64_t is_leaf, const char* which) -> int64_t {
     if (is_leaf) {
-      if (id < 0 || id >= leaves) bad_trees(n, str("node ", i, "'s ", which, " leaf ", id, " is out of range (", leaves, " leaves)"));
+      if (id < 0 || id >= leaves) ml::bad_attributes(n, str("node ", i, "'s ", which, " leaf ", id, " is out of range (", leaves, " leaves)"));
       return ~id;
     }
     if (id < 0 || id >= static_cast<int64_t>(count))
-      bad_trees(n, str("node ", i, "'s ", which, " node ", id, " is out of range (", count, " nodes)"));
+      ml::bad_attributes(n, str("node ", i, "'s ", which, " node ", id, " is out of range (", count, " nodes)"));
     return id;
   };
   for (size_t i = 0; i < count; ++i) {
     TreeNode t;
     const int64_t mode = static_cast<int64_t>(modes->element_as_double(static_cast<int64_t>(i)));
-    if (mode < 0 || mode > 6) bad_trees(n, str("node ", i, " has mode ", mode, " (0..6)"));
+    if (mode < 0 || mode > 6) ml::bad_attributes(n, str("node ", i, " has mode ", mode, " (0..6)"));
     t.mode = static_cast<Cmp>(mode);
     t.nan_true = !nan_true.empty() && nan_true[i] != 0;
     t.feature = features[i];
@@ -159,7 +157,7 @@ TreeModel build_tree_ensemble(const Node& n, DType x) {
     if (t.mode == Cmp::kMember) {
       t.member_begin = static_cast<int64_t>(m.members.size());
       if (next_member >= members.size())
-        bad_trees(n, str("node ", i, " tests set membership but membership_values has no set left for it"));
+        ml::bad_attributes(n, str("node ", i, " tests set membership but membership_values has no set left for it"));
       while (next_member < members.size() && !std::isnan(members[next_member])) m.members.push_back(members[next_member++]);
       ++next_member;  // the NaN ending the set (or the end)
       t.member_end = static_cast<int64_t>(m.members.size());
@@ -169,7 +167,7 @@ TreeModel build_tree_ensemble(const Node& n, DType x) {
     m.nodes.push_back(t);
   }
   for (int64_t r : n.attr_ints("tree_roots")) {
-    if (r < 0 || r >= static_cast<int64_t>(count)) bad_trees(n, str("tree root ", r, " is out of range (", count, " nodes)"));
+    if (r < 0 || r >= static_cast<int64_t>(count)) ml::bad_attributes(n, str("tree root ", r, " is out of range (", count, " nodes)"));
     m.roots.push_back(r);
   }
   return m;
@@ -189,7 +187,7 @@ Cmp mode_named(const Node& n, const std::string& s, size_t i, bool* leaf) {
     *leaf = true;
     return Cmp::kLeq;
   }
-  bad_trees(n, str("node ", i, " has mode '", s, "' (BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ or LEAF)"));
+  ml::bad_attributes(n, str("node ", i, " has mode '", s, "' (BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ or LEAF)"));
 }
 
 /// The trees of TreeEnsembleRegressor (votes from target_*) or TreeEnsembleClassifier (votes
@@ -206,15 +204,15 @@ TreeModel build_tree_votes(const Node& n, bool classifier, int64_t classes) {
   const size_t count = tree_ids.size();
   if (node_ids.size() != count || features.size() != count || modes.size() != count || truec.size() != count ||
       falsec.size() != count || splits.size() != count || (!nan_true.empty() && nan_true.size() != count))
-    bad_trees(n, "the nodes_* attributes differ in length");
-  if (count == 0) bad_trees(n, "the ensemble has no nodes");
+    ml::bad_attributes(n, "the nodes_* attributes differ in length");
+  if (count == 0) ml::bad_attributes(n, "the ensemble has no nodes");
   // (tree, node id) -> attribute position; leaves are numbered in the order they appear.
   std::map<std::pair<int64_t, int64_t>, size_t> at;
   std::vector<int64_t> leaf_of(count, -1);
   std::vector<int64_t> tree_order;
   for (size_t i = 0; i < count; ++i) {
     if (!at.emplace(std::pair{tree_ids[i], node_ids[i]}, i).second)
-      bad_trees(n, str("tree ", tree_ids[i], " has node ", node_ids[i], " twice"));
+      ml::bad_attributes(n, str("tree ", tree_ids[i], " has node ", node_ids[i], " twice"));
     if (std::find(tree_order.begin(), tree_order.end(), tree_ids[i]) == tree_order.end()) tree_order.push_back(tree_ids[i]);
     bool leaf;
     (void)mode_named(n, modes[i], i, &leaf);
@@ -230,7 +228,7 @@ TreeModel build_tree_votes(const Node& n, bool classifier, int64_t classes) {
   auto ref = [&](size_t i, int64_t child, const char* which) -> int64_t {
     const auto it = at.find({tree_ids[i], child});
     if (it == at.end())
-      bad_trees(n, str("node ", node_ids[i], " of tree ", tree_ids[i], " has ", which, " child ", child, ", which the tree does not have"));
+      ml::bad_attributes(n, str("node ", node_ids[i], " of tree ", tree_ids[i], " has ", which, " child ", child, ", which the tree does not have"));
     return leaf_of[it->second] >= 0 ? ~leaf_of[it->second] : index_of[it->second];
   };
   for (size_t i = 0; i < count; ++i) {
@@ -246,7 +244,7 @@ TreeModel build_tree_votes(const Node& n, bool classifier, int64_t classes) {
   }
   for (int64_t tree : tree_order) {
     const auto it = at.find({tree, 0});
-    if (it == at.end()) bad_trees(n, str("tree ", tree, " has no node 0 (its root)"));
+    if (it == at.end()) ml::bad_attributes(n, str("tree ", tree, " has no node 0 (its root)"));
     m.roots.push_back(leaf_of[it->second] >= 0 ? ~leaf_of[it->second] : index_of[it->second]);
   }
   // Votes.
@@ -254,24 +252,23 @@ TreeModel build_tree_votes(const Node& n, bool classifier, int64_t classes) {
                              vid = n.attr_ints(vote + "_ids");
   const std::vector<double> vw = floats_or_tensor(n, vote + "_weights", &double_weights);
   if (vn.size() != vt.size() || vid.size() != vt.size() || vw.size() != vt.size())
-    bad_trees(n, str("the ", vote, "_* attributes differ in length"));
+    ml::bad_attributes(n, str("the ", vote, "_* attributes differ in length"));
   for (size_t v = 0; v < vt.size(); ++v) {
     const auto it = at.find({vt[v], vn[v]});
     if (it == at.end() || leaf_of[it->second] < 0)
-      bad_trees(n, str("vote ", v, " is for node ", vn[v], " of tree ", vt[v], ", which is not a leaf"));
+      ml::bad_attributes(n, str("vote ", v, " is for node ", vn[v], " of tree ", vt[v], ", which is not a leaf"));
     m.leaves[leaf_of[it->second]].push_back(Vote{vid[v], vw[v]});
   }
   m.targets = classifier ? classes : n.attr_int("n_targets", 0);
-  if (m.targets <= 0) bad_trees(n, str(classifier ? "the class label count" : "n_targets", " must be positive, got ", m.targets));
+  if (m.targets <= 0) ml::bad_attributes(n, str(classifier ? "the class label count" : "n_targets", " must be positive, got ", m.targets));
   m.base = floats_or_tensor(n, "base_values");
-  const std::string agg = classifier ? "SUM" : n.attr_string("aggregate_function", "SUM"), post = n.attr_string("post_transform", "NONE");
+  const std::string agg = classifier ? "SUM" : n.attr_string("aggregate_function", "SUM");
   if (agg == "AVERAGE") m.aggregate = TreeModel::kAverage;
   else if (agg == "SUM") m.aggregate = TreeModel::kSum;
   else if (agg == "MIN") m.aggregate = TreeModel::kMin;
   else if (agg == "MAX") m.aggregate = TreeModel::kMax;
-  else bad_trees(n, str("aggregate_function '", agg, "' (AVERAGE, SUM, MIN or MAX)"));
-  if (!ml::post_named(post, &m.post))
-    bad_trees(n, str("post_transform '", post, "' (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT)"));
+  else ml::bad_attributes(n, str("aggregate_function '", agg, "' (AVERAGE, SUM, MIN or MAX)"));
+  m.post = ml::post_attr(n);
   // Weights given as doubles are summed as doubles; the output is float either way.
   m.acc = double_splits || double_weights ? DType::kDouble : DType::kFloat;
   m.out = DType::kFloat;
@@ -316,9 +313,7 @@ int64_t walk(const TreeModel& m, int64_t node, const std::vector<double>& x) {
 
 /// X's rows and features ([N, F], or one row [F]), checked against the features the trees read.
 std::pair<int64_t, int64_t> rows_and_features(const Tensor& x, const TreeModel& m) {
-  if (x.rank() != 2 && x.rank() != 1)
-    fail(ErrorCode::kInvalidArgument, "X must be [N, features] (or one row [features]), got ", x.shape().to_string());
-  const int64_t N = x.rank() == 2 ? x.dim(0) : 1, F = x.rank() == 2 ? x.dim(1) : x.dim(0);
+  const auto [N, F] = ml::row_shape(x);
   if (m.max_feature >= F) fail(ErrorCode::kInvalidArgument, "the trees read feature ", m.max_feature, " but X has ", F, " features");
   return {N, F};
 }
@@ -368,7 +363,6 @@ class TreeKernel final : public Kernel {
     }
   }
 
-  const TreeModel& model() const { return m_; }
 
  private:
   static void put(Tensor& y, int64_t i, double v) {
@@ -398,16 +392,14 @@ class TreeKernel final : public Kernel {
 //   highest score among those with a vote or a base value.
 class TreeClassifierKernel final : public Kernel {
  public:
-  TreeClassifierKernel(TreeModel m, std::vector<int64_t> int_labels, std::vector<std::string> str_labels,
-                       int64_t binary_id, bool all_positive)
-      : m_(std::move(m)), ints_(std::move(int_labels)), strs_(std::move(str_labels)), binary_id_(binary_id),
-        all_positive_(all_positive) {}
+  TreeClassifierKernel(TreeModel m, ml::KeyIndex classes, int64_t binary_id, bool all_positive)
+      : m_(std::move(m)), classes_(std::move(classes)), binary_id_(binary_id), all_positive_(all_positive) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const auto [N, F] = rows_and_features(x, m_);
     const int64_t L = m_.targets;
-    Tensor& y = ctx.allocate_output(0, ints_.empty() ? DType::kString : DType::kInt64, Shape{N});
+    Tensor& y = ctx.allocate_output(0, classes_.dtype(), Shape{N});
     Tensor* z = ctx.has_output(1) ? &ctx.allocate_output(1, DType::kFloat, Shape{N, L}) : nullptr;
     std::vector<double> row(static_cast<size_t>(F)), s(static_cast<size_t>(L));
     std::vector<char> has(static_cast<size_t>(L));
@@ -421,7 +413,7 @@ class TreeClassifierKernel final : public Kernel {
           has[v.target] = 1;
         }
       const int64_t label = binary_id_ >= 0 ? finish_binary(s) : finish_many(s, has);
-      ml::write_class(y, z, b, label, ints_, strs_, s.data(), L);
+      ml::write_class(y, z, b, label, classes_, s.data(), L);
     }
   }
 
@@ -449,48 +441,41 @@ class TreeClassifierKernel final : public Kernel {
   }
 
   TreeModel m_;
-  std::vector<int64_t> ints_;
-  std::vector<std::string> strs_;
+  ml::KeyIndex classes_;
   int64_t binary_id_;  // the class id of every vote in the binary form, else -1
   bool all_positive_;
 };
 
-/// Checks a built model (feature ids, votes, cycles) and makes its kernel.
-std::unique_ptr<Kernel> tree_kernel(const Node& n, TreeModel m) {
+/// A built model, checked (feature ids, votes, cycles), with max_feature set.
+TreeModel checked(const Node& n, TreeModel m) {
   for (size_t i = 0; i < m.nodes.size(); ++i) {
-    if (m.nodes[i].feature < 0) bad_trees(n, str("a node reads feature ", m.nodes[i].feature));
+    if (m.nodes[i].feature < 0) ml::bad_attributes(n, str("a node reads feature ", m.nodes[i].feature));
     m.max_feature = std::max(m.max_feature, m.nodes[i].feature);
   }
-  if (m.roots.empty()) bad_trees(n, "the ensemble has no trees");
+  if (m.roots.empty()) ml::bad_attributes(n, "the ensemble has no trees");
   check_votes(n, m);
   check_acyclic(n, m);
-  return std::make_unique<TreeKernel>(std::move(m));
+  return m;
 }
 
 std::unique_ptr<Kernel> make_tree_ensemble(const KernelCreateInfo& info) {
-  return tree_kernel(info.node, build_tree_ensemble(info.node, info.input_dtype(0)));
+  return std::make_unique<TreeKernel>(checked(info.node, build_tree_ensemble(info.node, info.input_dtype(0))));
 }
 std::unique_ptr<Kernel> make_tree_regressor(const KernelCreateInfo& info) {
-  return tree_kernel(info.node, build_tree_votes(info.node, false, 0));
+  return std::make_unique<TreeKernel>(checked(info.node, build_tree_votes(info.node, false, 0)));
 }
 std::unique_ptr<Kernel> make_tree_classifier(const KernelCreateInfo& info) {
   const Node& n = info.node;
-  std::vector<int64_t> ints = n.attr_ints("classlabels_int64s");
-  std::vector<std::string> strs = n.attr_strings("classlabels_strings");
-  if (ints.empty() == strs.empty())
-    bad_trees(n, "exactly one of classlabels_int64s and classlabels_strings must be set");
-  const int64_t classes = static_cast<int64_t>(ints.empty() ? strs.size() : ints.size());
-  TreeModel m = build_tree_votes(n, true, classes);
-  std::vector<int64_t> ids = n.attr_ints("class_ids");
-  std::sort(ids.begin(), ids.end());
-  const int64_t binary_id = classes == 2 && !ids.empty() && ids.front() == ids.back() ? ids.front() : -1;
+  ml::KeyIndex classes(n, "classlabels_int64s", "classlabels_strings");
+  TreeModel m = checked(n, build_tree_votes(n, true, classes.size));
+  // The binary form: two labels, every vote for one class id.
+  const std::vector<int64_t> ids = n.attr_ints("class_ids");
+  const bool one_id = !ids.empty() && std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return id == ids[0]; });
+  const int64_t binary_id = classes.size == 2 && one_id ? ids[0] : -1;
   bool all_positive = true;
   for (const auto& leaf : m.leaves)
     for (const Vote& v : leaf) all_positive &= v.weight >= 0;
-  // Checks as every ensemble is checked.
-  std::unique_ptr<Kernel> checked = tree_kernel(n, m);
-  const TreeModel& model = static_cast<const TreeKernel&>(*checked).model();
-  return std::make_unique<TreeClassifierKernel>(model, std::move(ints), std::move(strs), binary_id, all_positive);
+  return std::make_unique<TreeClassifierKernel>(std::move(m), std::move(classes), binary_id, all_positive);
 }
 
 const KernelDef kDefs[] = {

@@ -480,11 +480,14 @@ void linear_attention_compute(const LinearAttentionState& st, KernelContext& ctx
           for (int64_t e = 0; e < dk * dv; ++e) S[e] = pp ? static_cast<float>(to_acc(pp[r * dk * dv + e])) : 0.0f;
           for (int64_t t = 0; t < steps; ++t) {
             const int64_t kbase = (b * steps + t) * hkv * dk + kh * dk, vbase = (b * steps + t) * hkv * dv + kh * dv;
-            if (pd)
+            if (pd) {
+              // One gate per key dimension, or one for the head (its exp taken once).
+              const float head_gate = decay_per_key ? 0.0f : std::exp(f(pd[(b * steps + t) * hkv + kh]));
               for (int64_t d = 0; d < dk; ++d) {
-                const float g = std::exp(f(pd[decay_per_key ? kbase + d : (b * steps + t) * hkv + kh]));
+                const float g = decay_per_key ? std::exp(f(pd[kbase + d])) : head_gate;
                 for (int64_t m = 0; m < dv; ++m) S[d * dv + m] *= g;
               }
+            }
             for (int64_t m = 0; m < dv; ++m) vt[m] = f(pv[vbase + m]);
             if (pb) {
               const float bt = f(pb[(b * steps + t) * beta->dim(2) + (beta->dim(2) == 1 ? 0 : kh)]);
