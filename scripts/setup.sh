@@ -8,6 +8,7 @@ packages=(
   libgtest-dev            # unit tests
   libdnnl-dev libxnnpack-dev libpthreadpool-dev   # oneDNN and XNNPACK EP modules
   libvulkan-dev glslang-tools mesa-vulkan-drivers   # Vulkan EP module (lavapipe runs its tests on the CPU)
+  libpng-dev libjpeg-dev libopenjp2-7-dev libtiff-dev libwebp-dev   # ImageDecoder's codec module
   libonnx-testdata        # ONNX backend conformance data
   python3 python3-numpy python3-onnx python3-torch python3-torchvision   # end-to-end test models
 )

@@ -118,6 +118,65 @@ const EpFactory* try_load(const std::string& name, const std::string& candidate,
 
 }  // namespace
 
+std::vector<std::pair<std::string, bool>> module_candidates(const std::string& file, const std::string& module_path) {
+  std::vector<std::pair<std::string, bool>> candidates;  // path, via the system loader
+  if (!module_path.empty()) {
+    candidates.emplace_back(is_dir(module_path) ? module_path + "/" + file : module_path, false);
+    return candidates;
+  }
+  if (const char* env = std::getenv("ONYX_EP_PATH")) {
+    std::string s = env;
+    size_t b = 0;
+    while (b <= s.size()) {
+      const size_t e = s.find(':', b);
+      const std::string d = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      if (!d.empty()) candidates.emplace_back(d + "/" + file, false);
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+  }
+  const std::string ld = libonyx_dir(), xd = exe_dir();
+  if (!ld.empty()) candidates.emplace_back(ld + "/" + file, false);
+  if (!xd.empty() && xd != ld) candidates.emplace_back(xd + "/" + file, false);
+  candidates.emplace_back(file, true);
+  return candidates;
+}
+
+void* load_module_symbol(const std::string& file, const char* symbol, std::string* why) {
+  static std::mutex mu;
+  static std::map<std::string, std::pair<void*, std::string>> cache;  // file -> symbol, or why not
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(file); it != cache.end()) {
+    if (!it->second.first && why) *why = it->second.second;
+    return it->second.first;
+  }
+  std::vector<std::string> tried;
+  void* found = nullptr;
+  for (const auto& [path, system] : module_candidates(file, "")) {
+    const std::string where = system ? file + " via the system loader" : path;
+    if (!system && !is_file(path)) {
+      tried.push_back(where + ": no such file");
+      continue;
+    }
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = ::dlerror();
+      std::string msg = e ? e : "dlopen failed";
+      if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
+      tried.push_back(where + ": " + msg);
+      continue;
+    }
+    found = ::dlsym(h, symbol);
+    if (found) break;  // the handle stays open for the life of the process
+    tried.push_back(str(where, ": no symbol ", symbol));
+    ::dlclose(h);
+  }
+  std::string reason = found ? "" : str(file, " could not be loaded (tried ", join(tried, "; "), ")");
+  if (!found && why) *why = reason;
+  cache[file] = {found, reason};
+  return found;
+}
+
 const EpFactory* load_ep_module(const std::string& name, const std::string& module_path, ep::Availability* why) {
   static std::mutex mu;
   static std::map<std::string, Loaded> cache;
@@ -128,26 +187,7 @@ const EpFactory* load_ep_module(const std::string& name, const std::string& modu
     return it->second.factory;
   }
   const std::string file = ep_module_file(name);
-  std::vector<std::pair<std::string, bool>> candidates;  // path, via the system loader
-  if (!module_path.empty()) {
-    candidates.emplace_back(is_dir(module_path) ? module_path + "/" + file : module_path, false);
-  } else {
-    if (const char* env = std::getenv("ONYX_EP_PATH")) {
-      std::string s = env;
-      size_t b = 0;
-      while (b <= s.size()) {
-        const size_t e = s.find(':', b);
-        const std::string d = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
-        if (!d.empty()) candidates.emplace_back(d + "/" + file, false);
-        if (e == std::string::npos) break;
-        b = e + 1;
-      }
-    }
-    const std::string ld = libonyx_dir(), xd = exe_dir();
-    if (!ld.empty()) candidates.emplace_back(ld + "/" + file, false);
-    if (!xd.empty() && xd != ld) candidates.emplace_back(xd + "/" + file, false);
-    candidates.emplace_back(file, true);
-  }
+  const std::vector<std::pair<std::string, bool>> candidates = module_candidates(file, module_path);
   Loaded result;
   result.availability.built = true;
   std::vector<std::string> tried;

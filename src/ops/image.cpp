@@ -1,5 +1,5 @@
 // image family schemas: Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression, MaxUnpool,
-// AffineGrid.
+// AffineGrid, ImageDecoder.
 #include "ops/image.hpp"
 
 #include <algorithm>
@@ -489,9 +489,20 @@ void infer_affine_grid(InferContext& ctx) {
   ctx.set_output(0, dt, out);
 }
 
+void infer_image_decoder(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kUInt8});
+  const std::string format = ctx.node().attr_string("pixel_format", "RGB");
+  if (format != "RGB" && format != "BGR" && format != "Grayscale")
+    ctx.fail_node("attribute 'pixel_format' is '", format, "'; expected one of RGB, BGR, Grayscale");
+  if (ctx.input_has_shape(0) && ctx.input_shape(0).size() != 1)
+    ctx.fail_node("encoded_stream must be 1-D (the bytes of one image), got rank ", ctx.input_shape(0).size());
+  ctx.set_output(0, DType::kUInt8, Shape{ctx.fresh(), ctx.fresh(), format == "Grayscale" ? 1 : 3});
+}
+
 }  // namespace
 
 void register_image_ops(OpRegistry& r) {
+  r.add("", "ImageDecoder", {20}, infer_image_decoder);
   r.add("", "Resize", {10, 11, 13, 18, 19}, infer_resize);
   r.add("", "Upsample", {7, 9, 10}, infer_resize);  // 10: deprecated, rejected
   r.add("", "GridSample", {16, 20, 22}, infer_grid_sample);

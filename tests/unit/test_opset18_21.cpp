@@ -656,17 +656,6 @@ TEST(Opset19, DeformConv) {
                "offset_group");
 }
 
-TEST(Opset20, ImageDecoderIsNotImplemented) {
-  // ImageDecoder needs image codecs (JPEG, PNG, ...), which onyx's core does not depend on:
-  // loading a model that uses it fails with NotImplemented naming the op.
-  const ErrorCode ni = ErrorCode::kNotImplemented;
-  expect_error(
-      [&] {
-        run1("ImageDecoder", {{"x", tensor<uint8_t>({4}, {0x89, 'P', 'N', 'G'})}}, DType::kUInt8, {}, 20);
-      },
-      "ImageDecoder", &ni);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Opset 21
 

@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "core/common.hpp"
 #include "session/session_impl.hpp"
+#include "image_codecs.hpp"
 
 namespace onyx::cli {
 
@@ -146,6 +147,15 @@ int cmd_providers(const Args& a) {
     for (const auto& o : p.options)
       std::printf("    %-22s %-18s default %-8s %s\n", o.key.c_str(), o.type.c_str(), o.default_value.c_str(), o.doc.c_str());
   }
+  // ImageDecoder's codecs: BMP and PNM in libonyx, the rest in a module (docs/image-decoder.md).
+  const cpu::ImageCodecsStatus codecs = cpu::image_codecs_status();
+  if (codecs.loaded) {
+    std::string formats = codecs.formats;
+    for (size_t i = formats.find(','); i != std::string::npos; i = formats.find(',', i + 2)) formats.replace(i, 1, ", ");
+    std::printf("\nimage codecs (ImageDecoder): bmp, pnm built in; %s from %s\n", formats.c_str(), codecs.module.c_str());
+  }
+  else
+    std::printf("\nimage codecs (ImageDecoder): bmp, pnm built in; no others: %s\n", codecs.reason.c_str());
   return 0;
 }
 

@@ -20,6 +20,7 @@ std::span<const KernelDef> control_flow_kernels();  // kernels/control_flow.cpp
 std::span<const KernelDef> sequence_kernels();      // kernels/sequence.cpp
 std::span<const KernelDef> index_kernels();         // kernels/index.cpp
 std::span<const KernelDef> image_kernels();         // kernels/image.cpp
+std::span<const KernelDef> image_decoder_kernels();  // kernels/image_decoder.cpp
 std::span<const KernelDef> loss_kernels();          // kernels/loss.cpp
 std::span<const KernelDef> text_kernels();          // kernels/text.cpp
 std::span<const KernelDef> rnn_kernels();           // kernels/rnn.cpp
@@ -43,7 +44,7 @@ inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     rnn_kernels,         quant_kernels,  signal_kernels,       random_kernels,
     training_kernels,    einsum_kernels,  gradient_kernels,     attention_kernels,
     transformer_kernels, ml_kernels,     ml_tree_kernels,      ml_svm_kernels,
-    ml_feature_kernels,
+    ml_feature_kernels,  image_decoder_kernels,
 };
 
 }  // namespace onyx::cpu
