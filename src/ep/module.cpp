@@ -58,6 +58,18 @@ struct Loaded {
   ep::Availability availability;
 };
 
+/// dlopen, or null with dlerror's message in `error` (less the path it starts with, so that what
+/// is left names the missing dependency).
+void* open_module(const std::string& path, std::string* error) {
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h) return h;
+  const char* e = ::dlerror();
+  std::string msg = e ? e : "dlopen failed";
+  if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
+  *error = msg;
+  return nullptr;
+}
+
 /// Tries one candidate (a path, or a bare file name for the system loader).
 const EpFactory* try_load(const std::string& name, const std::string& candidate, bool system, std::string* error,
                           std::string* version) {
@@ -65,15 +77,8 @@ const EpFactory* try_load(const std::string& name, const std::string& candidate,
     *error = "no such file";
     return nullptr;
   }
-  void* h = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = ::dlerror();
-    std::string msg = e ? e : "dlopen failed";
-    // dlerror starts with the path; keep only the part after it for the dependency case.
-    if (msg.rfind(candidate + ": ", 0) == 0) msg = msg.substr(candidate.size() + 2);
-    *error = msg;
-    return nullptr;
-  }
+  void* h = open_module(candidate, error);
+  if (!h) return nullptr;
   using Entry = const OnyxEpModuleInfo* (*)();
   auto entry = reinterpret_cast<Entry>(::dlsym(h, "onyx_ep_module"));
   if (!entry) {
@@ -158,12 +163,10 @@ void* load_module_symbol(const std::string& file, const char* symbol, std::strin
       tried.push_back(where + ": no such file");
       continue;
     }
-    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string error;
+    void* h = open_module(path, &error);
     if (!h) {
-      const char* e = ::dlerror();
-      std::string msg = e ? e : "dlopen failed";
-      if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
-      tried.push_back(where + ": " + msg);
+      tried.push_back(where + ": " + error);
       continue;
     }
     found = ::dlsym(h, symbol);

@@ -87,5 +87,39 @@ if diff -q "$TMP/operators.md" "$REPO/docs/operators.md" >/dev/null; then echo "
   echo "FAIL docs/operators.md is stale: regenerate with onyx ops --markdown > docs/operators.md"
   diff "$TMP/operators.md" "$REPO/docs/operators.md" | head -20; failures=$((failures + 1)); fi
 
+# ImageDecoder without its codec module (a copy of the CLI and libonyx alone): PPM still decodes,
+# PNG is a NotImplemented error naming where the module was looked for; providers says so.
+BIN=$(dirname "$ONYX")
+if ls "$BIN"/libonyx_image_codecs.so >/dev/null 2>&1; then
+  check codecs-providers 0 "image codecs \(ImageDecoder\): bmp, pnm built in; png, " "$ONYX" providers
+  mkdir -p "$TMP/nocodecs" && cp -a "$ONYX" "$BIN"/libonyx.so* "$TMP/nocodecs/"
+  check codecs-missing-providers 0 "no others: libonyx_image_codecs.so could not be loaded \(tried $TMP/nocodecs/libonyx_image_codecs.so: no such file" \
+    env LD_LIBRARY_PATH="$TMP/nocodecs" ONYX_EP_PATH= "$TMP/nocodecs/$(basename "$ONYX")" providers
+  check codecs-missing-ppm 0 "image +float\[1,3,3,4\]" env LD_LIBRARY_PATH="$TMP/nocodecs" ONYX_EP_PATH= \
+    "$TMP/nocodecs/$(basename "$ONYX")" run "$REPO/examples/models/decode_image.onnx" --inputs "$REPO/examples/models/decode_image_test_data"
+  /usr/bin/python3 - "$TMP/png_in" <<'PY'
+import os, struct, sys, zlib
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+def chunk(t, b): return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)) + \
+      chunk(b"IDAT", zlib.compress(b"\x00\x01\x02\x03")) + chunk(b"IEND", b"")
+# TensorProto: dims (field 1), data_type UINT8 = 2 (field 2), name (field 8), raw_data (field 9)
+def varint(v):
+    out = b""
+    while True:
+        b = v & 127; v >>= 7
+        out += bytes([b | (128 if v else 0)])
+        if not v: return out
+t = b"\x08" + varint(len(png)) + b"\x10\x02" + b"\x42\x0bimage_bytes" + b"\x4a" + varint(len(png)) + png
+open(os.path.join(d, "input_0.pb"), "wb").write(t)
+PY
+  check codecs-png 0 "image +float\[1,3,1,1\]" "$ONYX" run "$REPO/examples/models/decode_image.onnx" --inputs "$TMP/png_in"
+  check codecs-missing-png 1 "NotImplemented.*need the image codec module: libonyx_image_codecs.so could not be loaded" \
+    env LD_LIBRARY_PATH="$TMP/nocodecs" ONYX_EP_PATH= "$TMP/nocodecs/$(basename "$ONYX")" run \
+    "$REPO/examples/models/decode_image.onnx" --inputs "$TMP/png_in"
+else
+  echo "skip codecs: this build has no libonyx_image_codecs.so (no codec library found at build time)"
+fi
+
 if [ "$failures" -ne 0 ]; then echo "$failures CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"
