@@ -9,6 +9,8 @@
 #include <map>
 #include <filesystem>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "core/common.hpp"
 #include "ep/factory.hpp"
@@ -58,9 +60,14 @@ struct Loaded {
   ep::Availability availability;
 };
 
-/// dlopen, or null with dlerror's message in `error` (less the path it starts with, so that what
-/// is left names the missing dependency).
-void* open_module(const std::string& path, std::string* error) {
+/// dlopen of a path (or, with `system`, a bare name for the system loader), or null with why in
+/// `error`: "no such file", or dlerror's message less the path it starts with, so that what is
+/// left names the missing dependency.
+void* open_module(const std::string& path, bool system, std::string* error) {
+  if (!system && !is_file(path)) {
+    *error = "no such file";
+    return nullptr;
+  }
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h) return h;
   const char* e = ::dlerror();
@@ -73,11 +80,7 @@ void* open_module(const std::string& path, std::string* error) {
 /// Tries one candidate (a path, or a bare file name for the system loader).
 const EpFactory* try_load(const std::string& name, const std::string& candidate, bool system, std::string* error,
                           std::string* version) {
-  if (!system && !is_file(candidate)) {
-    *error = "no such file";
-    return nullptr;
-  }
-  void* h = open_module(candidate, error);
+  void* h = open_module(candidate, system, error);
   if (!h) return nullptr;
   using Entry = const OnyxEpModuleInfo* (*)();
   auto entry = reinterpret_cast<Entry>(::dlsym(h, "onyx_ep_module"));
@@ -121,8 +124,9 @@ const EpFactory* try_load(const std::string& name, const std::string& candidate,
   return factory;  // the handle stays open for the life of the process
 }
 
-}  // namespace
-
+/// Where a module file is looked for, in order (path, whether it is a bare name for the system
+/// loader): `module_path` alone when given (a file or a directory), else each directory of
+/// $ONYX_EP_PATH, the directory of libonyx, the directory of the executable, the system loader.
 std::vector<std::pair<std::string, bool>> module_candidates(const std::string& file, const std::string& module_path) {
   std::vector<std::pair<std::string, bool>> candidates;  // path, via the system loader
   if (!module_path.empty()) {
@@ -147,6 +151,8 @@ std::vector<std::pair<std::string, bool>> module_candidates(const std::string& f
   return candidates;
 }
 
+}  // namespace
+
 void* load_module_symbol(const std::string& file, const char* symbol, std::string* why) {
   static std::mutex mu;
   static std::map<std::string, std::pair<void*, std::string>> cache;  // file -> symbol, or why not
@@ -159,12 +165,8 @@ void* load_module_symbol(const std::string& file, const char* symbol, std::strin
   void* found = nullptr;
   for (const auto& [path, system] : module_candidates(file, "")) {
     const std::string where = system ? file + " via the system loader" : path;
-    if (!system && !is_file(path)) {
-      tried.push_back(where + ": no such file");
-      continue;
-    }
     std::string error;
-    void* h = open_module(path, &error);
+    void* h = open_module(path, system, &error);
     if (!h) {
       tried.push_back(where + ": " + error);
       continue;

@@ -2,8 +2,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "onyx/ep.hpp"
 
@@ -19,15 +17,10 @@ class EpFactory;
 /// or version mismatch).
 const EpFactory* load_ep_module(const std::string& name, const std::string& module_path, ep::Availability* why);
 
-/// Where a module file is looked for, in order (path, whether it is a bare name for the system
-/// loader): `module_path` alone when given (a file or a directory), else each directory of
-/// $ONYX_EP_PATH, the directory of libonyx, the directory of the executable, the system loader.
-std::vector<std::pair<std::string, bool>> module_candidates(const std::string& file, const std::string& module_path);
-
-/// Loads the first of module_candidates(file, "") that loads and exports `symbol`, and returns
-/// that symbol (cached, success or not; modules are never unloaded). On failure returns null and
-/// sets `why` to every path tried and what went wrong there. For modules other than EPs (the
-/// image codecs).
+/// For modules other than EPs (the image codecs): loads the first `file` on the EP module search
+/// path (as load_ep_module looks without a module_path) that loads and exports `symbol`, and
+/// returns that symbol (cached, success or not; modules are never unloaded). On failure returns
+/// null and sets `why` to every path tried and what went wrong there.
 void* load_module_symbol(const std::string& file, const char* symbol, std::string* why);
 
 /// File name of an EP's module: "libonyx_ep_<name>.so".

@@ -46,17 +46,6 @@ struct Err {
   }
 };
 
-/// The allocation callback, with its refusal turned into the caller-kept reason.
-uint8_t* allocate(OnyxImageAlloc alloc, void* ctx, int64_t h, int64_t w, Err& err) {
-  if (h <= 0 || w <= 0) {
-    err.set("the image has no pixels (%lld x %lld)", static_cast<long long>(w), static_cast<long long>(h));
-    return nullptr;
-  }
-  uint8_t* p = alloc(ctx, h, w);
-  if (!p && err.buf && err.size) err.buf[0] = '\0';  // the caller has the reason
-  return p;
-}
-
 // ---------------------------------------------------------------------------------------------
 #ifdef ONYX_CODEC_PNG
 
@@ -115,7 +104,7 @@ int decode_png(const uint8_t* data, size_t size, OnyxImageAlloc alloc, void* ctx
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
   if (png_get_rowbytes(png, info) != static_cast<size_t>(w) * 3) png_error(png, "unexpected row layout after conversion to RGB");
-  uint8_t* out = allocate(alloc, ctx, h, w, err);
+  uint8_t* out = alloc(ctx, h, w);
   if (!out) {
     png_destroy_read_struct(&png, &info, nullptr);
     return 1;
@@ -178,7 +167,7 @@ int decode_jpeg(const uint8_t* data, size_t size, OnyxImageAlloc alloc, void* ct
     err.set("libjpeg gave %d components for RGB output", cinfo.output_components);
     return 1;
   }
-  uint8_t* out = allocate(alloc, ctx, cinfo.output_height, cinfo.output_width, err);
+  uint8_t* out = alloc(ctx, cinfo.output_height, cinfo.output_width);
   if (!out) {
     jpeg_destroy_decompress(&cinfo);
     return 1;
@@ -277,7 +266,7 @@ int decode_jpeg2000(const uint8_t* data, size_t size, OnyxImageAlloc alloc, void
       err.set("%u components; greyscale (1, 2 with alpha) or RGB (3, 4 with alpha) expected", image->numcomps);
       break;
     }
-    uint8_t* out = allocate(alloc, ctx, h, w, err);
+    uint8_t* out = alloc(ctx, h, w);
     if (!out) break;
     if (!opj_decode(codec, stream, image) || !opj_end_decompress(codec, stream)) {
       fail(nullptr);
@@ -379,7 +368,7 @@ int decode_tiff(const uint8_t* data, size_t size, OnyxImageAlloc alloc, void* ct
   uint32_t w = 0, h = 0;
   TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w);
   TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h);
-  uint8_t* out = allocate(alloc, ctx, h, w, err);
+  uint8_t* out = alloc(ctx, h, w);
   if (!out) {
     TIFFClose(tif);
     return 1;
@@ -421,7 +410,7 @@ int decode_webp(const uint8_t* data, size_t size, OnyxImageAlloc alloc, void* ct
     err.set("animated WebP images are not supported");
     return 1;
   }
-  uint8_t* out = allocate(alloc, ctx, f.height, f.width, err);
+  uint8_t* out = alloc(ctx, f.height, f.width);
   if (!out) return 1;
   const size_t stride = static_cast<size_t>(f.width) * 3;
   if (!WebPDecodeRGBInto(data, size, out, stride * f.height, static_cast<int>(stride))) {
@@ -434,28 +423,37 @@ int decode_webp(const uint8_t* data, size_t size, OnyxImageAlloc alloc, void* ct
 #endif
 // ---------------------------------------------------------------------------------------------
 
-constexpr const char kFormats[] = ""
+using DecodeFn = int (*)(const uint8_t*, size_t, OnyxImageAlloc, void*, Err&);
+
+/// The codecs this build has.
+constexpr struct {
+  const char* name;
+  DecodeFn decode;
+} kCodecs[] = {
 #ifdef ONYX_CODEC_PNG
-                                   "png,"
+    {"png", decode_png},
 #endif
 #ifdef ONYX_CODEC_JPEG
-                                   "jpeg,"
+    {"jpeg", decode_jpeg},
 #endif
 #ifdef ONYX_CODEC_JPEG2000
-                                   "jpeg2000,"
+    {"jpeg2000", decode_jpeg2000},
 #endif
 #ifdef ONYX_CODEC_TIFF
-                                   "tiff,"
+    {"tiff", decode_tiff},
 #endif
 #ifdef ONYX_CODEC_WEBP
-                                   "webp,"
+    {"webp", decode_webp},
 #endif
-    ;
+};
 
 const std::string& format_list() {
   static const std::string s = [] {
-    std::string f = kFormats;
-    if (!f.empty()) f.pop_back();
+    std::string f;
+    for (const auto& c : kCodecs) {
+      if (!f.empty()) f += ',';
+      f += c.name;
+    }
     return f;
   }();
   return s;
@@ -465,23 +463,9 @@ int decode(const char* format, const uint8_t* data, size_t size, OnyxImageAlloc 
            size_t error_size) {
   Err err{error, error_size};
   if (error && error_size) error[0] = '\0';
-  const std::string f = format ? format : "";
-#ifdef ONYX_CODEC_PNG
-  if (f == "png") return decode_png(data, size, alloc, ctx, err);
-#endif
-#ifdef ONYX_CODEC_JPEG
-  if (f == "jpeg") return decode_jpeg(data, size, alloc, ctx, err);
-#endif
-#ifdef ONYX_CODEC_JPEG2000
-  if (f == "jpeg2000") return decode_jpeg2000(data, size, alloc, ctx, err);
-#endif
-#ifdef ONYX_CODEC_TIFF
-  if (f == "tiff") return decode_tiff(data, size, alloc, ctx, err);
-#endif
-#ifdef ONYX_CODEC_WEBP
-  if (f == "webp") return decode_webp(data, size, alloc, ctx, err);
-#endif
-  err.set("this build of the image codec module does not decode %s (it decodes: %s)", f.c_str(),
+  for (const auto& c : kCodecs)
+    if (format && std::strcmp(format, c.name) == 0) return c.decode(data, size, alloc, ctx, err);
+  err.set("this build of the image codec module does not decode %s (it decodes: %s)", format ? format : "(null)",
           format_list().empty() ? "nothing" : format_list().c_str());
   return 1;
 }

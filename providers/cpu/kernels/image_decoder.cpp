@@ -40,14 +40,16 @@ const char* format_name(Format f) {
   }
 }
 
+/// PNM's header separators.
+bool pnm_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
 bool starts_with(const uint8_t* d, size_t n, const char* magic, size_t m, size_t at = 0) {
   return n >= at + m && std::memcmp(d + at, magic, m) == 0;
 }
 
 Format sniff(const uint8_t* d, size_t n) {
   if (starts_with(d, n, "BM", 2)) return Format::kBmp;
-  if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' &&
-      (d[2] == ' ' || d[2] == '\t' || d[2] == '\n' || d[2] == '\r' || d[2] == '#'))
+  if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' && (pnm_space(d[2]) || d[2] == '#'))
     return Format::kPnm;
   if (starts_with(d, n, "\x89PNG\r\n\x1a\n", 8)) return Format::kPng;
   if (starts_with(d, n, "\xff\xd8\xff", 3)) return Format::kJpeg;
@@ -58,21 +60,46 @@ Format sniff(const uint8_t* d, size_t n) {
   return Format::kUnknown;
 }
 
-/// Where decoders put pixels: an RGB buffer of the size they announce.
-struct RgbImage {
-  int64_t height = 0, width = 0;
-  std::vector<uint8_t> pixels;
-};
+enum class PixelFormat { kRgb, kBgr, kGray };
 
-void size_image(RgbImage& img, int64_t h, int64_t w, const char* what) {
-  if (h <= 0 || w <= 0) fail(ErrorCode::kInvalidArgument, "the ", what, " image is ", w, " x ", h, " pixels");
-  if (h > kMaxPixels / w)
-    fail(ErrorCode::kInvalidArgument, "the ", what, " image is ", w, " x ", h,
-         " pixels, more than the limit of 2^28 pixels");
-  img.height = h;
-  img.width = w;
-  img.pixels.assign(static_cast<size_t>(h * w * 3), 0);
-}
+/// Where decoders put pixels, 8-bit RGB rows of the size they announce: straight into the output
+/// for pixel_format RGB, else into a buffer that finish() converts into the output.
+class Canvas {
+ public:
+  Canvas(KernelContext& ctx, PixelFormat pf) : ctx_(ctx), pf_(pf) {}
+
+  /// The h x w x 3 pixels, after checking the size (`what`: the format, for messages).
+  uint8_t* allocate(int64_t h, int64_t w, const char* what) {
+    if (h <= 0 || w <= 0) fail(ErrorCode::kInvalidArgument, "the ", what, " image is ", w, " x ", h, " pixels");
+    if (h > kMaxPixels / w)
+      fail(ErrorCode::kInvalidArgument, "the ", what, " image is ", w, " x ", h,
+           " pixels, more than the limit of 2^28 pixels");
+    height_ = h, width_ = w;
+    if (pf_ == PixelFormat::kRgb) return ctx_.allocate_output(0, DType::kUInt8, Shape{h, w, 3}).data<uint8_t>();
+    rgb_.resize(static_cast<size_t>(h * w * 3));
+    return rgb_.data();
+  }
+
+  void finish() {
+    if (pf_ == PixelFormat::kRgb) return;
+    const int64_t pixels = height_ * width_;
+    uint8_t* y = ctx_.allocate_output(0, DType::kUInt8, Shape{height_, width_, pf_ == PixelFormat::kGray ? 1 : 3})
+                     .data<uint8_t>();
+    const uint8_t* s = rgb_.data();
+    if (pf_ == PixelFormat::kBgr) {
+      for (int64_t i = 0; i < pixels; ++i) y[3 * i] = s[3 * i + 2], y[3 * i + 1] = s[3 * i + 1], y[3 * i + 2] = s[3 * i];
+      return;
+    }
+    for (int64_t i = 0; i < pixels; ++i)
+      y[i] = static_cast<uint8_t>((s[3 * i] * 19595u + s[3 * i + 1] * 38470u + s[3 * i + 2] * 7471u + 0x8000u) >> 16);
+  }
+
+ private:
+  KernelContext& ctx_;
+  PixelFormat pf_;
+  int64_t height_ = 0, width_ = 0;
+  std::vector<uint8_t> rgb_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // BMP
@@ -97,7 +124,7 @@ struct Field {
   }
 };
 
-void decode_bmp(const uint8_t* d, size_t n, RgbImage& img) {
+void decode_bmp(const uint8_t* d, size_t n, Canvas& canvas) {
   auto bad = [](auto&&... what) { fail(ErrorCode::kInvalidArgument, "BMP: ", what...); };
   if (n < 26) bad("the stream is ", n, " bytes, shorter than a BMP header");
   const uint32_t data_offset = le32(d + 10), header = le32(d + 14);
@@ -154,11 +181,11 @@ void decode_bmp(const uint8_t* d, size_t n, RgbImage& img) {
   if (data_offset > n || (n - data_offset) / stride < static_cast<size_t>(height))
     bad("the pixel data (", height, " rows of ", stride, " bytes from offset ", data_offset, ") is past the end of the ",
         n, "-byte stream");
-  size_image(img, height, width, "BMP");
+  uint8_t* const pixels = canvas.allocate(height, width, "BMP");
   const Field fr(masks[0]), fg(masks[1]), fb(masks[2]);
   for (int64_t y = 0; y < height; ++y) {
     const uint8_t* row = d + data_offset + (top_down ? y : height - 1 - y) * stride;
-    uint8_t* out = img.pixels.data() + y * width * 3;
+    uint8_t* out = pixels + y * width * 3;
     for (int64_t x = 0; x < width; ++x, out += 3) {
       switch (bits) {
         case 24: out[0] = row[3 * x + 2], out[1] = row[3 * x + 1], out[2] = row[3 * x]; break;
@@ -199,7 +226,7 @@ struct PnmReader {
     while (pos < n) {
       if (d[pos] == '#') {
         while (pos < n && d[pos] != '\n' && d[pos] != '\r') ++pos;
-      } else if (d[pos] == ' ' || d[pos] == '\t' || d[pos] == '\n' || d[pos] == '\r' || d[pos] == '\v' || d[pos] == '\f') {
+      } else if (pnm_space(d[pos])) {
         ++pos;
       } else {
         break;
@@ -218,7 +245,7 @@ struct PnmReader {
   }
 };
 
-void decode_pnm(const uint8_t* d, size_t n, RgbImage& img) {
+void decode_pnm(const uint8_t* d, size_t n, Canvas& canvas) {
   PnmReader r{d, n};
   const int kind = d[1] - '0';
   const bool bitmap = kind == 1 || kind == 4, colour = kind == 3 || kind == 6, raw = kind >= 4;
@@ -229,7 +256,7 @@ void decode_pnm(const uint8_t* d, size_t n, RgbImage& img) {
     if (r.pos >= n) r.bad("the stream ends before the pixel data");
     ++r.pos;  // the one whitespace character after the header
   }
-  size_image(img, height, width, "PNM");
+  uint8_t* out = canvas.allocate(height, width, "PNM");
   const int channels = colour ? 3 : 1;
   const int bytes = maxval > 255 ? 2 : 1;
   auto scale = [&](int64_t v) -> uint8_t {
@@ -245,7 +272,6 @@ void decode_pnm(const uint8_t* d, size_t n, RgbImage& img) {
     if ((n - r.pos) / row_bytes < static_cast<size_t>(height))
       r.bad(str("the pixel data needs ", row_bytes * height, " bytes, the stream has ", n - r.pos));
   }
-  uint8_t* out = img.pixels.data();
   for (int64_t y = 0; y < height; ++y) {
     for (int64_t x = 0; x < width; ++x, out += 3) {
       uint8_t s[3];
@@ -319,24 +345,23 @@ const OnyxImageCodecs* codec_module() {
 }
 
 struct AllocCtx {
-  RgbImage* img;
+  Canvas* canvas;
   std::string refusal;
 };
 
 uint8_t* alloc_rgb(void* ctx, int64_t h, int64_t w) {
   auto* a = static_cast<AllocCtx*>(ctx);
   try {  // never throw through the codec libraries' C frames
-    size_image(*a->img, h, w, "encoded");
-    return a->img->pixels.data();
+    return a->canvas->allocate(h, w, "encoded");
   } catch (const std::exception& e) {
     a->refusal = e.what();
     return nullptr;
   }
 }
 
-void decode_with_module(Format f, const uint8_t* d, size_t n, RgbImage& img) {
+void decode_with_module(Format f, const uint8_t* d, size_t n, Canvas& canvas) {
   const OnyxImageCodecs* codecs = codec_module();
-  AllocCtx ctx{&img, {}};
+  AllocCtx ctx{&canvas, {}};
   char error[512] = {};
   if (codecs->decode(format_name(f), d, n, alloc_rgb, &ctx, error, sizeof(error)) == 0) return;
   if (!ctx.refusal.empty()) fail(ErrorCode::kInvalidArgument, ctx.refusal);
@@ -346,8 +371,6 @@ void decode_with_module(Format f, const uint8_t* d, size_t n, RgbImage& img) {
 
 // ---------------------------------------------------------------------------------------------
 
-enum class PixelFormat { kRgb, kBgr, kGray };
-
 void image_decoder_compute(const PixelFormat& pf, KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   if (X.shape().size() != 1)
@@ -355,10 +378,10 @@ void image_decoder_compute(const PixelFormat& pf, KernelContext& ctx) {
   const auto* d = X.data<uint8_t>();
   const size_t n = static_cast<size_t>(X.numel());
   const Format f = sniff(d, n);
-  RgbImage img;
+  Canvas canvas(ctx, pf);
   switch (f) {
-    case Format::kBmp: decode_bmp(d, n, img); break;
-    case Format::kPnm: decode_pnm(d, n, img); break;
+    case Format::kBmp: decode_bmp(d, n, canvas); break;
+    case Format::kPnm: decode_pnm(d, n, canvas); break;
     case Format::kUnknown: {
       std::string head;
       static const char kHex[] = "0123456789abcdef";
@@ -371,22 +394,9 @@ void image_decoder_compute(const PixelFormat& pf, KernelContext& ctx) {
            "the encoded stream is not a BMP, JPEG, JPEG 2000, PNG, PNM, TIFF or WebP image (", n,
            " bytes", n ? ", starting " + head : std::string(), ")");
     }
-    default: decode_with_module(f, d, n, img);
+    default: decode_with_module(f, d, n, canvas);
   }
-  const int64_t pixels = img.height * img.width;
-  Tensor& Y = ctx.allocate_output(0, DType::kUInt8, Shape{img.height, img.width, pf == PixelFormat::kGray ? 1 : 3});
-  uint8_t* y = Y.data<uint8_t>();
-  const uint8_t* s = img.pixels.data();
-  switch (pf) {
-    case PixelFormat::kRgb: std::memcpy(y, s, static_cast<size_t>(pixels * 3)); break;
-    case PixelFormat::kBgr:
-      for (int64_t i = 0; i < pixels; ++i) y[3 * i] = s[3 * i + 2], y[3 * i + 1] = s[3 * i + 1], y[3 * i + 2] = s[3 * i];
-      break;
-    case PixelFormat::kGray:
-      for (int64_t i = 0; i < pixels; ++i)
-        y[i] = static_cast<uint8_t>((s[3 * i] * 19595u + s[3 * i + 1] * 38470u + s[3 * i + 2] * 7471u + 0x8000u) >> 16);
-      break;
-  }
+  canvas.finish();
 }
 
 std::unique_ptr<Kernel> make_image_decoder(const KernelCreateInfo& info) {
