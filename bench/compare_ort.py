@@ -8,7 +8,9 @@ Needs the PyPI `onnxruntime`, `onnx` and `numpy` packages (e.g. in a venv). MODE
 model.onnx and test_data_set_0/input_K.pb. Each repetition runs ORT and then onyx, one process
 each, and reports medians; the table gives the median over repetitions and the ratio onyx/ORT
 (below 1 = onyx faster). With --eps, onyx runs once per EP list entry (`cpu` = the CPU EP alone;
-any other name = that EP first, the CPU EP as fallback), each beside the same ORT runs.
+any other name = that EP first, the CPU EP as fallback), each beside the same ORT runs. An entry
+may carry EP options, NAME:KEY=VALUE[:KEY=VALUE...] (e.g. `cpu:prefer_nhwc=false`, the CPU EP
+channels-first).
 """
 import argparse
 import glob
@@ -67,8 +69,11 @@ def main():
                 for e in eps:
                     cmd = [a.onyx, "bench", model, "--inputs", data, "--threads", str(t), "--runs", str(a.runs),
                            "--warmup", str(a.warmup), "--json", "--no-progress"]
-                    if e != "cpu":
-                        cmd += ["--ep", e, "--require-ep"]
+                    name, *opts = e.split(":")
+                    if name != "cpu" or opts:
+                        cmd += ["--ep", name, "--require-ep"]
+                    for o in opts:
+                        cmd += ["--ep-option", f"{name}.{o}"]
                     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
                     onyx_meds[e].append(json.loads(out.stdout)["median_ms"])
             r = statistics.median(ort_meds)

@@ -1,4 +1,6 @@
 // SGEMM throughput: median of repeated runs, in GFLOP/s.  gemm_bench [threads]
+// Then the gathered-A product of channels-last 1x1 convolutions (MobileNetV2's and ResNet-50's
+// shapes: pixels x output channels x input channels), A read in place.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,5 +26,27 @@ int main(int argc, char** argv) {
     const double med = times[times.size() / 2];
     std::printf("M=%-5lld N=%-5lld K=%-5lld  %8.3f ms  %7.1f GFLOP/s\n", (long long)m, (long long)n, (long long)k, med * 1e3,
                 2.0 * m * n * k / med * 1e-9);
+  }
+  // Channels-last pointwise convolutions: A is the input, [pixels, K] row-major.
+  const int64_t convs[][3] = {{12544, 16, 32}, {12544, 96, 16}, {3136, 144, 24}, {3136, 24, 144}, {784, 192, 32},
+                              {196, 576, 96}, {49, 960, 160}, {3136, 256, 64}, {784, 128, 512}, {196, 1024, 256}, {196, 256, 1024},
+                              {49, 512, 2048}, {49, 2048, 512}};
+  for (auto& s : convs) {
+    const int64_t m = s[0], n = s[1], k = s[2];
+    std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+    std::vector<int64_t> rows(m), koff(k);
+    for (int64_t i = 0; i < m; ++i) rows[i] = i * k;
+    for (int64_t i = 0; i < k; ++i) koff[i] = i;
+    const onyx::cpu::PackedMatrix pb = onyx::cpu::pack_b(false, k, n, b.data(), n);
+    std::vector<double> times;
+    for (int r = 0; r < 50; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      onyx::cpu::sgemm_a_gather(onyx::cpu::AGather{a.data(), rows.data(), koff.data()}, &pb, m, n, k, c.data(), n, &pool);
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    const double med = times[times.size() / 2];
+    std::printf("gather pixels=%-5lld N=%-5lld K=%-5lld  %8.3f ms  %7.1f GFLOP/s\n", (long long)m, (long long)n, (long long)k,
+                med * 1e3, 2.0 * m * n * k / med * 1e-9);
   }
 }

@@ -113,6 +113,10 @@ class SpecOf : public Spec {
 class CPU : public SpecOf<CPU> {
  public:
   CPU() : SpecOf("cpu") {}
+  /// Run 2-d float convolutions (group 1 or depthwise) and pools channels-last (option
+  /// prefer_nhwc, on by default): the optimizer gives them to the CPU EP in that layout and
+  /// cancels the transposes between neighbours. Off: every node runs as the model wrote it.
+  CPU& with_prefer_nhwc(bool on) { return set("prefer_nhwc", on ? "true" : "false"); }
 };
 
 /// oneDNN (Intel's deep learning library) on the CPU. Module libonyx_ep_onednn.so.

@@ -7,7 +7,11 @@ namespace {
 
 class CpuProvider final : public KernelEp {
  public:
+  explicit CpuProvider(const CpuOptions& o) : options_(o) {}
   std::string name() const override { return "cpu"; }
+  DataLayout preferred_layout() const override {
+    return options_.prefer_nhwc ? DataLayout::kChannelsLast : DataLayout::kChannelsFirst;
+  }
   std::string device() const override { return "cpu:0"; }
   const KernelRegistry& registry() const override { return registry_instance(); }
 
@@ -19,10 +23,31 @@ class CpuProvider final : public KernelEp {
     }();
     return r;
   }
+
+ private:
+  CpuOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<ExecutionProvider> create_cpu_provider() { return std::make_unique<CpuProvider>(); }
+std::vector<ep::OptionInfo> cpu_option_schema() {
+  return {
+      {"prefer_nhwc", "bool", CpuOptions{}.prefer_nhwc ? "true" : "false",
+       "run 2-d float Conv (group 1 or depthwise, with its fused forms), MaxPool, AveragePool and the global pools "
+       "channels-last (NHWC): the optimizer gives them to this EP in that layout and cancels the transposes between "
+       "neighbours"},
+  };
+}
+
+CpuOptions parse_cpu_options(const std::vector<std::pair<std::string, std::string>>& options) {
+  CpuOptions r;
+  for (const auto& [k, v] : options)
+    if (k == "prefer_nhwc") r.prefer_nhwc = v == "true" || v == "1";
+  return r;
+}
+
+std::unique_ptr<ExecutionProvider> create_cpu_provider(const CpuOptions& options) {
+  return std::make_unique<CpuProvider>(options);
+}
 
 }  // namespace onyx

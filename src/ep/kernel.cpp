@@ -1,5 +1,7 @@
 #include "ep/kernel.hpp"
 
+#include <optional>
+
 namespace onyx {
 
 std::string_view decline_code_name(DeclineCode c) {
@@ -29,6 +31,7 @@ const KernelDef* KernelRegistry::find(const Node& node, const std::vector<const 
   bool op_seen = false, version_seen = false;
   std::vector<std::string> ranges;
   std::string type_problem;
+  std::optional<Decline> condition;  // the last refusal of a kernel's own conditions
   for (const KernelDef& d : defs_) {
     if (node.op_type != d.op || node.domain != d.domain) continue;
     op_seen = true;
@@ -52,7 +55,15 @@ const KernelDef* KernelRegistry::find(const Node& node, const std::vector<const 
         break;
       }
     }
-    if (ok) return &d;
+    if (!ok) continue;
+    if (d.accepts) {
+      Decline refusal;
+      if (!d.accepts(node, in_types, &refusal)) {
+        condition = std::move(refusal);
+        continue;
+      }
+    }
+    return &d;
   }
   if (why) {
     if (!op_seen) {
@@ -60,6 +71,8 @@ const KernelDef* KernelRegistry::find(const Node& node, const std::vector<const 
     } else if (!version_seen) {
       *why = {DeclineCode::kOpsetOutOfRange,
               str("no kernel for ", node.op_type, " at opset ", node.opset, " (kernels cover opsets ", join(ranges, ", "), ")")};
+    } else if (condition && type_problem.empty()) {
+      *why = std::move(*condition);
     } else {
       *why = {DeclineCode::kUnsupportedType, str(node.op_type, ": ", type_problem)};
     }

@@ -154,6 +154,8 @@ struct TypeConstraint {
   TypeMask mask = 0;
 };
 
+struct Decline;
+
 /// One manifest line: a kernel for (domain, op, opset range, type constraints).
 struct KernelDef {
   const char* domain;  // "" = ai.onnx
@@ -162,6 +164,9 @@ struct KernelDef {
   int until;  // inclusive
   TypeConstraint types[2];
   KernelFactory create;
+  /// Further conditions on the node and its value types (attributes, ranks, constant shapes),
+  /// checked after the type constraints; null: none. On refusal it fills `why` (code and message).
+  bool (*accepts)(const Node& node, const std::vector<const TypeInfo*>& input_types, Decline* why) = nullptr;
 };
 
 /// Why an EP does not take a node.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ep/kernel.hpp"
+#include "onyx/ep.hpp"
 
 namespace onyx {
 
@@ -143,7 +144,17 @@ class KernelEp : public ExecutionProvider {
   virtual const KernelRegistry& registry() const = 0;
 };
 
+/// The built-in CPU EP's options (providers/cpu/provider.cpp).
+struct CpuOptions {
+  /// Take the channels-last forms of 2-d convolutions and pools (ops/layout.hpp) that its
+  /// kernels run (kernels/conv_nhwc.cpp).
+  bool prefer_nhwc = true;
+};
+std::vector<ep::OptionInfo> cpu_option_schema();
+/// `options`: effective (defaults overlaid with the user's, validated against the schema).
+CpuOptions parse_cpu_options(const std::vector<std::pair<std::string, std::string>>& options);
+
 /// The built-in CPU EP (providers/cpu), always present.
-std::unique_ptr<ExecutionProvider> create_cpu_provider();
+std::unique_ptr<ExecutionProvider> create_cpu_provider(const CpuOptions& options = {});
 
 }  // namespace onyx

@@ -52,7 +52,10 @@ class CpuFactory final : public EpFactory {
  public:
   std::string name() const override { return "cpu"; }
   std::string version() const override { return onyx::version(); }
-  std::unique_ptr<ExecutionProvider> create(const EpCreateContext&) const override { return create_cpu_provider(); }
+  std::vector<ep::OptionInfo> options() const override { return cpu_option_schema(); }
+  std::unique_ptr<ExecutionProvider> create(const EpCreateContext& ctx) const override {
+    return create_cpu_provider(parse_cpu_options(ctx.options));
+  }
 };
 
 }  // namespace

@@ -12,7 +12,9 @@ namespace onyx {
 namespace {
 
 constexpr const char* kForms[] = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                                  "BatchNormalization", "FusedConv"};
+                                  "BatchNormalization", "FusedConv", "FusedConvAdd"};
+
+bool is_onyx_form(std::string_view op) { return op == "FusedConv" || op == "FusedConvAdd"; }
 
 void infer_channels_last(InferContext& ctx) {
   const Node& n = ctx.node();
@@ -25,10 +27,16 @@ void infer_channels_last(InferContext& ctx) {
   const TypeInfo x_first = permute_type(x, to_channels_first_perm(rank));
   std::vector<const TypeInfo*> in_types(ctx.num_inputs(), nullptr);
   std::vector<const Value*> in_values(ctx.num_inputs(), nullptr);
+  std::vector<TypeInfo> firsts(ctx.num_inputs());
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (!ctx.has_input(i)) continue;
-    in_types[i] = i == 0 ? &x_first : &ctx.input_type(i);
-    if (i > 0) in_values[i] = ctx.input_value(i);  // the data input's values are in the other layout
+    if (is_channels_last_input(n, i)) {
+      firsts[i] = i == 0 ? x_first : permute_type(ctx.input_type(i), to_channels_first_perm(rank));
+      in_types[i] = &firsts[i];
+      continue;  // the data inputs' values are in the other layout
+    }
+    in_types[i] = &ctx.input_type(i);
+    in_values[i] = ctx.input_value(i);
   }
   std::vector<TypeInfo> out_types(ctx.num_outputs());
   std::vector<Value> out_values(ctx.num_outputs());
@@ -42,8 +50,7 @@ void infer_channels_last(InferContext& ctx) {
 
 bool has_channels_last_form(const Node& node) {
   if (!node.domain.empty() && node.domain != "onyx") return false;
-  if (node.domain == "onyx" && node.op_type != "FusedConv") return false;
-  if (node.domain.empty() && node.op_type == "FusedConv") return false;
+  if ((node.domain == "onyx") != is_onyx_form(node.op_type)) return false;
   bool known = false;
   for (const char* f : kForms) known |= node.op_type == f;
   if (!known || node.inputs.empty() || node.inputs[0] < 0 || !node.has_output(0) || !node.implicit_inputs.empty()) return false;
@@ -54,7 +61,9 @@ bool has_channels_last_form(const Node& node) {
   return true;
 }
 
-std::string_view channels_first_domain(std::string_view op) { return op == "FusedConv" ? "onyx" : ""; }
+std::string_view channels_first_domain(std::string_view op) { return is_onyx_form(op) ? "onyx" : ""; }
+
+bool is_channels_last_input(const Node& node, size_t i) { return i == 0 || (i == 3 && node.op_type == "FusedConvAdd"); }
 
 std::vector<int64_t> to_channels_last_perm(size_t rank) {
   std::vector<int64_t> p{0};

@@ -42,20 +42,39 @@ int assign_channels_last(Graph& g, PassContext& ctx) {
     }
     const size_t rank = xt.shape.size();
     const std::vector<int64_t> to_last = to_channels_last_perm(rank), to_first = to_channels_first_perm(rank);
-    const int xl = add_typed_value(g, g.values[x].name + "_nhwc", xt, to_last);
-    const int yl = add_typed_value(g, g.values[y].name + "_nhwc", yt, to_last);
+    // Every channels-last input (the data, FusedConvAdd's sum) needs the rank of the data.
+    std::vector<size_t> moved;
+    bool fits = true;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] < 0 || !is_channels_last_input(n, i)) continue;
+      const TypeInfo& t = g.values[n.inputs[i]].type;
+      fits &= t.is_tensor() && t.has_shape && t.shape.size() == rank;
+      moved.push_back(i);
+    }
+    if (!fits) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
     Node form = n;
     form.domain = std::string(kChannelsLastDomain);
-    form.inputs[0] = xl;
+    std::vector<int> added;  // the new values, in the order they were added
+    for (size_t i : moved) {
+      const int v = n.inputs[i];
+      const TypeInfo t = g.values[v].type;
+      form.inputs[i] = add_typed_value(g, g.values[v].name + "_nhwc", t, to_last);
+      added.push_back(form.inputs[i]);
+    }
+    const int yl = add_typed_value(g, g.values[y].name + "_nhwc", yt, to_last);
+    added.push_back(yl);
     form.outputs[0] = yl;
     if (!ctx.may_use_channels_last(n, form)) {
-      drop_last_value(g);
-      drop_last_value(g);
+      for (size_t k = 0; k < added.size(); ++k) drop_last_value(g);
       nodes.push_back(std::move(n));
       continue;
     }
     ctx.log.push_back(str(n.label(), " runs channels-last (", kChannelsLastDomain, "::", n.op_type, ")"));
-    nodes.push_back(transpose_node(n.name + "_to_nhwc", x, xl, to_last));
+    for (size_t i : moved)
+      nodes.push_back(transpose_node(n.name + (i == 0 ? "_to_nhwc" : "_sum_to_nhwc"), n.inputs[i], form.inputs[i], to_last));
     nodes.push_back(std::move(form));
     nodes.push_back(transpose_node(n.name + "_to_nchw", yl, y, to_first));
     ++changed;

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/common.hpp"
+#include "ops/layout.hpp"
 
 namespace onyx {
 namespace {
@@ -13,6 +14,39 @@ ClaimInfo claim_info(const Graph& g, const Node& n) {
   for (int v : n.inputs) c.input_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
   for (int v : n.outputs) c.output_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
   return c;
+}
+
+/// An EP's reason for not taking a channels-last form (ops/layout.hpp) is its reason for the op
+/// the form stands for: the layout pass gave the form to a later EP because every EP before it
+/// declined that op, and "no kernel for onyx.nhwc::Conv" would hide why.
+Decline channels_first_reason(const Graph& g, const Node& form, const ExecutionProvider& ep, Decline why) {
+  Node first = form;
+  first.domain = std::string(channels_first_domain(form.op_type));
+  const size_t rank = form.inputs.empty() || form.inputs[0] < 0 ? 0 : g.values[form.inputs[0]].type.shape.size();
+  if (rank < 3) return why;
+  std::vector<TypeInfo> types;  // the permuted types (reserved: pointers into it are kept)
+  types.reserve(form.inputs.size() + form.outputs.size());
+  ClaimInfo c{first, g, {}, {}};
+  for (size_t i = 0; i < form.inputs.size(); ++i) {
+    const int v = form.inputs[i];
+    if (v >= 0 && is_channels_last_input(form, i)) {
+      types.push_back(permute_type(g.values[v].type, to_channels_first_perm(rank)));
+      c.input_types.push_back(&types.back());
+    } else {
+      c.input_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    }
+  }
+  for (size_t i = 0; i < form.outputs.size(); ++i) {
+    const int v = form.outputs[i];
+    if (v >= 0 && i == 0) {
+      types.push_back(permute_type(g.values[v].type, to_channels_first_perm(rank)));
+      c.output_types.push_back(&types.back());
+    } else {
+      c.output_types.push_back(v >= 0 ? &g.values[v].type : nullptr);
+    }
+  }
+  Decline first_why;
+  return ep.claim(c, &first_why) ? why : first_why;
 }
 
 bool has_subgraph(const Node& n) {
@@ -166,6 +200,7 @@ PartitionResult partition_graph(Graph& g, const std::vector<std::unique_ptr<Exec
         why = {DeclineCode::kUnsupportedOp, "control-flow nodes are not compiled into regions"};
       } else {
         ok = ep.claim(claim_info(g, node), &why);
+        if (!ok && node.domain == kChannelsLastDomain) why = channels_first_reason(g, node, ep, std::move(why));
       }
       if (ok) {
         r.node_ep[i] = static_cast<int>(e);

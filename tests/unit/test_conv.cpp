@@ -1,6 +1,7 @@
 // The CPU EP's float32 convolution paths (depthwise with vectors across channels, im2col blocks
 // built inside the GEMM) and vector MaxPool against the reference loops they replace for other
-// types: the same model run in double.
+// types: the same model run in double. The float32 runs are made with the CPU EP channels-first
+// and again channels-last (its default, kernels/conv_nhwc.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,9 @@ using namespace onyx;
 using namespace onyx::test;
 
 namespace {
+
+/// The runs each case compares: float32 channels-first, float32 channels-last, double (the reference).
+constexpr std::pair<DType, bool> kVariants[] = {{DType::kFloat, false}, {DType::kFloat, true}, {DType::kDouble, false}};
 
 template <class T>
 Tensor filled(DType dt, const Shape& s, uint32_t seed) {
@@ -31,7 +35,7 @@ struct DwCase {
   const char* act = nullptr;  // "Relu" / "Clip": fused into the float convolution by the optimizer
 };
 
-std::vector<double> run_case(const DwCase& c, DType dt) {
+std::vector<double> run_case(const DwCase& c, DType dt, bool nhwc) {
   const int64_t C = c.x[1];
   GraphSpec g;
   std::vector<AttrSpec> attrs = c.attrs;
@@ -47,7 +51,10 @@ std::vector<double> run_case(const DwCase& c, DType dt) {
   g.initializers.emplace_back("lo", f ? Tensor::scalar<float>(-0.25f) : Tensor::scalar<double>(-0.25));
   g.initializers.emplace_back("hi", f ? Tensor::scalar<float>(0.5f) : Tensor::scalar<double>(0.5));
   const std::string m = encode_model(g, 13);
-  Session s = Session::builder().with_intra_threads(1).commit_from_memory(m.data(), m.size());
+  Session s = Session::builder()
+                      .with_intra_threads(1)
+                      .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                      .commit_from_memory(m.data(), m.size());
   const Tensor x = f ? filled<float>(dt, c.x, 1) : filled<double>(dt, c.x, 1);
   const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
   std::vector<double> r(static_cast<size_t>(y.numel()));
@@ -87,9 +94,13 @@ TEST(CpuConv, DepthwiseMatchesTheReferenceLoop) {
       {"3x3 stride 2, width 57 pads 2", Shape{1, 2, 9, 57}, 3, 3, {attr_ints("pads", {2, 2, 2, 2}), attr_ints("strides", {2, 2})}},
   };
   for (const DwCase& c : cases) {
-    const std::vector<double> got = run_case(c, DType::kFloat), want = run_case(c, DType::kDouble);
-    ASSERT_EQ(got.size(), want.size()) << c.what;
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << c.what << " at " << i;
+    const std::vector<double> want = run_case(c, DType::kDouble, false);
+    for (bool nhwc : {false, true}) {  // the float32 kernel channels-first and channels-last
+      const std::vector<double> got = run_case(c, DType::kFloat, nhwc);
+      ASSERT_EQ(got.size(), want.size()) << c.what;
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-5) << c.what << (nhwc ? " NHWC" : "") << " at " << i;
+    }
   }
 }
 
@@ -134,13 +145,18 @@ TEST(CpuPool, VectorMaxPoolMatchesTheReferenceLoop) {
   };
   for (const Case& c : cases) {
     std::vector<std::vector<double>> out;
-    for (DType dt : {DType::kFloat, DType::kDouble}) {
+    // float32 on the CPU EP channels-first, then channels-last (kernels/conv_nhwc.cpp), then the
+    // double reference.
+    for (const auto& [dt, nhwc] : kVariants) {
       GraphSpec g;
       g.nodes.push_back({"MaxPool", {"x"}, {"y"}, c.attrs, "pool"});
       g.inputs.push_back({"x", dt, std::vector<int64_t>(c.x.begin(), c.x.end())});
       g.outputs.push_back({"y", dt, {}, {}, true});
       const std::string m = encode_model(g, 13);
-      Session s = Session::builder().with_intra_threads(1).commit_from_memory(m.data(), m.size());
+      Session s = Session::builder()
+                      .with_intra_threads(1)
+                      .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                      .commit_from_memory(m.data(), m.size());
       Tensor x = dt == DType::kFloat ? filled<float>(dt, c.x, 5) : filled<double>(dt, c.x, 5);
       if (dt == DType::kFloat) x.data<float>()[7] = NAN;  // propagates to every window holding it
       else x.data<double>()[7] = NAN;
@@ -149,17 +165,19 @@ TEST(CpuPool, VectorMaxPoolMatchesTheReferenceLoop) {
       for (int64_t i = 0; i < y.numel(); ++i) r[i] = dt == DType::kFloat ? y.data<float>()[i] : y.data<double>()[i];
       out.push_back(std::move(r));
     }
-    ASSERT_EQ(out[0].size(), out[1].size()) << c.what;
-    size_t nans = 0;
-    for (size_t i = 0; i < out[0].size(); ++i) {
-      if (std::isnan(out[1][i])) {
-        ASSERT_TRUE(std::isnan(out[0][i])) << c.what << " at " << i;
-        ++nans;
-        continue;
+    for (size_t v = 0; v < 2; ++v) {
+      ASSERT_EQ(out[v].size(), out[2].size()) << c.what;
+      size_t nans = 0;
+      for (size_t i = 0; i < out[2].size(); ++i) {
+        if (std::isnan(out[2][i])) {
+          ASSERT_TRUE(std::isnan(out[v][i])) << c.what << " variant " << v << " at " << i;
+          ++nans;
+          continue;
+        }
+        ASSERT_NEAR(out[v][i], out[2][i], 1e-6) << c.what << " variant " << v << " at " << i;
       }
-      ASSERT_NEAR(out[0][i], out[1][i], 1e-6) << c.what << " at " << i;
+      EXPECT_GT(nans, 0u) << c.what;
     }
-    EXPECT_GT(nans, 0u) << c.what;
   }
 }
 
@@ -200,7 +218,9 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
   };
   for (const Case& c : cases) {
     std::vector<std::vector<double>> out;
-    for (DType dt : {DType::kFloat, DType::kDouble}) {
+    // float32 on the CPU EP channels-first, then channels-last (kernels/conv_nhwc.cpp), then the
+    // double reference.
+    for (const auto& [dt, nhwc] : kVariants) {
       const bool f = dt == DType::kFloat;
       GraphSpec g;
       g.nodes.push_back({"Conv", {"x", "w", "b"}, {"y"}, c.attrs, "conv"});
@@ -209,15 +229,21 @@ TEST(CpuConv, Im2colBlocksMatchTheReferenceLoop) {
       g.initializers.emplace_back("w", f ? filled<float>(dt, c.w, 2) : filled<double>(dt, c.w, 2));
       g.initializers.emplace_back("b", f ? filled<float>(dt, Shape{c.w[0]}, 3) : filled<double>(dt, Shape{c.w[0]}, 3));
       const std::string m = encode_model(g, 13);
-      Session s = Session::builder().with_intra_threads(2).commit_from_memory(m.data(), m.size());
+      Session s = Session::builder()
+                      .with_intra_threads(2)
+                      .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                      .commit_from_memory(m.data(), m.size());
       const Tensor x = f ? filled<float>(dt, c.x, 1) : filled<double>(dt, c.x, 1);
       const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
       std::vector<double> r(static_cast<size_t>(y.numel()));
       for (int64_t i = 0; i < y.numel(); ++i) r[i] = f ? y.data<float>()[i] : y.data<double>()[i];
       out.push_back(std::move(r));
     }
-    ASSERT_EQ(out[0].size(), out[1].size()) << c.what;
-    for (size_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0][i], out[1][i], 2e-4) << c.what << " at " << i;
+    for (size_t v = 0; v < 2; ++v) {
+      ASSERT_EQ(out[v].size(), out[2].size()) << c.what;
+      for (size_t i = 0; i < out[2].size(); ++i)
+        ASSERT_NEAR(out[v][i], out[2][i], 2e-4) << c.what << " variant " << v << " at " << i;
+    }
   }
 }
 
@@ -260,7 +286,9 @@ TEST(CpuConv, ShiftedGemmMatchesTheReferenceLoop) {
   };
   for (const Case& c : cases) {
     std::vector<std::vector<double>> out;
-    for (DType dt : {DType::kFloat, DType::kDouble}) {
+    // float32 on the CPU EP channels-first, then channels-last (kernels/conv_nhwc.cpp), then the
+    // double reference.
+    for (const auto& [dt, nhwc] : kVariants) {
       const bool f = dt == DType::kFloat;
       GraphSpec g;
       const std::string conv_out = c.sum || c.act ? "c" : "y";
@@ -301,13 +329,19 @@ TEST(CpuConv, ShiftedGemmMatchesTheReferenceLoop) {
         feeds.emplace_back("r", Value(f ? filled<float>(dt, y_shape, 4) : filled<double>(dt, y_shape, 4)));
       }
       const std::string m = encode_model(g, 13);
-      Session s = Session::builder().with_intra_threads(2).commit_from_memory(m.data(), m.size());
+      Session s = Session::builder()
+                      .with_intra_threads(2)
+                      .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                      .commit_from_memory(m.data(), m.size());
       const Tensor y = s.run(feeds)[0].tensor();
       std::vector<double> r(static_cast<size_t>(y.numel()));
       for (int64_t i = 0; i < y.numel(); ++i) r[i] = f ? y.data<float>()[i] : y.data<double>()[i];
       out.push_back(std::move(r));
     }
-    ASSERT_EQ(out[0].size(), out[1].size()) << c.what;
-    for (size_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0][i], out[1][i], 2e-4) << c.what << " at " << i;
+    for (size_t v = 0; v < 2; ++v) {
+      ASSERT_EQ(out[v].size(), out[2].size()) << c.what;
+      for (size_t i = 0; i < out[2].size(); ++i)
+        ASSERT_NEAR(out[v][i], out[2][i], 2e-4) << c.what << " variant " << v << " at " << i;
+    }
   }
 }

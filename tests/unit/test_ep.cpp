@@ -338,11 +338,20 @@ TEST(Ep, ChannelsLastForAnEpThatPrefersIt) {
                       .with_no_environment_execution_providers()
                       .with_execution_providers({testdev().set("claim", "Conv,Relu,Add").build()})
                       .commit_from_memory(m.data(), m.size());
-  for (const auto& n : plain.placement().nodes) {
+  for (const auto& n : plain.placement().nodes)
+    if (n.ep == "testdev") EXPECT_TRUE(n.domain.empty()) << n.name;
+  EXPECT_TRUE(close(plain.run(in)[0], want[0]));
+  // With the CPU EP channels-first too, nothing is rewritten at all.
+  Session first = Session::builder()
+                      .with_no_environment_execution_providers()
+                      .with_execution_providers({testdev().set("claim", "Conv,Relu,Add").build(),
+                                                 onyx::ep::CPU().with_prefer_nhwc(false).build()})
+                      .commit_from_memory(m.data(), m.size());
+  for (const auto& n : first.placement().nodes) {
     EXPECT_TRUE(n.domain.empty()) << n.name;
     EXPECT_NE(n.op_type, "Transpose");
   }
-  EXPECT_TRUE(close(plain.run(in)[0], want[0]));
+  EXPECT_TRUE(close(first.run(in)[0], want[0]));
 }
 
 namespace {

@@ -33,20 +33,31 @@ GraphSpec conv_graph() {
   return g;
 }
 
-/// Model m run on x (input "x") unoptimised and fully optimised: both outputs, and the op types
-/// the optimised session placed.
+/// Model m run on x (input "x") unoptimised and fully optimised: both outputs, the op types the
+/// optimised session placed other than Transposes, and how many of those there were.
 struct LevelRuns {
   std::vector<float> plain, optimized;
   std::vector<std::string> ops;
+  int transposes = 0;
 };
-LevelRuns run_both_levels(const std::string& m, const Tensor& x) {
+/// `nhwc`: the CPU EP's prefer_nhwc option (its default, on, for the optimised session; the
+/// unoptimised one has no layout pass either way).
+LevelRuns run_both_levels(const std::string& m, const Tensor& x, bool nhwc = true) {
   LevelRuns r;
   for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kAll}) {
-    Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
+    Session s = Session::builder()
+                    .with_optimization_level(level)
+                    .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                    .commit_from_memory(m.data(), m.size());
     const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
     (level == GraphOptimizationLevel::kAll ? r.optimized : r.plain).assign(y.data<float>(), y.data<float>() + y.numel());
     if (level == GraphOptimizationLevel::kAll)
-      for (const auto& p : s.placement().nodes) r.ops.push_back(p.op_type);
+      for (const auto& p : s.placement().nodes) {
+        if (p.op_type == "Transpose")
+          ++r.transposes;
+        else
+          r.ops.push_back(p.op_type);
+      }
   }
   return r;
 }
@@ -58,8 +69,10 @@ TEST(Optimizer, LevelsAgree) {
   const Tensor x = random_tensor(Shape{1, 3, 8, 8}, 4);
   std::vector<std::vector<float>> results;
   std::vector<size_t> node_counts;
+  // The CPU EP channels-first, so that the counts are the fusions' alone.
+  const auto cpu_nchw = ep::CPU().with_prefer_nhwc(false).build();
   for (auto level : {GraphOptimizationLevel::kDisabled, GraphOptimizationLevel::kBasic, GraphOptimizationLevel::kAll}) {
-    Session s = Session::builder().with_optimization_level(level).commit_from_memory(m.data(), m.size());
+    Session s = Session::builder().with_optimization_level(level).with_execution_providers({cpu_nchw}).commit_from_memory(m.data(), m.size());
     const Tensor y = s.run({{"x", x}})[0].tensor();
     results.emplace_back(y.data<float>(), y.data<float>() + y.numel());
     node_counts.push_back(s.placement().nodes.size());
@@ -71,8 +84,16 @@ TEST(Optimizer, LevelsAgree) {
   EXPECT_EQ(node_counts[0], 6u);  // as written
   EXPECT_EQ(node_counts[1], 4u);  // Transpose folded, Identity removed
   EXPECT_EQ(node_counts[2], 2u);  // Clip and Relu fused into the convolutions
-  Session s = Session::builder().commit_from_memory(m.data(), m.size());
+  Session s = Session::builder().with_execution_providers({cpu_nchw}).commit_from_memory(m.data(), m.size());
   for (const auto& p : s.placement().nodes) EXPECT_EQ(p.op_type, "FusedConv");
+  // By default the CPU EP runs both fused convolutions channels-last, between one Transpose in
+  // and one out, with the same result.
+  Session d = Session::builder().commit_from_memory(m.data(), m.size());
+  std::vector<std::string> ops;
+  for (const auto& p : d.placement().nodes) ops.push_back(p.domain.empty() ? p.op_type : p.domain + "::" + p.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", "onyx.nhwc::FusedConv", "onyx.nhwc::FusedConv", "Transpose"}));
+  const Tensor y = d.run({{"x", x}})[0].tensor();
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y.data<float>()[i], results[0][static_cast<size_t>(i)], 1e-5);
 }
 
 namespace {
@@ -216,17 +237,22 @@ TEST(Optimizer, FusesResidualAddIntoTheConvolution) {
       {"depthwise 3x3, Relu", Shape{1, 20, 10, 10}, 3, 20, "Relu", false, false, true},
       {"1-D kernel 3, Relu", Shape{2, 5, 17}, 3, 1, "Relu"},
   };
-  for (const ResidualCase& c : cases) {
-    SCOPED_TRACE(c.what);
-    const GraphSpec g = residual_graph(c);
-    const std::string m = encode_model(g, 13);
-    const Tensor x = random_tensor(c.x, 75);
-    const LevelRuns r = run_both_levels(m, x);
-    EXPECT_EQ(std::count(r.ops.begin(), r.ops.end(), "FusedConvAdd"), 1);
-    EXPECT_EQ(r.ops.size(), c.conv_shortcut ? 2u : 1u);
-    ASSERT_EQ(r.plain.size(), r.optimized.size());
-    for (size_t i = 0; i < r.plain.size(); ++i) ASSERT_NEAR(r.optimized[i], r.plain[i], 1e-4) << i;
-  }
+  // Channels-first and channels-last (the CPU EP's default: 2-D convolutions only; the sum comes
+  // in through its own Transpose, which cancels against the producer's where it is a conv).
+  for (const ResidualCase& c : cases)
+    for (bool nhwc : {false, true}) {
+      SCOPED_TRACE(str(c.what, nhwc ? ", channels-last" : ", channels-first"));
+      const GraphSpec g = residual_graph(c);
+      const std::string m = encode_model(g, 13);
+      const Tensor x = random_tensor(c.x, 75);
+      const LevelRuns r = run_both_levels(m, x, nhwc);
+      EXPECT_EQ(std::count(r.ops.begin(), r.ops.end(), "FusedConvAdd"), 1);
+      EXPECT_EQ(r.ops.size(), c.conv_shortcut ? 2u : 1u);
+      const bool two_d = c.x.size() == 4;
+      EXPECT_EQ(r.transposes, nhwc && two_d ? 2 : 0);  // one in (shared by the sum), one out
+      ASSERT_EQ(r.plain.size(), r.optimized.size());
+      for (size_t i = 0; i < r.plain.size(); ++i) ASSERT_NEAR(r.optimized[i], r.plain[i], 1e-4) << i;
+    }
   // A broadcasting Add is not a residual: Conv and Add stay.
   ResidualCase b{"broadcast", Shape{1, 4, 6, 6}, 1, 1, "Relu"};
   b.broadcast_sum = true;

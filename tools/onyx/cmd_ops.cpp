@@ -97,7 +97,8 @@ int cmd_ops(const Args& a) {
     std::printf("kernel takes (per constrained input or output). %zu operators; %zu with every version on the CPU EP.\n\n",
                 rows.size(), full);
     std::printf("The `onyx` rows are the optimizer's fused ops, and the `onyx.nhwc` rows the channels-last forms it\n"
-                "gives EPs that prefer that layout (see [optimizer.md](optimizer.md)); the CPU EP runs none of the latter.\n\n");
+                "gives EPs that prefer that layout (see [optimizer.md](optimizer.md)). The CPU EP runs those of 2-d float\n"
+                "convolutions (group 1 or depthwise) and pools; it is not offered the others.\n\n");
     std::printf("| domain | operator | versions | CPU EP | types (CPU EP) |\n|---|---|---|---|---|\n");
     for (const auto& r : rows) {
       const std::string missing = versions_text(r, false);

@@ -29,7 +29,11 @@ constexpr int64_t kKC = 512;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 8;  // columns of B packed at a time (a multiple of kNR): kKC x kNC floats, 512 KiB
 constexpr double kSharedAFloats = 1 << 20;  // the most of A packed once for all tasks (4 MiB)
-constexpr double kBigABytes = 256 << 10;  // an A streamed once per thread, not per task (bytes)
+constexpr double kBigABytes = 256 << 10;
+int64_t kGatherPackCols = [] {
+  const char* e = std::getenv("ONYX_GATHER_PACK_COLS");
+  return e ? std::atoll(e) : int64_t{64};
+}();  // an A streamed once per thread, not per task (bytes)
 static_assert(kMR == kPanelRows, "the panel height APackers write");
 static_assert(kNR == kPanelCols, "the panel width BPackers write");
 
@@ -252,6 +256,68 @@ inline void prefetch_tile(const float* c, int64_t ldc, int64_t nr, const float* 
     }
 }
 
+/// C (+)= acc for an MR x NR tile at c (row stride ldc; nr columns kept), then the epilogue
+/// (bias, the sum, the activation) when ep is given: the last k-block.
+template <int MR>
+inline void store_tile(vf (&acc)[MR][kNV], float* __restrict c, int64_t ldc, int64_t nr, bool accumulate,
+                       const GemmEpilogue* ep, int64_t row0, int64_t col0) {
+  const bool full = nr == kNR;
+  const bool gelu = ep && ep->act == GemmEpilogue::Act::kGelu;
+  for (int i = 0; i < MR; ++i) {
+    float* crow = c + i * ldc;
+    const float* srow = ep && ep->sum ? ep->sum + (row0 + i) * ldc + col0 : nullptr;
+    if (full) {
+      for (int v = 0; v < kNV; ++v) {
+        vf x = acc[i][v];
+        if (accumulate) x += loadu(crow + v * kVec);
+        if (ep) {
+          if (ep->bias) x += ep->bias_per_row ? (vf{} + ep->bias[row0 + i]) : loadu(ep->bias + col0 + v * kVec);
+          if (srow) x += loadu(srow + v * kVec);
+          x = apply_act(x, ep);
+        }
+        storeu(crow + v * kVec, x);
+      }
+      if (gelu) gelu_row(crow, kNR);
+    } else {
+#if defined(__AVX512F__)
+      static_assert(kVec == vmath::kLanes);
+      if (!gelu) {
+        // Masked vectors: a partial panel (a convolution's 16 or 24 output channels) is not
+        // stored one float at a time.
+        for (int v = 0; v < kNV; ++v) {
+          const int64_t cols = std::clamp<int64_t>(nr - v * kVec, 0, kVec);
+          if (cols == 0) break;
+          vf x = acc[i][v];
+          if (accumulate) x += vmath::load_n(crow + v * kVec, cols);
+          if (ep) {
+            if (ep->bias)
+              x += ep->bias_per_row ? (vf{} + ep->bias[row0 + i]) : vmath::load_n(ep->bias + col0 + v * kVec, cols);
+            if (srow) x += vmath::load_n(srow + v * kVec, cols);
+            x = apply_act(x, ep);
+          }
+          vmath::store_n(crow + v * kVec, x, cols);
+        }
+        continue;
+      }
+#endif
+      float tmp[kNR];
+      storeu(tmp, acc[i][0]);
+      storeu(tmp + kVec, acc[i][1]);
+      for (int64_t j = 0; j < nr; ++j) {
+        float x = tmp[j];
+        if (accumulate) x += crow[j];
+        if (ep) {
+          if (ep->bias) x += ep->bias_per_row ? ep->bias[row0 + i] : ep->bias[col0 + j];
+          if (srow) x += srow[j];
+          if (!gelu) x = apply_act(x, ep);
+        }
+        crow[j] = x;
+      }
+      if (gelu) gelu_row(crow, nr);
+    }
+  }
+}
+
 /// acc(MR x NR) = A-panel * B-panel over kc; then C (+)= acc, epilogue on the last k-block
 /// (C transposed when TC: see store_tile_transposed).
 /// With SHIFT, B is not a packed panel but a shifted view (see sgemm_b_shifted): row k of the
@@ -276,45 +342,53 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
       acc[i][1] += b1 * ai;
     }
   }
-  if constexpr (TC) {
+  if constexpr (TC)
     store_tile_transposed<MR>(acc, c, ldc, nr, accumulate, ep, row0, col0);
-    return;
-  }
-  const bool full = nr == kNR;
-  const bool gelu = ep && ep->act == GemmEpilogue::Act::kGelu;
-  for (int i = 0; i < MR; ++i) {
-    float* crow = c + i * ldc;
-    const float* srow = ep && ep->sum ? ep->sum + (row0 + i) * ldc + col0 : nullptr;
-    if (full) {
-      for (int v = 0; v < kNV; ++v) {
-        vf x = acc[i][v];
-        if (accumulate) x += loadu(crow + v * kVec);
-        if (ep) {
-          if (ep->bias) x += ep->bias_per_row ? (vf{} + ep->bias[row0 + i]) : loadu(ep->bias + col0 + v * kVec);
-          if (srow) x += loadu(srow + v * kVec);
-          x = apply_act(x, ep);
-        }
-        storeu(crow + v * kVec, x);
-      }
-      if (gelu) gelu_row(crow, kNR);
+  else
+    store_tile<MR>(acc, c, ldc, nr, accumulate, ep, row0, col0);
+}
+
+/// The micro-kernel with A read in place through a gather (see AGather): element (i, k) of the
+/// tile's A is rows[i][aoff[k]]; B a packed panel.
+/// With NV = 1 only the panel's first kVec columns are computed (a last panel of at most kVec).
+template <int MR, int NV = kNV>
+void micro_kernel_gather(int64_t kc, const float* const* rows, const int64_t* __restrict aoff, const float* __restrict b,
+                         float* __restrict c, int64_t ldc, int64_t nr, bool accumulate, const GemmEpilogue* ep,
+                         int64_t row0, int64_t col0) {
+  const float* r[MR];
+  for (int i = 0; i < MR; ++i) r[i] = rows[i];
+  vf acc[MR][kNV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < kNV; ++v) acc[i][v] = vf{};
+  prefetch_tile<MR, false>(c, ldc, nr, ep && ep->sum ? ep->sum + row0 * ldc + col0 : nullptr);
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* bk = b + k * kNR;
+    const int64_t o = aoff[k];
+    if constexpr (NV == 1) {
+      const vf b0 = loadu(bk);
+      for (int i = 0; i < MR; ++i) acc[i][0] += b0 * r[i][o];
     } else {
-      float tmp[kNR];
-      storeu(tmp, acc[i][0]);
-      storeu(tmp + kVec, acc[i][1]);
-      for (int64_t j = 0; j < nr; ++j) {
-        float x = tmp[j];
-        if (accumulate) x += crow[j];
-        if (ep) {
-          if (ep->bias) x += ep->bias_per_row ? ep->bias[row0 + i] : ep->bias[col0 + j];
-          if (srow) x += srow[j];
-          if (!gelu) x = apply_act(x, ep);
-        }
-        crow[j] = x;
+      const vf b0 = loadu(bk);
+      const vf b1 = loadu(bk + kVec);
+      for (int i = 0; i < MR; ++i) {
+        const float ai = r[i][o];
+        acc[i][0] += b0 * ai;
+        acc[i][1] += b1 * ai;
       }
-      if (gelu) gelu_row(crow, nr);
     }
   }
+  store_tile<MR>(acc, c, ldc, nr, accumulate, ep, row0, col0);
 }
+
+using GatherFn = void (*)(int64_t, const float* const*, const int64_t*, const float*, float*, int64_t, int64_t, bool,
+                          const GemmEpilogue*, int64_t, int64_t);
+template <int NV, int... I>
+constexpr auto make_gather_table(std::integer_sequence<int, I...>) {
+  return std::array<GatherFn, sizeof...(I)>{&micro_kernel_gather<I + 1, NV>...};
+}
+constexpr auto kMicroGather = make_gather_table<kNV>(std::make_integer_sequence<int, kMR>{});
+constexpr auto kMicroGatherHalf = make_gather_table<1>(std::make_integer_sequence<int, kMR>{});
 
 using MicroFn = void (*)(int64_t, const float*, const float*, const int64_t*, float*, int64_t, int64_t, bool,
                          const GemmEpilogue*, int64_t, int64_t);
@@ -350,6 +424,7 @@ struct Operands {
   const float* a_all = nullptr;     // all of A packed up front (pa's layout), shared by the tasks
   const int64_t* b_koff = nullptr;  // B is a shifted view: element (k, j) at b[b_koff[k] + j]
   bool b_readable_past_n = false;   // the view's reads may go on to the end of its last panel
+  const AGather* a_gather = nullptr;  // A read in place through a gather (B pre-packed, C plain)
 };
 
 /// Rows [r0, r0 + rows) x k-range [p0, p0 + kc) of an A that is not pre-packed, in panels at dst:
@@ -405,7 +480,9 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
       for (int64_t i0 = m0; i0 < m1; i0 += kMC) {
         const int64_t mc = std::min(kMC, m1 - i0);
         const float* ablock;
-        if (o.pa || o.a_all) {
+        if (o.a_gather) {
+          ablock = nullptr;  // read in place by the tiles
+        } else if (o.pa || o.a_all) {
           ablock = (o.pa ? o.pa->data() : o.a_all) + p0 * mpad + (i0 / kMR) * kMR * kc;
         } else {
           float* buf = sa.get(static_cast<size_t>(round_up(mc, kMR) * kc), static_cast<size_t>(kMC * kKC));
@@ -422,7 +499,10 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         // prefetchers do not follow: twice the time when C is not cached). Stored transposed, C's
         // rows are the product's columns: column panels outer then (and each panel of B, the
         // weights, serves every row tile in turn).
-        const bool cols_outer = o.c_trans;
+        // A gathered A is read in place by every tile; where the block of B is bigger than L2
+        // can keep while every row tile passes over it (few pixels, many channels), the column
+        // panels go outer too: each panel of B is then read once per row block, not per tile.
+        const bool cols_outer = o.c_trans || (o.a_gather && kc * nc * static_cast<int64_t>(sizeof(float)) > (512 << 10));
         const int64_t outer_end = cols_outer ? jc + nc : i0 + mc, inner_end = cols_outer ? i0 + mc : jc + nc;
         for (int64_t u = cols_outer ? jc : i0; u < outer_end; u += cols_outer ? kNR : kMR)
           for (int64_t v = cols_outer ? i0 : jc; v < inner_end; v += cols_outer ? kMR : kNR) {
@@ -438,6 +518,12 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
               continue;
             }
             const float* bp = o.b_koff ? bblock + (j - jc) : bblock + ((j - jc) / kNR) * kNR * kc;
+            if (o.a_gather) {
+              const float* rows[kMR];
+              for (int64_t r = 0; r < mr; ++r) rows[r] = o.a_gather->base + o.a_gather->row_off[i + r];
+              (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, o.a_gather->koff + p0, bp, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
+              continue;
+            }
             micro[mr - 1](kc, ap, bp, koff, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
           }
       }
@@ -474,7 +560,7 @@ void run(const Operands& o, ThreadPool* pool) {
   const int64_t pans = by_cols ? npan : mpan;
   Operands shared = o;
   const int64_t mpad = mpan * kMR;
-  if (by_cols && !o.pa && static_cast<double>(mpad) * static_cast<double>(o.k) <= kSharedAFloats) {
+  if (by_cols && !o.pa && !o.a_gather && static_cast<double>(mpad) * static_cast<double>(o.k) <= kSharedAFloats) {
     // Split by columns, every task would pack all of A for itself (a transposed product's few
     // pixels): A is packed once, its panels in parallel, into the calling thread's buffer.
     thread_local Scratch all;
@@ -622,6 +708,14 @@ void sgemm_a_packer_tc(const APacker& pack_a, const PackedMatrix* pb, int64_t m,
   run(o, pool);
 }
 
+void sgemm_a_gather(const AGather& a, const PackedMatrix* pb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc,
+                    ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (!pb || pb->rows() != k || pb->cols() != n) fail(ErrorCode::kRuntime, "packed B has the wrong shape");
+  Operands o{nullptr, false, nullptr, 0, 1.0f, pb, false, nullptr, 0, m, n, k, c, ldc, epilogue, false};
+  o.a_gather = &a;
+  run(o, pool);
+}
+
 void sgemm_b_shifted(const PackedMatrix* pa, const float* b, const int64_t* koff, int64_t m, int64_t n, int64_t k, float* c,
                      int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue, bool readable_past_n) {
   if (!pa || pa->rows() != m || pa->cols() != k) fail(ErrorCode::kRuntime, "packed A has the wrong shape");
@@ -639,3 +733,4 @@ void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const B
 }
 
 }  // namespace onyx::cpu
+

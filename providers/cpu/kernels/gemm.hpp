@@ -120,6 +120,21 @@ void pack_a_cols(const float* b, int64_t ld, int64_t kc, int64_t rows, float* ds
 void sgemm_b_shifted(const PackedMatrix* pa, const float* b, const int64_t* koff, int64_t m, int64_t n, int64_t k, float* c,
                      int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue = nullptr, bool readable_past_n = false);
 
+/// An A operand read in place through a gather, never packed: element (i, k) of A is
+/// base[row_off[i] + koff[k]] (row_off: m entries, koff: k entries). A convolution over a
+/// channels-last input is such a product: row i an output pixel (row_off[i] where its window
+/// starts in the zero-padded input), k a (tap, input channel) pair (koff[k] its offset from the
+/// window's start), so neither an im2col matrix nor a packed A is ever written.
+struct AGather {
+  const float* base;
+  const int64_t* row_off;
+  const int64_t* koff;
+};
+
+/// C[m,n] = A * B + epilogue with A gathered in place and B pre-packed (conv_nhwc.cpp).
+void sgemm_a_gather(const AGather& a, const PackedMatrix* pb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc,
+                    ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+
 /// C[m,n] = op(A) * B + epilogue with A pre-packed (or plain, pa null) and B from `pack_b`.
 void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,
                     int64_t k, float* c, int64_t ldc, ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);

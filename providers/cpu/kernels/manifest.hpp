@@ -14,6 +14,7 @@ std::span<const KernelDef> tensor_kernels();        // kernels/tensor.cpp
 std::span<const KernelDef> nn_kernels();            // kernels/nn.cpp (normalisations, Dropout)
 std::span<const KernelDef> conv_kernels();          // kernels/conv.cpp
 std::span<const KernelDef> pool_kernels();          // kernels/pool.cpp
+std::span<const KernelDef> conv_nhwc_kernels();     // kernels/conv_nhwc.cpp (onyx.nhwc forms)
 std::span<const KernelDef> linalg_kernels();        // kernels/linalg.cpp
 std::span<const KernelDef> reduce_kernels();        // kernels/reduce.cpp
 std::span<const KernelDef> control_flow_kernels();  // kernels/control_flow.cpp
@@ -44,7 +45,7 @@ inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     rnn_kernels,         quant_kernels,  signal_kernels,       random_kernels,
     training_kernels,    einsum_kernels,  gradient_kernels,     attention_kernels,
     transformer_kernels, ml_kernels,     ml_tree_kernels,      ml_svm_kernels,
-    ml_feature_kernels,  image_decoder_kernels,
+    ml_feature_kernels,  image_decoder_kernels, conv_nhwc_kernels,
 };
 
 }  // namespace onyx::cpu

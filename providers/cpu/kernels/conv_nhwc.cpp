@@ -1,0 +1,425 @@
+// CPU kernels for the channels-last forms (domain onyx.nhwc, ops/layout.hpp) of 2-D float32
+// convolutions and pools. Their data input and output are [N, H, W, C]:
+// - a convolution (group 1) is one GEMM whose rows are output pixels and whose columns are output
+//   channels; its A operand, the im2col matrix, is never written: the micro-kernel reads each
+//   pixel's window in place from the (zero-padded) input through a gather (sgemm_a_gather), and
+//   the output, bias, residual sum and activation are in the GEMM's own layout;
+// - a depthwise convolution and a pool compute 16 channels of an output pixel as one vector.
+// The layout pass gives the CPU EP these forms when it prefers channels-last (docs/optimizer.md).
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common.hpp"
+#include "kernels/conv.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/manifest.hpp"
+#include "kernels/vmath.hpp"
+#include "ops/layout.hpp"
+#include "ops/nn.hpp"
+
+namespace onyx::cpu {
+
+namespace {
+
+using vmath::kLanes;
+using vmath::vf;
+
+bool refuse(Decline* why, DeclineCode code, std::string message) {
+  if (why) *why = {code, std::move(message)};
+  return false;
+}
+
+const TypeInfo* type_at(const std::vector<const TypeInfo*>& types, size_t i) {
+  return i < types.size() ? types[i] : nullptr;
+}
+
+/// The 2-D data input these kernels are written for: rank 4 with its channel count known.
+bool accepts_2d(const std::vector<const TypeInfo*>& in, Decline* why, const char* what) {
+  const TypeInfo* x = type_at(in, 0);
+  if (!x || !x->has_shape || x->shape.size() != 4)
+    return refuse(why, DeclineCode::kUnsupportedType,
+                  str("channels-last ", what, " on the CPU is 2-D only (rank-4 input)"));
+  if (x->shape[3] <= 0)
+    return refuse(why, DeclineCode::kDynamicShape, str("channels-last ", what, " needs its channel count"));
+  return true;
+}
+
+/// Conv, FusedConv and FusedConvAdd forms: group 1 or depthwise (one filter per channel).
+bool accepts_conv(const Node& node, const std::vector<const TypeInfo*>& in, Decline* why) {
+  if (!accepts_2d(in, why, "Conv")) return false;
+  const TypeInfo* w = type_at(in, 1);
+  if (!w || !w->has_shape || w->shape.size() != 4 || w->shape[0] <= 0 || w->shape[1] <= 0)
+    return refuse(why, DeclineCode::kDynamicShape, "channels-last Conv on the CPU needs a 4-d weight of known shape");
+  const int64_t group = node.attr_int("group", 1), C = in[0]->shape[3];
+  if (group == 1 || (w->shape[1] == 1 && group == C && w->shape[0] == C)) return true;
+  return refuse(why, DeclineCode::kUnsupportedAttribute,
+                str("channels-last Conv on the CPU: group 1 or depthwise only (group ", group, ")"));
+}
+
+bool accepts_pool(const Node& node, const std::vector<const TypeInfo*>& in, Decline* why) {
+  return accepts_2d(in, why, node.op_type.c_str());
+}
+
+/// y = act(y (+ sum)), one vector (n lanes) at a time.
+inline vf finish(vf v, const GemmEpilogue& ep) {
+  if (ep.act == GemmEpilogue::Act::kRelu) return vmath::vmax(v, vf{});
+  if (ep.act == GemmEpilogue::Act::kClip) return vmath::vmin(vmath::vmax(v, vmath::splat(ep.lo)), vmath::splat(ep.hi));
+  return v;
+}
+
+struct DwGeometry {
+  int64_t C, H, W, KH, KW, sh, sw, dh, dw, pt, pl;
+};
+
+/// R output pixels of one row, 16 channels from c0, all of whose taps' columns are inside the
+/// input (no per-pixel checks): each tap's weight vector serves the R accumulators.
+template <int R>
+inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow0, int64_t c0, vf b,
+                   vf (&out)[R]) {
+  vf acc[R];
+  for (int p = 0; p < R; ++p) acc[p] = b;
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    const int64_t ih = oh * d.sh - d.pt + kh * d.dh;
+    if (ih < 0 || ih >= d.H) continue;
+    const float* xrow = xi + ih * d.W * d.C + c0;
+    for (int64_t kw = 0; kw < d.KW; ++kw) {
+      const vf wv = vmath::load(wt + (kh * d.KW + kw) * d.C + c0);
+      const float* xs = xrow + (ow0 * d.sw - d.pl + kw * d.dw) * d.C;
+      const int64_t step = d.sw * d.C;
+      for (int p = 0; p < R; ++p) acc[p] += vmath::load(xs + p * step) * wv;
+    }
+  }
+  for (int p = 0; p < R; ++p) out[p] = acc[p];
+}
+
+/// One output pixel, `lanes` channels from c0, taps checked against the input's bounds.
+inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t c0,
+                   int64_t lanes, vf b) {
+  vf acc = b;
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    const int64_t ih = oh * d.sh - d.pt + kh * d.dh;
+    if (ih < 0 || ih >= d.H) continue;
+    for (int64_t kw = 0; kw < d.KW; ++kw) {
+      const int64_t iw = ow * d.sw - d.pl + kw * d.dw;
+      if (iw < 0 || iw >= d.W) continue;
+      acc += vmath::load_n(xi + (ih * d.W + iw) * d.C + c0, lanes) *
+             vmath::load_n(wt + (kh * d.KW + kw) * d.C + c0, lanes);
+    }
+  }
+  return acc;
+}
+
+/// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
+/// rows; along a row, runs of 8 pixels inside the input share each tap's weight vector.
+void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N,
+                    int64_t C, int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep,
+                    ThreadPool& pool) {
+  const DwGeometry d{C,
+                     H,
+                     W,
+                     g.kernel[0],
+                     g.kernel[1],
+                     g.stride[0],
+                     g.stride[1],
+                     g.dilation[0],
+                     g.dilation[1],
+                     g.pad_begin[0],
+                     g.pad_begin[1]};
+  const int64_t OH = g.out[0], OW = g.out[1];
+  constexpr int kRun = 8;
+  // Output columns whose taps all fall inside the input: [lo, hi).
+  const int64_t lo = std::min(OW, (d.pl + d.sw - 1) / d.sw);
+  const int64_t span = (d.KW - 1) * d.dw;  // ow sw - pl + span < W
+  const int64_t hi = std::clamp<int64_t>(W - span + d.pl > 0 ? (W - span + d.pl - 1) / d.sw + 1 : 0, lo, OW);
+  parallel_range(pool, N * OH, OW * C * d.KH * d.KW, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      const float* xi = x + n * H * W * C;
+      float* yr = y + r * OW * C;
+      const float* sr = sum ? sum + r * OW * C : nullptr;
+      auto put = [&](int64_t ow, int64_t c0, int64_t lanes, vf v) {
+        const int64_t at = ow * C + c0;
+        if (sr) v += vmath::load_n(sr + at, lanes);
+        vmath::store_n(yr + at, finish(v, ep), lanes);
+      };
+      // Pixels outer, channels inner: the input columns a run of pixels reads stay in L1 while
+      // every block of 16 channels passes over them.
+      auto bias_of = [&](int64_t c0, int64_t lanes) { return bias ? vmath::load_n(bias + c0, lanes) : vf{}; };
+      auto edge = [&](int64_t ow) {
+        for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+          const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
+          put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, bias_of(c0, lanes)));
+        }
+      };
+      const int64_t full = C / kLanes * kLanes;
+      int64_t ow = 0;
+      for (; ow < lo; ++ow) edge(ow);
+      auto runs = [&]<int R>(std::integral_constant<int, R>) {
+        for (; ow + R <= hi; ow += R) {
+          for (int64_t c0 = 0; c0 < full; c0 += kLanes) {
+            vf out[R];
+            dw_run<R>(d, xi, wt, oh, ow, c0, bias_of(c0, kLanes), out);
+            for (int p = 0; p < R; ++p) put(ow + p, c0, kLanes, out[p]);
+          }
+          if (full < C)
+            for (int p = 0; p < R; ++p)
+              put(ow + p, full, C - full, dw_pixel(d, xi, wt, oh, ow + p, full, C - full, bias_of(full, C - full)));
+        }
+      };
+      runs(std::integral_constant<int, kRun>{});
+      runs(std::integral_constant<int, 2>{});
+      for (; ow < OW; ++ow) edge(ow);
+    }
+  });
+}
+
+class ConvNhwcKernel final : public Kernel {
+ public:
+  ConvNhwcKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi, bool with_sum)
+      : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), with_sum_(with_sum) {
+    group_ = info.node.attr_int("group", 1);
+    act_.act = act;
+    act_.lo = lo;
+    act_.hi = hi;
+    if (const Tensor* w = info.constant(1); w && w->dtype() == DType::kFloat && w->rank() == 4)
+      prepare(*w, &packed_, &taps_);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    const Tensor* z = with_sum_ ? &ctx.input(3) : nullptr;
+    Tensor& y = ctx.output(0);
+    if (x.rank() != 4 || w.rank() != 4)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": channels-last Conv needs a 4-d input and weight, got ",
+           x.shape().to_string(), " and ", w.shape().to_string());
+    const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), M = w.dim(0);
+    if (w.dim(1) * group_ != C || M % group_ != 0 || (group_ != 1 && (group_ != C || M != C)))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": input channels ", C, " and weight ", w.shape().to_string(),
+           " do not fit group ", group_);
+    if (b && b->numel() != M)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": bias has ", b->numel(), " values for ", M,
+           " output channels");
+    if (z && (z->dtype() != DType::kFloat || !(z->shape() == y.shape())))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": the sum input is ", dtype_name(z->dtype()),
+           z->shape().to_string(), ", the output float", y.shape().to_string());
+    const int64_t KH = w.dim(2), KW = w.dim(3);
+    const WindowGeometry g = window_geometry(attrs_, node_, Shape{H, W}, Shape{KH, KW});
+    if (y.numel() == 0) return;
+    const float* pb = b ? b->data<float>() : nullptr;
+    const float* ps = z ? z->data<float>() : nullptr;
+    const bool depthwise = group_ != 1;
+    PackedMatrix packed_now;
+    std::vector<float> taps_now;
+    if (depthwise ? taps_.empty() : packed_.rows() == 0) prepare(w, &packed_now, &taps_now);
+    if (depthwise) {
+      const float* wt = taps_.empty() ? taps_now.data() : taps_.data();
+      depthwise_nhwc(x.data<float>(), wt, pb, ps, y.data<float>(), N, C, H, W, g, act_, ctx.pool());
+      return;
+    }
+    const PackedMatrix& wb = packed_.rows() ? packed_ : packed_now;
+    const int64_t OH = g.out[0], OW = g.out[1], sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0],
+                  dw = g.dilation[1];
+    const int64_t pt = g.pad_begin[0], pl = g.pad_begin[1];
+    // The input rows and columns the windows span, from (-pt, -pl): a zero-padded copy of the
+    // input when they reach outside it, else the input itself.
+    const int64_t Hs = (OH - 1) * sh + (KH - 1) * dh + 1, Ws = (OW - 1) * sw + (KW - 1) * dw + 1;
+    const bool copy = pt > 0 || pl > 0 || Hs > H || Ws > W;
+    const int64_t Hp = copy ? Hs : H, Wp = copy ? Ws : W;
+    const int64_t m = N * OH * OW, k = KH * KW * C;
+    Carver sizes;
+    sizes.take<int64_t>(m);
+    sizes.take<int64_t>(k);
+    if (copy) sizes.take<float>(N * Hp * Wp * C);
+    Carver carve{thread_workspace(Workspace::kConv, sizes.off)};
+    int64_t* row_off = carve.take<int64_t>(m);
+    int64_t* koff = carve.take<int64_t>(k);
+    const float* base = x.data<float>();
+    if (copy) {
+      float* xp = carve.take<float>(N * Hp * Wp * C);
+      const float* src = x.data<float>();
+      // Columns [lo, hi) of a padded row come from the input (column j is input column j - pl).
+      const int64_t lo = std::min(pl, Wp), hi = std::clamp(W + pl, lo, Wp);
+      parallel_range(ctx.pool(), N * Hp, Wp * C, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t n = r / Hp, ih = r % Hp - pt;
+          float* d = xp + r * Wp * C;
+          if (ih < 0 || ih >= H) {
+            std::fill(d, d + Wp * C, 0.0f);
+            continue;
+          }
+          std::fill(d, d + lo * C, 0.0f);
+          std::copy(src + ((n * H + ih) * W + lo - pl) * C, src + ((n * H + ih) * W + hi - pl) * C, d + lo * C);
+          std::fill(d + hi * C, d + Wp * C, 0.0f);
+        }
+      });
+      base = xp;
+    }
+    for (int64_t i = 0, n = 0; n < N; ++n)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * Hp + oh * sh) * Wp + ow * sw) * C;
+    for (int64_t t = 0, kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw)
+        for (int64_t c = 0; c < C; ++c) koff[t++] = (kh * dh * Wp + kw * dw) * C + c;
+    GemmEpilogue ep = act_;
+    ep.bias = pb;
+    ep.sum = ps;
+    const bool any = pb || ps || ep.act != GemmEpilogue::Act::kNone;
+    sgemm_a_gather(AGather{base, row_off, koff}, &wb, m, M, k, y.data<float>(), M, &ctx.pool(), any ? &ep : nullptr);
+  }
+
+ private:
+  /// The weights in the kernel's layout: for group 1, B[(kh KW + kw) C + c][m] packed; for a
+  /// depthwise convolution, taps[(kh KW + kw) C + c].
+  void prepare(const Tensor& w, PackedMatrix* packed, std::vector<float>* taps) const {
+    const int64_t M = w.dim(0), Cg = w.dim(1), KH = w.dim(2), KW = w.dim(3), T = KH * KW;
+    const float* pw = w.data<float>();
+    if (group_ != 1) {
+      taps->assign(static_cast<size_t>(T * M), 0.0f);
+      for (int64_t c = 0; c < M; ++c)
+        for (int64_t t = 0; t < T; ++t) (*taps)[static_cast<size_t>(t * M + c)] = pw[c * T + t];
+      return;
+    }
+    std::vector<float> b(static_cast<size_t>(T * Cg * M));
+    for (int64_t mm = 0; mm < M; ++mm)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t t = 0; t < T; ++t) b[static_cast<size_t>((t * Cg + c) * M + mm)] = pw[(mm * Cg + c) * T + t];
+    *packed = pack_b(false, T * Cg, M, b.data(), M);
+  }
+
+  const Node& node_;
+  WindowAttrs attrs_;
+  bool with_sum_ = false;
+  int64_t group_ = 1;
+  GemmEpilogue act_;
+  PackedMatrix packed_;      // group 1, constant weights
+  std::vector<float> taps_;  // depthwise, constant weights
+};
+
+std::unique_ptr<Kernel> make_conv_nhwc(const KernelCreateInfo& info) {
+  const Node& n = info.node;
+  if (n.op_type == "Conv") return std::make_unique<ConvNhwcKernel>(info, GemmEpilogue::Act::kNone, 0.0f, 0.0f, false);
+  const GemmEpilogue ep = fused_epilogue(n, false);
+  if (n.op_type == "FusedConvAdd" && (n.inputs.size() != 4 || n.inputs[3] < 0))
+    fail(ErrorCode::kInvalidGraph, n.label(), ": FusedConvAdd needs its sum as input 3");
+  return std::make_unique<ConvNhwcKernel>(info, ep.act, ep.lo, ep.hi, n.op_type == "FusedConvAdd");
+}
+
+// ---- pools ----
+
+struct PoolNhwc {
+  enum class Kind : uint8_t { kMax, kAvg } kind = Kind::kMax;
+  bool global = false, count_include_pad = false;
+  WindowAttrs attrs;
+  Shape kernel_shape;
+};
+
+/// Max keeps a NaN it meets (as the channels-first pools do).
+inline vf max_nan(vf best, vf v) { return (v > best) | (v != v) ? v : best; }
+
+void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (x.rank() != 4)
+    fail(ErrorCode::kInvalidArgument, ctx.node().label(), ": channels-last pooling needs a 4-d input, got ",
+         x.shape().to_string());
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+  WindowGeometry g;
+  if (st.global) {
+    g.kernel = Shape{H, W};
+    g.out = Shape{1, 1};
+    g.stride = g.dilation = Shape{1, 1};
+    g.pad_begin = g.pad_end = Shape{0, 0};
+  } else {
+    g = window_geometry(st.attrs, ctx.node(), Shape{H, W}, st.kernel_shape);
+  }
+  if (y.numel() == 0) return;
+  const int64_t KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
+  const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
+  const int64_t pt = g.pad_begin[0], pl = g.pad_begin[1], pe_h = g.pad_end[0], pe_w = g.pad_end[1];
+  const bool is_max = st.kind == PoolNhwc::Kind::kMax;
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  parallel_range(ctx.pool(), N * OH, OW * C * KH * KW, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      const float* xi = px + n * H * W * C;
+      // Taps inside the input, and (count_include_pad) inside input plus pads, along the rows.
+      int64_t rows_in = 0, rows_pad = 0;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t ih = oh * sh - pt + kh * dh;
+        rows_in += ih >= 0 && ih < H;
+        rows_pad += ih >= -pt && ih < H + pe_h;
+      }
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t cols_in = 0, cols_pad = 0;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t iw = ow * sw - pl + kw * dw;
+          cols_in += iw >= 0 && iw < W;
+          cols_pad += iw >= -pl && iw < W + pe_w;
+        }
+        const int64_t count = st.count_include_pad ? rows_pad * cols_pad : rows_in * cols_in;
+        const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
+        float* yo = py + (r * OW + ow) * C;
+        for (int64_t c0 = 0; c0 < C; c0 += 4 * kLanes) {
+          const int64_t width = std::min<int64_t>(4 * kLanes, C - c0);
+          const int64_t nv = (width + kLanes - 1) / kLanes;
+          vf acc[4];
+          for (int v = 0; v < 4; ++v) acc[v] = is_max ? vmath::splat(-INFINITY) : vf{};
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            const int64_t ih = oh * sh - pt + kh * dh;
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int64_t iw = ow * sw - pl + kw * dw;
+              if (iw < 0 || iw >= W) continue;
+              const float* xs = xi + (ih * W + iw) * C + c0;
+              for (int64_t v = 0; v < nv; ++v) {
+                const int64_t lanes = std::min<int64_t>(kLanes, width - v * kLanes);
+                const vf a = lanes == kLanes ? vmath::load(xs + v * kLanes) : vmath::load_n(xs + v * kLanes, lanes);
+                acc[v] = is_max ? max_nan(acc[v], a) : acc[v] + a;
+              }
+            }
+          }
+          for (int64_t v = 0; v < nv; ++v) {
+            const int64_t lanes = std::min<int64_t>(kLanes, width - v * kLanes);
+            vmath::store_n(yo + c0 + v * kLanes, is_max ? acc[v] : acc[v] * scale, lanes);
+          }
+        }
+      }
+    }
+  });
+}
+
+std::unique_ptr<Kernel> make_pool_nhwc(const KernelCreateInfo& info) {
+  const std::string& op = info.node.op_type;
+  PoolNhwc st;
+  st.global = op.rfind("Global", 0) == 0;
+  st.kind = op.find("Max") != std::string::npos ? PoolNhwc::Kind::kMax : PoolNhwc::Kind::kAvg;
+  st.count_include_pad = info.node.attr_int("count_include_pad", 0) != 0;
+  st.attrs = WindowAttrs::of(info.node, true);
+  st.kernel_shape = Shape(info.node.attr_ints("kernel_shape"));
+  return make_fn_kernel(st, pool_nhwc);
+}
+
+using namespace types;
+
+constexpr const char* kNhwc = "onyx.nhwc";
+static_assert(std::string_view(kNhwc) == kChannelsLastDomain);
+
+// The forms keep the opset of the op they stand for (checked by its schema): any here.
+const KernelDef kDefs[] = {
+    {kNhwc, "Conv", 1, 99, {{0, kFloat}}, make_conv_nhwc, accepts_conv},
+    {kNhwc, "FusedConv", 1, 1, {{0, kFloat}}, make_conv_nhwc, accepts_conv},
+    {kNhwc, "FusedConvAdd", 1, 1, {{0, kFloat}}, make_conv_nhwc, accepts_conv},
+    {kNhwc, "MaxPool", 1, 99, {{0, kFloat}}, make_pool_nhwc, accepts_pool},
+    {kNhwc, "AveragePool", 1, 99, {{0, kFloat}}, make_pool_nhwc, accepts_pool},
+    {kNhwc, "GlobalAveragePool", 1, 99, {{0, kFloat}}, make_pool_nhwc, accepts_pool},
+    {kNhwc, "GlobalMaxPool", 1, 99, {{0, kFloat}}, make_pool_nhwc, accepts_pool},
+};
+
+}  // namespace
+
+std::span<const KernelDef> conv_nhwc_kernels() { return kDefs; }
+
+}  // namespace onyx::cpu

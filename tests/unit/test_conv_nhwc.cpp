@@ -1,0 +1,170 @@
+// The CPU EP's channels-last kernels (kernels/conv_nhwc.cpp): every case runs float32 with the
+// CPU EP channels-last (its default) and channels-first, and in double (the reference loops, which
+// stay channels-first), and checks the channels-last run really used the onyx.nhwc form.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "model_builder.hpp"
+
+using namespace onyx;
+using namespace onyx::test;
+
+namespace {
+
+Tensor filled(DType dt, const Shape& s, uint32_t seed) {
+  Tensor t(dt, s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dt == DType::kFloat)
+      t.data<float>()[i] = static_cast<float>(d(rng));
+    else
+      t.data<double>()[i] = d(rng);
+  }
+  return t;
+}
+
+struct Run {
+  std::vector<double> y;
+  int forms = 0;  // nodes placed in domain onyx.nhwc
+};
+
+/// One op on x (and constant or, with `weights_as_input`, fed weights w and bias b).
+struct Case {
+  const char* what;
+  const char* op;
+  Shape x;  // [N, C, H, W]
+  Shape w;  // Conv only: [M, C / group, KH, KW]
+  std::vector<AttrSpec> attrs;
+  bool bias = true;
+  bool weights_as_input = false;
+};
+
+Run run(const Case& c, DType dt, bool nhwc, int threads = 1) {
+  GraphSpec g;
+  const bool conv = std::string(c.op) == "Conv";
+  std::vector<std::string> ins{"x"};
+  if (conv) {
+    ins.push_back("w");
+    if (c.bias) ins.push_back("b");
+  }
+  g.nodes.push_back({c.op, ins, {"y"}, c.attrs, "node"});
+  g.inputs.push_back({"x", dt, std::vector<int64_t>(c.x.begin(), c.x.end())});
+  g.outputs.push_back({"y", dt, {}, {}, true});
+  std::vector<std::pair<std::string, Value>> feeds{{"x", Value(filled(dt, c.x, 1))}};
+  if (conv) {
+    const Tensor w = filled(dt, c.w, 2), b = filled(dt, Shape{c.w[0]}, 3);
+    if (c.weights_as_input) {
+      g.inputs.push_back({"w", dt, std::vector<int64_t>(c.w.begin(), c.w.end())});
+      feeds.emplace_back("w", Value(w));
+      if (c.bias) {
+        g.inputs.push_back({"b", dt, {c.w[0]}});
+        feeds.emplace_back("b", Value(b));
+      }
+    } else {
+      g.initializers.emplace_back("w", w);
+      if (c.bias) g.initializers.emplace_back("b", b);
+    }
+  }
+  const std::string m = encode_model(g, 19);
+  Session s = Session::builder()
+                  .with_intra_threads(threads)
+                  .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                  .commit_from_memory(m.data(), m.size());
+  const Tensor y = s.run(feeds)[0].tensor();
+  Run r;
+  for (int64_t i = 0; i < y.numel(); ++i) r.y.push_back(dt == DType::kFloat ? y.data<float>()[i] : y.data<double>()[i]);
+  for (const auto& p : s.placement().nodes) r.forms += p.domain == "onyx.nhwc";
+  return r;
+}
+
+void check(const Case& c, bool expect_form = true, double tol = 1e-4) {
+  SCOPED_TRACE(c.what);
+  const Run ref = run(c, DType::kDouble, false);
+  for (int threads : {1, 2}) {
+    const Run last = run(c, DType::kFloat, true, threads), first = run(c, DType::kFloat, false, threads);
+    EXPECT_EQ(last.forms, expect_form ? 1 : 0);
+    EXPECT_EQ(first.forms, 0);
+    ASSERT_EQ(last.y.size(), ref.y.size());
+    ASSERT_EQ(first.y.size(), ref.y.size());
+    for (size_t i = 0; i < ref.y.size(); ++i) {
+      ASSERT_NEAR(last.y[i], ref.y[i], tol * (1 + std::fabs(ref.y[i]))) << "channels-last at " << i;
+      ASSERT_NEAR(first.y[i], ref.y[i], tol * (1 + std::fabs(ref.y[i]))) << "channels-first at " << i;
+    }
+  }
+}
+
+std::vector<AttrSpec> pads(int64_t t, int64_t l, int64_t b, int64_t r) { return {attr_ints("pads", {t, l, b, r})}; }
+
+std::vector<AttrSpec> with(std::vector<AttrSpec> a, AttrSpec extra) {
+  a.push_back(std::move(extra));
+  return a;
+}
+
+}  // namespace
+
+TEST(CpuChannelsLast, ConvolutionsMatchTheReference) {
+  const Case cases[] = {
+      {"1x1, 20 -> 7 channels (a partial column panel)", "Conv", Shape{1, 20, 9, 11}, Shape{7, 20, 1, 1}, {}},
+      {"1x1 stride 2, 24 -> 40, batch 2", "Conv", Shape{2, 24, 14, 14}, Shape{40, 24, 1, 1}, {attr_ints("strides", {2, 2})}},
+      {"1x1, 16 -> 16 (half a panel) on 56x56", "Conv", Shape{1, 16, 56, 56}, Shape{16, 16, 1, 1}, {}, false},
+      {"1x1, 640 -> 70 (two k-blocks), 5x5", "Conv", Shape{1, 640, 5, 5}, Shape{70, 640, 1, 1}, {}},
+      {"3x3 pad 1, 8 -> 33", "Conv", Shape{1, 8, 12, 10}, Shape{33, 8, 3, 3}, pads(1, 1, 1, 1)},
+      {"3x3 stride 2 pad 1, 3 -> 16, batch 3", "Conv", Shape{3, 3, 17, 17}, Shape{16, 3, 3, 3},
+       with(pads(1, 1, 1, 1), attr_ints("strides", {2, 2}))},
+      {"7x7 stride 2 pad 3 (a ResNet stem), 3 -> 64", "Conv", Shape{1, 3, 32, 30}, Shape{64, 3, 7, 7},
+       with(pads(3, 3, 3, 3), attr_ints("strides", {2, 2}))},
+      {"3x3 dilation 2, asymmetric pads", "Conv", Shape{1, 5, 15, 19}, Shape{6, 5, 3, 3},
+       with(pads(0, 2, 3, 1), attr_ints("dilations", {2, 2}))},
+      {"2x4 kernel, strides 3 x 1, no pads", "Conv", Shape{1, 4, 13, 9}, Shape{5, 4, 2, 4}, {attr_ints("strides", {3, 1})}},
+      {"SAME_UPPER 4x4 stride 2", "Conv", Shape{1, 3, 16, 15}, Shape{8, 3, 4, 4}, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}},
+      {"windows that skip the last rows and columns", "Conv", Shape{1, 6, 10, 10}, Shape{9, 6, 3, 3}, {attr_ints("strides", {4, 4})}},
+      {"weights and bias fed at run time", "Conv", Shape{2, 6, 8, 8}, Shape{12, 6, 3, 3}, pads(1, 1, 1, 1), true, true},
+      {"3x3 on 1x1 with pads 1", "Conv", Shape{1, 32, 1, 1}, Shape{48, 32, 3, 3}, pads(1, 1, 1, 1)},
+      // Depthwise: one filter per channel.
+      {"depthwise 3x3, 37 channels (two vectors and a tail)", "Conv", Shape{2, 37, 11, 23}, Shape{37, 1, 3, 3},
+       with(pads(1, 1, 1, 1), attr_int("group", 37))},
+      {"depthwise 5x5 stride 2, 16 channels", "Conv", Shape{1, 16, 20, 21}, Shape{16, 1, 5, 5},
+       with(with(pads(2, 2, 2, 2), attr_int("group", 16)), attr_ints("strides", {2, 2}))},
+      {"depthwise 3x3 dilation 2 no pads, width 6", "Conv", Shape{1, 32, 9, 6}, Shape{32, 1, 3, 3}, {attr_int("group", 32), attr_ints("dilations", {2, 2})}, false},
+      {"depthwise fed at run time", "Conv", Shape{1, 20, 7, 7}, Shape{20, 1, 3, 3},
+       with(pads(1, 1, 1, 1), attr_int("group", 20)), true, true},
+  };
+  for (const Case& c : cases) check(c);
+}
+
+TEST(CpuChannelsLast, PoolsMatchTheReference) {
+  const std::vector<AttrSpec> k3s2{attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})};
+  const Case cases[] = {
+      {"MaxPool 3x3 stride 2 pad 1, 37 channels", "MaxPool", Shape{2, 37, 15, 16}, {},
+       with(k3s2, attr_ints("pads", {1, 1, 1, 1}))},
+      {"MaxPool ceil_mode, dilation 2", "MaxPool", Shape{1, 70, 11, 12}, {},
+       {attr_ints("kernel_shape", {2, 3}), attr_ints("strides", {2, 2}), attr_ints("dilations", {2, 2}),
+        attr_int("ceil_mode", 1)}},
+      {"AveragePool excluding pads", "AveragePool", Shape{1, 20, 9, 9}, {},
+       with(k3s2, attr_ints("pads", {1, 0, 2, 1}))},
+      {"AveragePool counting pads", "AveragePool", Shape{1, 20, 9, 9}, {},
+       with(with(k3s2, attr_ints("pads", {1, 0, 2, 1})), attr_int("count_include_pad", 1))},
+      {"AveragePool ceil_mode counting pads", "AveragePool", Shape{1, 5, 10, 10}, {},
+       {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}),
+        attr_int("ceil_mode", 1), attr_int("count_include_pad", 1)}},
+      {"GlobalAveragePool, 100 channels", "GlobalAveragePool", Shape{2, 100, 7, 7}, {}, {}},
+      {"GlobalMaxPool, 3 channels", "GlobalMaxPool", Shape{1, 3, 5, 9}, {}, {}},
+  };
+  for (const Case& c : cases) check(c, true, 1e-5);
+}
+
+TEST(CpuChannelsLast, OtherConvolutionsStayChannelsFirst) {
+  // Grouped (not depthwise), 1-D and 3-D convolutions have no channels-last CPU kernel: the CPU
+  // EP is not given their forms, and they run as written.
+  const Case cases[] = {
+      {"2 groups", "Conv", Shape{1, 8, 6, 6}, Shape{4, 4, 3, 3}, {attr_int("group", 2)}},
+      {"depthwise with channel multiplier 2", "Conv", Shape{1, 4, 6, 6}, Shape{8, 1, 3, 3}, {attr_int("group", 4)}},
+      {"1-D", "Conv", Shape{1, 4, 9}, Shape{5, 4, 3}, {}},
+      {"3-D", "Conv", Shape{1, 2, 4, 5, 6}, Shape{3, 2, 2, 2, 2}, {}},
+      {"LpPool", "LpPool", Shape{1, 3, 6, 6}, {}, {attr_ints("kernel_shape", {2, 2})}},
+  };
+  for (const Case& c : cases) check(c, false);
+}
