@@ -67,6 +67,43 @@ inline vf finish(vf v, const GemmEpilogue& ep) {
   return v;
 }
 
+/// The input rows and columns a 2-D window geometry's windows span, from (-pad_top, -pad_left):
+/// H x W. A zero-padded copy of the input is `needed` when they reach outside it; in the copy,
+/// window (oh, ow) starts at row oh * stride_h and column ow * stride_w.
+struct PaddedInput {
+  int64_t H = 0, W = 0, top = 0, left = 0;
+  bool needed = false;
+
+  static PaddedInput of(const WindowGeometry& g, int64_t in_h, int64_t in_w) {
+    PaddedInput p;
+    p.H = (g.out[0] - 1) * g.stride[0] + (g.kernel[0] - 1) * g.dilation[0] + 1;
+    p.W = (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
+    p.top = g.pad_begin[0];
+    p.left = g.pad_begin[1];
+    p.needed = p.top > 0 || p.left > 0 || p.H > in_h || p.W > in_w;
+    return p;
+  }
+
+  /// Writes the copy of N images [h, w, c] to dst ([N, H, W, c]).
+  void copy(const float* src, int64_t n_images, int64_t h, int64_t w, int64_t c, float* dst, ThreadPool& pool) const {
+    // Columns [lo, hi) of a padded row come from the input (column j is input column j - left).
+    const int64_t lo = std::min(left, W), hi = std::clamp(w + left, lo, W);
+    parallel_range(pool, n_images * H, W * c, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / H, ih = r % H - top;
+        float* d = dst + r * W * c;
+        if (ih < 0 || ih >= h) {
+          std::fill(d, d + W * c, 0.0f);
+          continue;
+        }
+        std::fill(d, d + lo * c, 0.0f);
+        std::copy(src + ((n * h + ih) * w + lo - left) * c, src + ((n * h + ih) * w + hi - left) * c, d + lo * c);
+        std::fill(d + hi * c, d + W * c, 0.0f);
+      }
+    });
+  }
+};
+
 struct DwGeometry {
   int64_t C, H, W, KH, KW, sh, sw, dh, dw, pt, pl;
 };
@@ -109,32 +146,66 @@ inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_
   return acc;
 }
 
+/// A 3x3 kernel's interior runs of kRun pixels of output row oh, 16 channels from c0, from column
+/// ow on while the run ends by `hi`: the nine weight vectors stay in registers. Returns where it
+/// stopped.
+template <int kRun, class Put>
+int64_t dw_runs_3x3(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t hi, int64_t c0,
+                    vf b, Put&& put) {
+  vf w[9];
+  for (int t = 0; t < 9; ++t) w[t] = vmath::load(wt + t * d.C + c0);
+  const float* rows[3];
+  bool ok[3];
+  for (int kh = 0; kh < 3; ++kh) {
+    const int64_t ih = oh * d.sh - d.pt + kh * d.dh;
+    ok[kh] = ih >= 0 && ih < d.H;
+    rows[kh] = xi + (ok[kh] ? ih : 0) * d.W * d.C + c0;
+  }
+  const int64_t step = d.sw * d.C, tap = d.dw * d.C;
+  for (; ow + kRun <= hi; ow += kRun) {
+    vf acc[kRun];
+    for (int p = 0; p < kRun; ++p) acc[p] = b;
+    for (int kh = 0; kh < 3; ++kh) {
+      if (!ok[kh]) continue;
+      const float* xs = rows[kh] + (ow * d.sw - d.pl) * d.C;
+      for (int kw = 0; kw < 3; ++kw)
+        for (int p = 0; p < kRun; ++p) acc[p] += vmath::load(xs + kw * tap + p * step) * w[kh * 3 + kw];
+    }
+    for (int p = 0; p < kRun; ++p) put(ow + p, c0, kLanes, acc[p]);
+  }
+  return ow;
+}
+
 /// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
-/// rows; along a row, runs of 8 pixels inside the input share each tap's weight vector.
-void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N,
-                    int64_t C, int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep,
-                    ThreadPool& pool) {
-  const DwGeometry d{C,
-                     H,
-                     W,
-                     g.kernel[0],
-                     g.kernel[1],
-                     g.stride[0],
-                     g.stride[1],
-                     g.dilation[0],
-                     g.dilation[1],
-                     g.pad_begin[0],
-                     g.pad_begin[1]};
+/// rows, and each row one block of 16 channels at a time: the interior runs of 8 pixels share
+/// each tap's weight vector (for 3x3 kernels all nine stay in registers along the row), the
+/// pixels whose windows reach into the padding are computed one at a time.
+void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N, int64_t C,
+                    int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
+  DwGeometry d{C, H, W, g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.dilation[0], g.dilation[1],
+               g.pad_begin[0], g.pad_begin[1]};
   const int64_t OH = g.out[0], OW = g.out[1];
+  // Narrow planes (a quarter or more of their pixels at an edge) are computed from a zero-padded
+  // copy: every pixel is then interior (the copy is small there).
+  const PaddedInput pad = PaddedInput::of(g, H, W);
+  if (OW < 32 && pad.needed && N * pad.H * pad.W * C <= (int64_t{1} << 20)) {
+    float* xp = reinterpret_cast<float*>(thread_workspace(Workspace::kConv, static_cast<size_t>(N * pad.H * pad.W * C) * sizeof(float)));
+    pad.copy(x, N, H, W, C, xp, pool);
+    x = xp;
+    d.H = pad.H;
+    d.W = pad.W;
+    d.pt = d.pl = 0;
+  }
   constexpr int kRun = 8;
+  const bool k3x3 = d.KH == 3 && d.KW == 3;
   // Output columns whose taps all fall inside the input: [lo, hi).
   const int64_t lo = std::min(OW, (d.pl + d.sw - 1) / d.sw);
   const int64_t span = (d.KW - 1) * d.dw;  // ow sw - pl + span < W
-  const int64_t hi = std::clamp<int64_t>(W - span + d.pl > 0 ? (W - span + d.pl - 1) / d.sw + 1 : 0, lo, OW);
+  const int64_t hi = std::clamp<int64_t>(d.W - span + d.pl > 0 ? (d.W - span + d.pl - 1) / d.sw + 1 : 0, lo, OW);
   parallel_range(pool, N * OH, OW * C * d.KH * d.KW, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / OH, oh = r % OH;
-      const float* xi = x + n * H * W * C;
+      const float* xi = x + n * d.H * d.W * C;
       float* yr = y + r * OW * C;
       const float* sr = sum ? sum + r * OW * C : nullptr;
       auto put = [&](int64_t ow, int64_t c0, int64_t lanes, vf v) {
@@ -142,33 +213,30 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
         if (sr) v += vmath::load_n(sr + at, lanes);
         vmath::store_n(yr + at, finish(v, ep), lanes);
       };
-      // Pixels outer, channels inner: the input columns a run of pixels reads stay in L1 while
-      // every block of 16 channels passes over them.
-      auto bias_of = [&](int64_t c0, int64_t lanes) { return bias ? vmath::load_n(bias + c0, lanes) : vf{}; };
-      auto edge = [&](int64_t ow) {
-        for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
-          const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
-          put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, bias_of(c0, lanes)));
-        }
-      };
-      const int64_t full = C / kLanes * kLanes;
-      int64_t ow = 0;
-      for (; ow < lo; ++ow) edge(ow);
-      auto runs = [&]<int R>(std::integral_constant<int, R>) {
-        for (; ow + R <= hi; ow += R) {
-          for (int64_t c0 = 0; c0 < full; c0 += kLanes) {
-            vf out[R];
-            dw_run<R>(d, xi, wt, oh, ow, c0, bias_of(c0, kLanes), out);
-            for (int p = 0; p < R; ++p) put(ow + p, c0, kLanes, out[p]);
+      for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+        const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
+        const vf b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
+        int64_t ow = 0;
+        for (; ow < lo; ++ow) put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, b));
+        if (lanes == kLanes) {
+          if (k3x3) {
+            ow = dw_runs_3x3<kRun>(d, xi, wt, oh, ow, hi, c0, b, put);
+            ow = dw_runs_3x3<4>(d, xi, wt, oh, ow, hi, c0, b, put);
+            ow = dw_runs_3x3<1>(d, xi, wt, oh, ow, hi, c0, b, put);
           }
-          if (full < C)
-            for (int p = 0; p < R; ++p)
-              put(ow + p, full, C - full, dw_pixel(d, xi, wt, oh, ow + p, full, C - full, bias_of(full, C - full)));
+          for (; ow + kRun <= hi; ow += kRun) {
+            vf out[kRun];
+            dw_run<kRun>(d, xi, wt, oh, ow, c0, b, out);
+            for (int p = 0; p < kRun; ++p) put(ow + p, c0, lanes, out[p]);
+          }
+          for (; ow + 2 <= hi; ow += 2) {
+            vf out[2];
+            dw_run<2>(d, xi, wt, oh, ow, c0, b, out);
+            for (int p = 0; p < 2; ++p) put(ow + p, c0, lanes, out[p]);
+          }
         }
-      };
-      runs(std::integral_constant<int, kRun>{});
-      runs(std::integral_constant<int, 2>{});
-      for (; ow < OW; ++ow) edge(ow);
+        for (; ow < OW; ++ow) put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, b));
+      }
     }
   });
 }
@@ -219,41 +287,21 @@ class ConvNhwcKernel final : public Kernel {
       return;
     }
     const PackedMatrix& wb = packed_.rows() ? packed_ : packed_now;
-    const int64_t OH = g.out[0], OW = g.out[1], sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0],
-                  dw = g.dilation[1];
-    const int64_t pt = g.pad_begin[0], pl = g.pad_begin[1];
-    // The input rows and columns the windows span, from (-pt, -pl): a zero-padded copy of the
-    // input when they reach outside it, else the input itself.
-    const int64_t Hs = (OH - 1) * sh + (KH - 1) * dh + 1, Ws = (OW - 1) * sw + (KW - 1) * dw + 1;
-    const bool copy = pt > 0 || pl > 0 || Hs > H || Ws > W;
-    const int64_t Hp = copy ? Hs : H, Wp = copy ? Ws : W;
+    const int64_t OH = g.out[0], OW = g.out[1], sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
+    const PaddedInput pad = PaddedInput::of(g, H, W);
+    const int64_t Hp = pad.needed ? pad.H : H, Wp = pad.needed ? pad.W : W;
     const int64_t m = N * OH * OW, k = KH * KW * C;
     Carver sizes;
     sizes.take<int64_t>(m);
     sizes.take<int64_t>(k);
-    if (copy) sizes.take<float>(N * Hp * Wp * C);
+    if (pad.needed) sizes.take<float>(N * Hp * Wp * C);
     Carver carve{thread_workspace(Workspace::kConv, sizes.off)};
     int64_t* row_off = carve.take<int64_t>(m);
     int64_t* koff = carve.take<int64_t>(k);
     const float* base = x.data<float>();
-    if (copy) {
+    if (pad.needed) {
       float* xp = carve.take<float>(N * Hp * Wp * C);
-      const float* src = x.data<float>();
-      // Columns [lo, hi) of a padded row come from the input (column j is input column j - pl).
-      const int64_t lo = std::min(pl, Wp), hi = std::clamp(W + pl, lo, Wp);
-      parallel_range(ctx.pool(), N * Hp, Wp * C, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t n = r / Hp, ih = r % Hp - pt;
-          float* d = xp + r * Wp * C;
-          if (ih < 0 || ih >= H) {
-            std::fill(d, d + Wp * C, 0.0f);
-            continue;
-          }
-          std::fill(d, d + lo * C, 0.0f);
-          std::copy(src + ((n * H + ih) * W + lo - pl) * C, src + ((n * H + ih) * W + hi - pl) * C, d + lo * C);
-          std::fill(d + hi * C, d + Wp * C, 0.0f);
-        }
-      });
+      pad.copy(x.data<float>(), N, H, W, C, xp, ctx.pool());
       base = xp;
     }
     for (int64_t i = 0, n = 0; n < N; ++n)
