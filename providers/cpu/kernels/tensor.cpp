@@ -175,17 +175,23 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
             if constexpr (sizeof(T) == sizeof(float)) {
               // Full 16 x 16 blocks, transposed in registers.
               using vmath::kLanes;
-              for (; done_i + kLanes <= i1 && j1 - j0 >= kLanes; done_i += kLanes) {
-                int64_t j = j0;
-                for (; j + kLanes <= j1; j += kLanes) {
+              for (; done_i + kLanes <= i1; done_i += kLanes) {
+                // Blocks of 16 columns; the last, partial one (an image's 3 channels) with its
+                // missing rows zero and its output rows stored masked.
+                for (int64_t j = j0; j < j1; j += kLanes) {
+                  const int64_t cols = std::min<int64_t>(kLanes, j1 - j);
                   vmath::vf m[kLanes];
                   for (int r = 0; r < kLanes; ++r)
-                    m[r] = vmath::load(reinterpret_cast<const float*>(sb + (j + r) * R + done_i));
+                    m[r] = r < cols ? vmath::load(reinterpret_cast<const float*>(sb + (j + r) * R + done_i)) : vmath::vf{};
                   vmath::transpose(m);
-                  for (int r = 0; r < kLanes; ++r) vmath::store(reinterpret_cast<float*>(db + (done_i + r) * Cn + j), m[r]);
+                  for (int r = 0; r < kLanes; ++r) {
+                    float* out = reinterpret_cast<float*>(db + (done_i + r) * Cn + j);
+                    if (cols == kLanes)
+                      vmath::store(out, m[r]);
+                    else
+                      vmath::store_n(out, m[r], cols);
+                  }
                 }
-                for (int64_t i = done_i; i < done_i + kLanes; ++i)
-                  for (int64_t jj = j; jj < j1; ++jj) db[i * Cn + jj] = sb[jj * R + i];
               }
             }
             for (int64_t i = done_i; i < i1; ++i)
