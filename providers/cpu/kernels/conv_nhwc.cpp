@@ -185,10 +185,11 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
   DwGeometry d{C, H, W, g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.dilation[0], g.dilation[1],
                g.pad_begin[0], g.pad_begin[1]};
   const int64_t OH = g.out[0], OW = g.out[1];
-  // Narrow planes (a quarter or more of their pixels at an edge) are computed from a zero-padded
-  // copy: every pixel is then interior (the copy is small there).
+  // Narrow stride-1 planes (7 x 7: two of every seven pixels at an edge) are computed from a
+  // zero-padded copy, so that every pixel is interior; the copy costs more than it saves on wider
+  // planes, and on strided ones (whose input is 4x their output).
   const PaddedInput pad = PaddedInput::of(g, H, W);
-  if (OW < 32 && pad.needed && N * pad.H * pad.W * C <= (int64_t{1} << 20)) {
+  if (OW <= 8 && d.sh == 1 && d.sw == 1 && pad.needed && N * pad.H * pad.W * C <= (int64_t{1} << 18)) {
     float* xp = reinterpret_cast<float*>(thread_workspace(Workspace::kConv, static_cast<size_t>(N * pad.H * pad.W * C) * sizeof(float)));
     pad.copy(x, N, H, W, C, xp, pool);
     x = xp;
