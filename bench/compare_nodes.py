@@ -2,13 +2,16 @@
 """Per-convolution times of onyx beside ONNX Runtime's, for CNNs.
 
     ortvenv/bin/python bench/compare_nodes.py build/bin/onyx models/resnet50/model.onnx [--threads 1] [--rounds 3]
+                       [--ep-option cpu.prefer_nhwc=false]
 
 Each round profiles onyx (`onyx bench --profile`, 5 runs) and then ORT (its profiler, 5 runs) on
 random inputs; a node's time is its minimum over all rounds (the least disturbed by other tenants
 of the machine). Both runtimes fuse activations and residual adds into their convolutions but
 name the results differently, so the convolutions are matched by order: the i-th convolution
 node of onyx's plan beside the i-th `Conv` kernel of ORT's. The script stops with an error when
-the two counts differ (a model whose graphs the two optimise differently).
+the two counts differ (a model whose graphs the two optimise differently). `--ep-option
+NAME.KEY=VALUE` (repeatable) passes an option to onyx's EP NAME (`cpu.prefer_nhwc=false`: the CPU
+EP channels-first).
 """
 import argparse
 import collections
@@ -22,9 +25,12 @@ import numpy as np
 import onnxruntime as ort
 
 
-def onyx_profile(onyx, model, threads, path):
-    subprocess.run([onyx, "bench", model, "--threads", str(threads), "--runs", "2", "--warmup", "2", "--profile", path,
-                    "--profile-runs", "5"], check=True, stdout=subprocess.DEVNULL)
+def onyx_profile(onyx, model, threads, path, ep_options):
+    cmd = [onyx, "bench", model, "--threads", str(threads), "--runs", "2", "--warmup", "2", "--profile", path,
+           "--profile-runs", "5"]
+    for o in ep_options:
+        cmd += ["--ep", o.split(".", 1)[0], "--ep-option", o]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     nodes = collections.OrderedDict()
     for e in json.load(open(path))["traceEvents"]:
         if e.get("ph") == "X":
@@ -60,11 +66,12 @@ def main():
     ap.add_argument("model")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ep-option", action="append", default=[])
     a = ap.parse_args()
     mine, theirs = collections.OrderedDict(), collections.OrderedDict()
     with tempfile.TemporaryDirectory() as d:
         for r in range(a.rounds):
-            for k, (cat, t) in onyx_profile(a.onyx, a.model, a.threads, os.path.join(d, "onyx.json")).items():
+            for k, (cat, t) in onyx_profile(a.onyx, a.model, a.threads, os.path.join(d, "onyx.json"), a.ep_option).items():
                 mine.setdefault(k, (cat, []))[1].extend(t)
             for k, (op, t) in ort_profile(a.model, a.threads, d).items():
                 theirs.setdefault(k, (op, []))[1].extend(t)
@@ -79,6 +86,9 @@ def main():
     print(f"{so:8.3f} {sr:8.3f} {so / sr:6.2f}  all convolutions")
     print(f"{sum(min(t) for _, t in mine.values()):8.3f} {sum(min(t) for _, t in theirs.values()):8.3f}"
           f"          every node (sum of minima)")
+    layout_mine = sum(min(t) for c, t in mine.values() if c == "Transpose")
+    layout_theirs = sum(min(t) for c, t in theirs.values() if c in ("ReorderInput", "ReorderOutput"))
+    print(f"{layout_mine:8.3f} {layout_theirs:8.3f}          layout changes (onyx's Transposes, ORT's Reorder kernels)")
 
 
 if __name__ == "__main__":

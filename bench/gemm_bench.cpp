@@ -1,6 +1,7 @@
 // SGEMM throughput: median of repeated runs, in GFLOP/s.  gemm_bench [threads]
 // Then the gathered-A product of channels-last 1x1 convolutions (MobileNetV2's and ResNet-50's
-// shapes: pixels x output channels x input channels), A read in place.
+// shapes: pixels x output channels x input channels), A read in place, without and with the
+// residual epilogue.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,12 +28,19 @@ int main(int argc, char** argv) {
     std::printf("M=%-5lld N=%-5lld K=%-5lld  %8.3f ms  %7.1f GFLOP/s\n", (long long)m, (long long)n, (long long)k, med * 1e3,
                 2.0 * m * n * k / med * 1e-9);
   }
-  // Channels-last pointwise convolutions: A is the input, [pixels, K] row-major.
+  // Channels-last pointwise convolutions: A is the input, [pixels, K] row-major; then again with
+  // a bias, a residual sum (m x n floats read) and Relu in the epilogue.
   const int64_t convs[][3] = {{12544, 16, 32}, {12544, 96, 16}, {3136, 144, 24}, {3136, 24, 144}, {784, 192, 32},
                               {196, 576, 96}, {49, 960, 160}, {3136, 256, 64}, {784, 128, 512}, {196, 1024, 256}, {196, 256, 1024},
                               {49, 512, 2048}, {49, 2048, 512}};
-  for (auto& s : convs) {
+  for (int with_sum : {0, 1})
+    for (auto& s : convs) {
     const int64_t m = s[0], n = s[1], k = s[2];
+    std::vector<float> sum(m * n, 0.1f), bias(n, 0.2f);
+    onyx::cpu::GemmEpilogue ep;
+    ep.bias = bias.data();
+    ep.sum = sum.data();
+    ep.act = onyx::cpu::GemmEpilogue::Act::kRelu;
     std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
     std::vector<int64_t> rows(m), koff(k);
     for (int64_t i = 0; i < m; ++i) rows[i] = i * k;
@@ -41,11 +49,12 @@ int main(int argc, char** argv) {
     std::vector<double> times;
     for (int r = 0; r < 50; ++r) {
       auto t0 = std::chrono::steady_clock::now();
-      onyx::cpu::sgemm_a_gather(onyx::cpu::AGather{a.data(), rows.data(), koff.data()}, &pb, m, n, k, c.data(), n, &pool);
+      onyx::cpu::sgemm_a_gather(onyx::cpu::AGather{a.data(), rows.data(), koff.data()}, &pb, m, n, k, c.data(), n, &pool, with_sum ? &ep : nullptr);
       times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];
+    if (with_sum) std::printf("+bias+sum+relu ");
     std::printf("gather pixels=%-5lld N=%-5lld K=%-5lld  %8.3f ms  %7.1f GFLOP/s\n", (long long)m, (long long)n, (long long)k,
                 med * 1e3, 2.0 * m * n * k / med * 1e-9);
   }
