@@ -60,7 +60,7 @@ bool accepts_pool(const Node& node, const std::vector<const TypeInfo*>& in, Decl
   return accepts_2d(in, why, node.op_type.c_str());
 }
 
-/// y = act(y (+ sum)), one vector (n lanes) at a time.
+/// The epilogue's activation (Relu or Clip; none otherwise) on one vector.
 inline vf finish(vf v, const GemmEpilogue& ep) {
   if (ep.act == GemmEpilogue::Act::kRelu) return vmath::vmax(v, vf{});
   if (ep.act == GemmEpilogue::Act::kClip) return vmath::vmin(vmath::vmax(v, vmath::splat(ep.lo)), vmath::splat(ep.hi));
@@ -290,32 +290,39 @@ class ConvNhwcKernel final : public Kernel {
     const PackedMatrix& wb = packed_.rows() ? packed_ : packed_now;
     const int64_t OH = g.out[0], OW = g.out[1], sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
     const PaddedInput pad = PaddedInput::of(g, H, W);
-    const int64_t Hp = pad.needed ? pad.H : H, Wp = pad.needed ? pad.W : W;
-    const int64_t m = N * OH * OW, k = KH * KW * C;
+    const int64_t Hp = pad.needed ? pad.H : H, Wp = pad.needed ? pad.W : W, k = KH * KW * C;
+    // Images in groups whose padded copy (and pixel offsets) stay within ~64 MiB of workspace.
+    const int64_t per_image = (pad.needed ? Hp * Wp * C : 0) + 2 * OH * OW;  // floats (offsets: 2 each)
+    const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 24) / std::max<int64_t>(1, per_image), 1, N);
+    const int64_t pixels = OH * OW;
     Carver sizes;
-    sizes.take<int64_t>(m);
+    sizes.take<int64_t>(chunk * pixels);
     sizes.take<int64_t>(k);
-    if (pad.needed) sizes.take<float>(N * Hp * Wp * C);
+    if (pad.needed) sizes.take<float>(chunk * Hp * Wp * C);
     Carver carve{thread_workspace(Workspace::kConv, sizes.off)};
-    int64_t* row_off = carve.take<int64_t>(m);
+    int64_t* row_off = carve.take<int64_t>(chunk * pixels);
     int64_t* koff = carve.take<int64_t>(k);
-    const float* base = x.data<float>();
-    if (pad.needed) {
-      float* xp = carve.take<float>(N * Hp * Wp * C);
-      pad.copy(x.data<float>(), N, H, W, C, xp, ctx.pool());
-      base = xp;
-    }
-    for (int64_t i = 0, n = 0; n < N; ++n)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * Hp + oh * sh) * Wp + ow * sw) * C;
+    float* xp = pad.needed ? carve.take<float>(chunk * Hp * Wp * C) : nullptr;
     for (int64_t t = 0, kh = 0; kh < KH; ++kh)
       for (int64_t kw = 0; kw < KW; ++kw)
         for (int64_t c = 0; c < C; ++c) koff[t++] = (kh * dh * Wp + kw * dw) * C + c;
-    GemmEpilogue ep = act_;
-    ep.bias = pb;
-    ep.sum = ps;
-    const bool any = pb || ps || ep.act != GemmEpilogue::Act::kNone;
-    sgemm_a_gather(AGather{base, row_off, koff}, &wb, m, M, k, y.data<float>(), M, &ctx.pool(), any ? &ep : nullptr);
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t images = std::min(chunk, N - n0);
+      const float* base = x.data<float>() + n0 * H * W * C;
+      if (pad.needed) {
+        pad.copy(base, images, H, W, C, xp, ctx.pool());
+        base = xp;
+      }
+      for (int64_t i = 0, n = 0; n < images; ++n)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * Hp + oh * sh) * Wp + ow * sw) * C;
+      GemmEpilogue ep = act_;
+      ep.bias = pb;
+      ep.sum = ps ? ps + n0 * pixels * M : nullptr;
+      const bool any = pb || ps || ep.act != GemmEpilogue::Act::kNone;
+      sgemm_a_gather(AGather{base, row_off, koff}, &wb, images * pixels, M, k, y.data<float>() + n0 * pixels * M, M,
+                     &ctx.pool(), any ? &ep : nullptr);
+    }
   }
 
  private:
