@@ -1,8 +1,10 @@
 // Conformance runner over ONNX backend test data (model.onnx + test_data_set_N/{input,output}_K.pb).
 //
 //   onyx_conformance [--expect FILE] [--filter SUBSTR] [--jobs N] [--timeout SEC] [--verbose]
-//                    [--list-failures] [--write-expect FILE] [--ep NAME] DIR...
+//                    [--list-failures] [--write-expect FILE] [--ep NAME] [--ep-option NAME.KEY=VALUE]... DIR...
 //
+// --ep-option sets an option of the EP under test (of the CPU EP without --ep: `--ep-option
+// cpu.prefer_nhwc=false` runs the suite with the CPU EP channels-first).
 // Each DIR is a test directory or a directory of tests. Every test runs in a child process
 // (a crash or hang is reported, not fatal). With --expect, the run fails on an unexpected failure
 // and on an unexpected pass, so the expectation file stays true.
@@ -286,12 +288,17 @@ std::string check_random(const RandomCheck& rc, const Graph& g, size_t k, const 
   return binomial_check("kept", kept, n * (1 - ratio), n * ratio * (1 - ratio), n);
 }
 
-Outcome run_test(const Test& t, double rtol, double atol, const std::string& ep) {
+Outcome run_test(const Test& t, double rtol, double atol, const std::string& ep,
+                 const std::vector<std::pair<std::string, std::string>>& ep_options) {
   Outcome o;
   try {
     SessionBuilder b;
     b.with_intra_threads(1);
-    if (ep != "cpu") b.with_execution_providers({ep::by_name(ep).build().error_on_failure()});
+    if (ep != "cpu" || !ep_options.empty()) {
+      ep::Spec spec = ep::by_name(ep);
+      for (const auto& [k, v] : ep_options) spec.set(k, v);
+      b.with_execution_providers({spec.build().error_on_failure()});
+    }
     Session s = b.commit_from_file(t.dir + "/model.onnx");
     for (const auto& [op, count] : s.op_counts())
       if (op != "Constant") o.ops += (o.ops.empty() ? "" : ",") + op;
@@ -401,6 +408,8 @@ struct Running {
 int main(int argc, char** argv) {
   std::vector<std::string> dirs;
   std::string expect_path, filter, write_expect, results_path, ep = "cpu";
+  std::vector<std::string> ep_option_eps;  // the NAME of each --ep-option
+  std::vector<std::pair<std::string, std::string>> ep_options;
   int jobs = 2;
   double timeout = 60, rtol = 1e-3, atol = 1e-7;
   bool verbose = false, list_failures = false;
@@ -420,6 +429,16 @@ int main(int argc, char** argv) {
     else if (a == "--write-expect") write_expect = next();
     else if (a == "--results") results_path = next();
     else if (a == "--ep") ep = next();
+    else if (a == "--ep-option") {
+      const std::string o = next();
+      const size_t dot = o.find('.'), eq = o.find('=');
+      if (dot == std::string::npos || eq == std::string::npos || eq < dot) {
+        std::fprintf(stderr, "--ep-option expects NAME.KEY=VALUE, got '%s'\n", o.c_str());
+        return 2;
+      }
+      ep_option_eps.push_back(o.substr(0, dot));
+      ep_options.emplace_back(o.substr(dot + 1, eq - dot - 1), o.substr(eq + 1));
+    }
     else if (a == "--verbose") verbose = true;
     else if (a == "--list-failures") list_failures = true;
     else if (a.rfind("--", 0) == 0) {
@@ -427,6 +446,11 @@ int main(int argc, char** argv) {
       return 2;
     } else dirs.push_back(a);
   }
+  for (const std::string& name : ep_option_eps)
+    if (name != ep) {
+      std::fprintf(stderr, "--ep-option %s.*: options are for the EP under test, %s\n", name.c_str(), ep.c_str());
+      return 2;
+    }
   if (ep != "cpu") {
     const ep::Availability a = ep::by_name(ep).availability();
     if (!a.usable) {
@@ -463,7 +487,7 @@ int main(int argc, char** argv) {
       if (pid == 0) {
         close(fds[0]);
         set_log_level(LogLevel::kError);
-        Outcome o = run_test(tests[idx], rtol, atol, ep);
+        Outcome o = run_test(tests[idx], rtol, atol, ep, ep_options);
         std::string msg(1, o.status);
         msg += o.ops + "\n" + o.message;
         size_t off = 0;
