@@ -6,6 +6,15 @@ function(onyx_ep_option name default doc)
   set_property(CACHE ONYX_EP_${name} PROPERTY STRINGS ON OFF AUTO)
 endfunction()
 
+# An optional module (an EP, the image codecs) whose dependency is missing: a configure error when
+# its ON|OFF|AUTO option is ON, else a status line saying what is not built. The caller returns.
+function(onyx_module_missing option module what)
+  if(${option} STREQUAL "ON")
+    message(FATAL_ERROR "${option}=ON but ${what}")
+  endif()
+  message(STATUS "${module} not built: ${what}")
+endfunction()
+
 # onyx_add_ep_module(<name> SOURCES ... [LINK ...] [INCLUDE ...])
 function(onyx_add_ep_module name)
   cmake_parse_arguments(EP "" "" "SOURCES;LINK;INCLUDE" ${ARGN})

@@ -100,11 +100,6 @@ bool cast_type(DType t) {
   }
 }
 
-bool decline(Decline* why, DeclineCode code, std::string msg) {
-  *why = {code, std::move(msg)};
-  return false;
-}
-
 bool is_constant(const Graph& g, int v) { return v >= 0 && g.values[v].has_initializer && !g.values[v].is_graph_input; }
 
 const TypeInfo* in_type(const ClaimInfo& info, size_t i) { return i < info.input_types.size() ? info.input_types[i] : nullptr; }

@@ -18,12 +18,6 @@ constexpr int kMaxOpset = 21;
 /// Largest rank the index-mapping shaders handle.
 constexpr int kMaxRank = 6;
 
-/// Helper for claim checks: fills the decline and returns false.
-inline bool decline(Decline* why, DeclineCode c, std::string msg) {
-  *why = {c, std::move(msg)};
-  return false;
-}
-
 /// The type of input / output i (null when absent).
 inline const TypeInfo* in_type(const ClaimInfo& c, size_t i) {
   return i < c.input_types.size() && c.node.has_input(i) ? c.input_types[i] : nullptr;

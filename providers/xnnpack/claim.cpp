@@ -25,11 +25,6 @@ const Tensor* constant_value(const Graph& g, int v) {
 
 namespace {
 
-bool decline(Decline* why, DeclineCode code, std::string message) {
-  *why = {code, std::move(message)};
-  return false;
-}
-
 const TypeInfo* type_of(const Graph& g, const Node& n, size_t i) {
   return n.has_input(i) ? &g.values[n.inputs[i]].type : nullptr;
 }

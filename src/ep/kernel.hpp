@@ -178,6 +178,13 @@ struct Decline {
   std::string message;
 };
 
+/// Fills `why` (when given) and returns false: how a claim check or a kernel's acceptance test
+/// says no.
+inline bool decline(Decline* why, DeclineCode code, std::string message) {
+  if (why) *why = {code, std::move(message)};
+  return false;
+}
+
 /// A kernel manifest, searchable by node.
 class KernelRegistry {
  public:

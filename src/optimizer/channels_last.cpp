@@ -57,18 +57,15 @@ int assign_channels_last(Graph& g, PassContext& ctx) {
     }
     Node form = n;
     form.domain = std::string(kChannelsLastDomain);
-    std::vector<int> added;  // the new values, in the order they were added
     for (size_t i : moved) {
       const int v = n.inputs[i];
-      const TypeInfo t = g.values[v].type;
+      const TypeInfo t = g.values[v].type;  // (a copy: values grow)
       form.inputs[i] = add_typed_value(g, g.values[v].name + "_nhwc", t, to_last);
-      added.push_back(form.inputs[i]);
     }
     const int yl = add_typed_value(g, g.values[y].name + "_nhwc", yt, to_last);
-    added.push_back(yl);
     form.outputs[0] = yl;
     if (!ctx.may_use_channels_last(n, form)) {
-      for (size_t k = 0; k < added.size(); ++k) drop_last_value(g);
+      for (size_t k = 0; k <= moved.size(); ++k) drop_last_value(g);  // the values added: moved inputs, output
       nodes.push_back(std::move(n));
       continue;
     }

@@ -67,13 +67,8 @@ namespace {
 /// y = act(y + z) over n floats (a sum input the convolution could not take in its epilogue).
 void add_and_activate(float* y, const float* z, int64_t n, const GemmEpilogue& ep) {
   using namespace vmath;
-  const vf lo = splat(ep.lo), hi = splat(ep.hi);
   int64_t i = 0;
-  auto f = [&](vf v) {
-    if (ep.act == GemmEpilogue::Act::kRelu) return vmax(v, vf{});
-    if (ep.act == GemmEpilogue::Act::kClip) return vmin(vmax(v, lo), hi);
-    return v;
-  };
+  auto f = [&](vf v) { return epilogue_activation(v, ep); };
   for (; i + kLanes <= n; i += kLanes) store(y + i, f(load(y + i) + load(z + i)));
   if (i < n) store_n(y + i, f(load_n(y + i, n - i) + load_n(z + i, n - i)), n - i);
 }

@@ -6,9 +6,18 @@
 #include "ep/kernel.hpp"
 #include "kernels/common.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/vmath.hpp"
 #include "ops/nn.hpp"
 
 namespace onyx::cpu {
+
+/// An epilogue's activation (Relu or Clip; none otherwise) on one vector, for kernels that apply
+/// it outside the GEMM (a sum added after a depthwise convolution, the channels-last depthwise).
+inline vmath::vf epilogue_activation(vmath::vf v, const GemmEpilogue& ep) {
+  if (ep.act == GemmEpilogue::Act::kRelu) return vmath::vmax(v, vmath::vf{});
+  if (ep.act == GemmEpilogue::Act::kClip) return vmath::vmin(vmath::vmax(v, vmath::splat(ep.lo)), vmath::splat(ep.hi));
+  return v;
+}
 
 class ConvKernel final : public Kernel {
  public:

@@ -24,11 +24,6 @@ namespace {
 using vmath::kLanes;
 using vmath::vf;
 
-bool refuse(Decline* why, DeclineCode code, std::string message) {
-  if (why) *why = {code, std::move(message)};
-  return false;
-}
-
 const TypeInfo* type_at(const std::vector<const TypeInfo*>& types, size_t i) {
   return i < types.size() ? types[i] : nullptr;
 }
@@ -37,10 +32,10 @@ const TypeInfo* type_at(const std::vector<const TypeInfo*>& types, size_t i) {
 bool accepts_2d(const std::vector<const TypeInfo*>& in, Decline* why, const char* what) {
   const TypeInfo* x = type_at(in, 0);
   if (!x || !x->has_shape || x->shape.size() != 4)
-    return refuse(why, DeclineCode::kUnsupportedType,
+    return decline(why, DeclineCode::kUnsupportedType,
                   str("channels-last ", what, " on the CPU is 2-D only (rank-4 input)"));
   if (x->shape[3] <= 0)
-    return refuse(why, DeclineCode::kDynamicShape, str("channels-last ", what, " needs its channel count"));
+    return decline(why, DeclineCode::kDynamicShape, str("channels-last ", what, " needs its channel count"));
   return true;
 }
 
@@ -49,22 +44,15 @@ bool accepts_conv(const Node& node, const std::vector<const TypeInfo*>& in, Decl
   if (!accepts_2d(in, why, "Conv")) return false;
   const TypeInfo* w = type_at(in, 1);
   if (!w || !w->has_shape || w->shape.size() != 4 || w->shape[0] <= 0 || w->shape[1] <= 0)
-    return refuse(why, DeclineCode::kDynamicShape, "channels-last Conv on the CPU needs a 4-d weight of known shape");
+    return decline(why, DeclineCode::kDynamicShape, "channels-last Conv on the CPU needs a 4-d weight of known shape");
   const int64_t group = node.attr_int("group", 1), C = in[0]->shape[3];
   if (group == 1 || (w->shape[1] == 1 && group == C && w->shape[0] == C)) return true;
-  return refuse(why, DeclineCode::kUnsupportedAttribute,
+  return decline(why, DeclineCode::kUnsupportedAttribute,
                 str("channels-last Conv on the CPU: group 1 or depthwise only (group ", group, ")"));
 }
 
 bool accepts_pool(const Node& node, const std::vector<const TypeInfo*>& in, Decline* why) {
   return accepts_2d(in, why, node.op_type.c_str());
-}
-
-/// The epilogue's activation (Relu or Clip; none otherwise) on one vector.
-inline vf finish(vf v, const GemmEpilogue& ep) {
-  if (ep.act == GemmEpilogue::Act::kRelu) return vmath::vmax(v, vf{});
-  if (ep.act == GemmEpilogue::Act::kClip) return vmath::vmin(vmath::vmax(v, vmath::splat(ep.lo)), vmath::splat(ep.hi));
-  return v;
 }
 
 /// The input rows and columns a 2-D window geometry's windows span, from (-pad_top, -pad_left):
@@ -212,7 +200,7 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
       auto put = [&](int64_t ow, int64_t c0, int64_t lanes, vf v) {
         const int64_t at = ow * C + c0;
         if (sr) v += vmath::load_n(sr + at, lanes);
-        vmath::store_n(yr + at, finish(v, ep), lanes);
+        vmath::store_n(yr + at, epilogue_activation(v, ep), lanes);
       };
       for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
         const int64_t lanes = std::min<int64_t>(kLanes, C - c0);

@@ -29,11 +29,7 @@ constexpr int64_t kKC = 512;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 8;  // columns of B packed at a time (a multiple of kNR): kKC x kNC floats, 512 KiB
 constexpr double kSharedAFloats = 1 << 20;  // the most of A packed once for all tasks (4 MiB)
-constexpr double kBigABytes = 256 << 10;
-int64_t kGatherPackCols = [] {
-  const char* e = std::getenv("ONYX_GATHER_PACK_COLS");
-  return e ? std::atoll(e) : int64_t{64};
-}();  // an A streamed once per thread, not per task (bytes)
+constexpr double kBigABytes = 256 << 10;  // an A streamed once per thread, not per task (bytes)
 static_assert(kMR == kPanelRows, "the panel height APackers write");
 static_assert(kNR == kPanelCols, "the panel width BPackers write");
 
@@ -733,4 +729,3 @@ void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const B
 }
 
 }  // namespace onyx::cpu
-
