@@ -281,6 +281,9 @@ TEST(CpuConv, ShiftedGemmMatchesTheReferenceLoop) {
       // 1x1 to few output channels: the input read in place as B (its last, partial panel copied).
       {"1x1 96 -> 20 on 30x33, sum then Relu, two images", Shape{2, 96, 30, 33}, Shape{20, 96, 1, 1}, {}, true, "Relu"},
       {"1x1 70 -> 24 on 9x9, Clip", Shape{1, 70, 9, 9}, Shape{24, 70, 1, 1}, {}, false, "Clip"},
+      // Channels-last: a pair of column panels and a lone one; a pair whose second panel is partial.
+      {"1x1 40 -> 88 on 13x14, sum then Relu", Shape{1, 40, 13, 14}, Shape{88, 40, 1, 1}, {}, true, "Relu"},
+      {"3x3 pad 1, 24 -> 100 on 9x11, sum", Shape{1, 24, 9, 11}, Shape{100, 24, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}, true, nullptr},
       {"grouped 3x3 (2 groups of 10 -> 7), pad 1 on 33x40", Shape{1, 20, 33, 40}, Shape{14, 10, 3, 3},
        {attr_int("group", 2), attr_ints("pads", {1, 1, 1, 1})}, false, "Relu"},
   };

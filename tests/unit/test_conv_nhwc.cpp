@@ -124,6 +124,8 @@ TEST(CpuChannelsLast, ConvolutionsMatchTheReference) {
       {"SAME_UPPER 4x4 stride 2", "Conv", Shape{1, 3, 16, 15}, Shape{8, 3, 4, 4}, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2})}},
       {"windows that skip the last rows and columns", "Conv", Shape{1, 6, 10, 10}, Shape{9, 6, 3, 3}, {attr_ints("strides", {4, 4})}},
       {"weights and bias fed at run time", "Conv", Shape{2, 6, 8, 8}, Shape{12, 6, 3, 3}, pads(1, 1, 1, 1), true, true},
+      {"1x1, 520 -> 280 on 3x3 (B's block past L2: column panels outer, a lone last panel)", "Conv", Shape{1, 520, 3, 3},
+       Shape{280, 520, 1, 1}, {}},
       {"3x3 on 1x1 with pads 1", "Conv", Shape{1, 32, 1, 1}, Shape{48, 32, 3, 3}, pads(1, 1, 1, 1)},
       // Depthwise: one filter per channel.
       {"depthwise 3x3, 37 channels (two vectors and a tail)", "Conv", Shape{2, 37, 11, 23}, Shape{37, 1, 3, 3},

@@ -386,6 +386,76 @@ constexpr auto make_gather_table(std::integer_sequence<int, I...>) {
 constexpr auto kMicroGather = make_gather_table<kNV>(std::make_integer_sequence<int, kMR>{});
 constexpr auto kMicroGatherHalf = make_gather_table<1>(std::make_integer_sequence<int, kMR>{});
 
+#if defined(__AVX512F__)
+/// Rows of the wide gathered-A micro-kernel's tile.
+constexpr int kWideMR = 6;
+
+/// The gathered-A micro-kernel over two adjacent B panels: MR (at most kWideMR) rows x 2 kNR
+/// columns, b the first panel and b + kNR kc the second (nr > kNR; the second panel's columns
+/// past nr are zero in the packing, computed and dropped). Per k it loads MR broadcasts and four
+/// vectors for 4 MR FMAs, where the 12 x 32 tile loads twelve and two for 24: with A's rows as
+/// pointers (kept in general registers, twelve of which do not fit beside the loop's own), the
+/// narrow tile runs ~15% below this one in isolation (bench/gemm_bench.cpp's gather shapes).
+template <int MR>
+void micro_kernel_gather_wide(int64_t kc, const float* const* rows, const int64_t* __restrict aoff,
+                              const float* __restrict b, float* __restrict c, int64_t ldc, int64_t nr, bool accumulate,
+                              const GemmEpilogue* ep, int64_t row0, int64_t col0) {
+  static_assert(MR <= kWideMR);
+  const float* r[MR];
+  for (int i = 0; i < MR; ++i) r[i] = rows[i];
+  const float* b2 = b + kNR * kc;
+  vf acc[MR][2 * kNV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < 2 * kNV; ++v) acc[i][v] = vf{};
+  auto step = [&](int64_t k) __attribute__((always_inline)) {
+    const float* bk = b + k * kNR;
+    const float* bk2 = b2 + k * kNR;
+    const int64_t o = aoff[k];
+    const vf b0 = loadu(bk), b1 = loadu(bk + kVec), b2v = loadu(bk2), b3 = loadu(bk2 + kVec);
+    for (int i = 0; i < MR; ++i) {
+      const float ai = r[i][o];
+      acc[i][0] += b0 * ai;
+      acc[i][1] += b1 * ai;
+      acc[i][2] += b2v * ai;
+      acc[i][3] += b3 * ai;
+    }
+  };
+  // The lines of the C tile (and of the sum's) the epilogue will touch, asked for one every
+  // `every` steps of the first part of the loop rather than all at once: issued together, the 48
+  // of a tile whose rows are not cached stall the loop's own loads (3136 x 256 x 64 with a
+  // residual sum, its operands not cached: ~10% slower). Callers pass kc of at least 64.
+  const int per_row = static_cast<int>((nr * static_cast<int64_t>(sizeof(float)) + 63) / 64);
+  const int lines = MR * per_row;
+  const int64_t every = std::max<int64_t>(1, kc / (lines + 1));
+  const char* pc = reinterpret_cast<const char*>(c);
+  const char* ps = ep && ep->sum ? reinterpret_cast<const char*>(ep->sum + row0 * ldc + col0) : nullptr;
+  const int64_t ld = ldc * static_cast<int64_t>(sizeof(float));
+  int64_t k = 0;
+  for (int l = 0; l < lines && k + every <= kc; ++l) {
+    const int64_t off = (l / per_row) * ld + (l % per_row) * 64;
+    __builtin_prefetch(pc + off, 1);
+    if (ps) __builtin_prefetch(ps + off, 0);
+    for (int64_t e = 0; e < every; ++e, ++k) step(k);
+  }
+#pragma GCC unroll 4
+  for (; k < kc; ++k) step(k);
+  vf lo[MR][kNV], hi[MR][kNV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < kNV; ++v) {
+      lo[i][v] = acc[i][v];
+      hi[i][v] = acc[i][kNV + v];
+    }
+  store_tile<MR>(lo, c, ldc, kNR, accumulate, ep, row0, col0);
+  store_tile<MR>(hi, c + kNR, ldc, nr - kNR, accumulate, ep, row0, col0 + kNR);
+}
+
+template <int... I>
+constexpr auto make_gather_wide_table(std::integer_sequence<int, I...>) {
+  return std::array<GatherFn, sizeof...(I)>{&micro_kernel_gather_wide<I + 1>...};
+}
+constexpr auto kMicroGatherWide = make_gather_wide_table(std::make_integer_sequence<int, kWideMR>{});
+#endif
+
 using MicroFn = void (*)(int64_t, const float*, const float*, const int64_t*, float*, int64_t, int64_t, bool,
                          const GemmEpilogue*, int64_t, int64_t);
 
@@ -431,6 +501,51 @@ void pack_a_rows(const Operands& o, int64_t r0, int64_t rows, int64_t p0, int64_
   else
     pack_a_block(o.ta, o.a, o.lda, o.m, r0, rows, p0, kc, o.alpha, dst);
 }
+
+#if defined(__AVX512F__)
+/// Rows [i0, i0 + mc) x columns [jc, jc + nc) of a gathered-A product over the k-range
+/// [p0, p0 + kc), bblock its block of packed B: the columns in pairs of panels by the wide
+/// micro-kernel, kWideMR rows at a time (rows outer, or pairs of panels outer when cols_outer),
+/// and a last panel that is alone (nc an odd number of panels, or a pair's second one empty), or
+/// all of them when the k-block is short, by the kMR x kNR kernel.
+void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t nc, int64_t p0, int64_t kc,
+                  const float* bblock, bool accumulate, const GemmEpilogue* ep, bool cols_outer) {
+  const AGather& g = *o.a_gather;
+  const int64_t* aoff = g.koff + p0;
+  const int64_t iend = i0 + mc, jend = jc + nc;
+  // Short k-blocks (a 1x1 convolution over few channels) run faster 12 rows at a time.
+  const int64_t rem = nc % (2 * kNR);
+  const int64_t wide_end = kc < 64 ? jc : rem == 0 || rem > kNR ? jend : jend - rem;
+  auto wide = [&](int64_t i, int64_t j) {
+    const int64_t mr = std::min<int64_t>(kWideMR, iend - i), nr = std::min<int64_t>(2 * kNR, jend - j);
+    const float* rows[kWideMR];
+    for (int64_t r = 0; r < mr; ++r) rows[r] = g.base + g.row_off[i + r];
+    kMicroGatherWide[mr - 1](kc, rows, aoff, bblock + ((j - jc) / kNR) * kNR * kc, o.c + i * o.ldc + j, o.ldc, nr,
+                             accumulate, ep, i, j);
+  };
+  if (cols_outer) {
+    for (int64_t j = jc; j < wide_end; j += 2 * kNR)
+      for (int64_t i = i0; i < iend; i += kWideMR) wide(i, j);
+  } else {
+    for (int64_t i = i0; i < iend; i += kWideMR)
+      for (int64_t j = jc; j < wide_end; j += 2 * kNR) wide(i, j);
+  }
+  auto narrow = [&](int64_t i, int64_t j) {
+    const int64_t mr = std::min<int64_t>(kMR, iend - i), nr = std::min<int64_t>(kNR, jend - j);
+    const float* rows[kMR];
+    for (int64_t r = 0; r < mr; ++r) rows[r] = g.base + g.row_off[i + r];
+    (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, aoff, bblock + ((j - jc) / kNR) * kNR * kc,
+                                                           o.c + i * o.ldc + j, o.ldc, nr, accumulate, ep, i, j);
+  };
+  if (cols_outer) {
+    for (int64_t j = wide_end; j < jend; j += kNR)
+      for (int64_t i = i0; i < iend; i += kMR) narrow(i, j);
+  } else {
+    for (int64_t i = i0; i < iend; i += kMR)
+      for (int64_t j = wide_end; j < jend; j += kNR) narrow(i, j);
+  }
+}
+#endif
 
 /// Computes C rows [m0, m1) x cols [n0, n1) (n0 multiple of NR, m0 multiple of MR).
 void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -499,6 +614,12 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         // can keep while every row tile passes over it (few pixels, many channels), the column
         // panels go outer too: each panel of B is then read once per row block, not per tile.
         const bool cols_outer = o.c_trans || (o.a_gather && kc * nc * static_cast<int64_t>(sizeof(float)) > (512 << 10));
+#if defined(__AVX512F__)
+        if (o.a_gather) {
+          gather_tiles(o, i0, mc, jc, nc, p0, kc, bblock, !first || o.c_initialized, last ? o.ep : nullptr, cols_outer);
+          continue;
+        }
+#endif
         const int64_t outer_end = cols_outer ? jc + nc : i0 + mc, inner_end = cols_outer ? i0 + mc : jc + nc;
         for (int64_t u = cols_outer ? jc : i0; u < outer_end; u += cols_outer ? kNR : kMR)
           for (int64_t v = cols_outer ? i0 : jc; v < inner_end; v += cols_outer ? kMR : kNR) {
