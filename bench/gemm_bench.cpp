@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> rows(m), koff(k);
     for (int64_t i = 0; i < m; ++i) rows[i] = i * k;
     for (int64_t i = 0; i < k; ++i) koff[i] = i;
-    const onyx::cpu::PackedMatrix pb = onyx::cpu::pack_b(false, k, n, b.data(), n);
+    const onyx::cpu::PackedMatrix pb = onyx::cpu::pack_b(false, k, n, b.data(), n, 1.0f, onyx::cpu::gather_k_block(k));
     std::vector<double> times;
     for (int r = 0; r < 50; ++r) {
       auto t0 = std::chrono::steady_clock::now();

@@ -329,7 +329,7 @@ class ConvNhwcKernel final : public Kernel {
     for (int64_t mm = 0; mm < M; ++mm)
       for (int64_t c = 0; c < Cg; ++c)
         for (int64_t t = 0; t < T; ++t) b[static_cast<size_t>((t * Cg + c) * M + mm)] = pw[(mm * Cg + c) * T + t];
-    *packed = pack_b(false, T * Cg, M, b.data(), M);
+    *packed = pack_b(false, T * Cg, M, b.data(), M, 1.0f, gather_k_block(T * Cg));
   }
 
   const Node& node_;

@@ -558,10 +558,11 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   // With a short K the block is wider (up to 16x, the same floats): longer runs of C per row.
   const int64_t widen = std::clamp<int64_t>(kKC / std::max<int64_t>(1, std::min(kKC, o.k)), 1, 16);
   const int64_t block = o.pb || o.b_koff ? n1 - n0 : kNC * widen;
+  const int64_t kb = o.pb ? o.pb->k_block() : kKC;  // a gathered product's B may be blocked otherwise
   for (int64_t jc = n0; jc < n1; jc += block) {
     const int64_t nc = std::min(block, n1 - jc);
-    for (int64_t p0 = 0; p0 < o.k; p0 += kKC) {
-      const int64_t kc = std::min(kKC, o.k - p0);
+    for (int64_t p0 = 0; p0 < o.k; p0 += kb) {
+      const int64_t kc = std::min(kb, o.k - p0);
       const bool first = p0 == 0, last = p0 + kc >= o.k;
       const float* bblock;
       float* edge = nullptr;  // a shifted view's last panel, when partial, copied (zero padded)
@@ -649,6 +650,8 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
 }
 
 void run(const Operands& o, ThreadPool* pool) {
+  if (o.pb && o.pb->k_block() != kKC && !o.a_gather)
+    fail(ErrorCode::kRuntime, "packed B in k-blocks of ", o.pb->k_block(), " (only a gathered product takes other than ", kKC, ")");
   if (o.m <= 0 || o.n <= 0) return;
   if (o.k <= 0) {
     // Nothing to accumulate: C = beta*C (already applied) plus the epilogue.
@@ -724,6 +727,7 @@ PackedMatrix pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t ld
   PackedMatrix pm;
   pm.rows_ = m;
   pm.cols_ = k;
+  pm.k_block_ = kKC;
   pm.is_a_ = true;
   const int64_t mpad = round_up(m, kMR);
   pm.data_ = std::shared_ptr<float>(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, mpad * k))), std::free);
@@ -734,14 +738,21 @@ PackedMatrix pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t ld
   return pm;
 }
 
-PackedMatrix pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float scale) {
+int64_t gather_k_block(int64_t k) {
+  constexpr int64_t kMax = 1024;
+  const int64_t blocks = std::max<int64_t>(1, (k + kMax - 1) / kMax);
+  return std::max<int64_t>(1, (k + blocks - 1) / blocks);
+}
+
+PackedMatrix pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float scale, int64_t k_block) {
   PackedMatrix pm;
   pm.rows_ = k;
   pm.cols_ = n;
+  pm.k_block_ = k_block > 0 ? k_block : kKC;
   const int64_t npad = round_up(n, kNR);
   pm.data_ = std::shared_ptr<float>(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, npad * k))), std::free);
-  for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-    const int64_t kc = std::min(kKC, k - p0);
+  for (int64_t p0 = 0; p0 < k; p0 += pm.k_block_) {
+    const int64_t kc = std::min(pm.k_block_, k - p0);
     pack_b_block(trans, b, ldb, n, p0, kc, 0, npad, scale, pm.data_.get() + p0 * npad);
   }
   return pm;

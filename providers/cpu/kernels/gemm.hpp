@@ -37,19 +37,23 @@ class PackedMatrix {
   int64_t cols() const { return cols_; }   // K for A, N for B
   const float* data() const { return data_.get(); }
   bool is_a() const { return is_a_; }
+  /// The k-block its panels were packed in (gather_k_block for sgemm_a_gather's B).
+  int64_t k_block() const { return k_block_; }
 
  private:
   friend PackedMatrix pack_a(bool, int64_t, int64_t, const float*, int64_t, float);
-  friend PackedMatrix pack_b(bool, int64_t, int64_t, const float*, int64_t, float);
-  int64_t rows_ = 0, cols_ = 0;
+  friend PackedMatrix pack_b(bool, int64_t, int64_t, const float*, int64_t, float, int64_t);
+  int64_t rows_ = 0, cols_ = 0, k_block_ = 0;
   bool is_a_ = false;
   std::shared_ptr<float> data_;
 };
 
 /// Packs A (m x k, or its transpose when trans) for sgemm_packed, multiplied by `scale`.
 PackedMatrix pack_a(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, float scale = 1.0f);
-/// Packs B (k x n, or its transpose when trans).
-PackedMatrix pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float scale = 1.0f);
+/// Packs B (k x n, or its transpose when trans), in k-blocks of `k_block` rows (0: the GEMM's
+/// own; another size only for sgemm_a_gather, see gather_k_block).
+PackedMatrix pack_b(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, float scale = 1.0f,
+                    int64_t k_block = 0);
 
 /// Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, then the epilogue. `pool` may be null.
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -131,7 +135,14 @@ struct AGather {
   const int64_t* koff;
 };
 
-/// C[m,n] = A * B + epilogue with A gathered in place and B pre-packed (conv_nhwc.cpp).
+/// The k-block for a gathered product's B of k rows: k split evenly into blocks of at most
+/// 1024 (the wide micro-kernel's six rows of A stay in L1), where the GEMM's own blocks of 512
+/// would leave a short last block (576 = 512 + 64: a second pass over C whose tiles are mostly
+/// overhead).
+int64_t gather_k_block(int64_t k);
+
+/// C[m,n] = A * B + epilogue with A gathered in place and B pre-packed (conv_nhwc.cpp), in any
+/// k-block (pack_b's `k_block`; gather_k_block is the one to use).
 void sgemm_a_gather(const AGather& a, const PackedMatrix* pb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc,
                     ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
 
