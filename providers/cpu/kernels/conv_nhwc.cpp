@@ -98,17 +98,19 @@ struct DwGeometry {
 
 /// R output pixels of one row, 16 channels from c0, all of whose taps' columns are inside the
 /// input (no per-pixel checks): each tap's weight vector serves the R accumulators.
-template <int R>
+/// With K3 the kernel is 3x3 (its loops unrolled).
+template <int R, bool K3>
 inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow0, int64_t c0, vf b,
                    vf (&out)[R]) {
   vf acc[R];
   for (int p = 0; p < R; ++p) acc[p] = b;
-  for (int64_t kh = 0; kh < d.KH; ++kh) {
+  const int64_t KH = K3 ? 3 : d.KH, KW = K3 ? 3 : d.KW;
+  for (int64_t kh = 0; kh < KH; ++kh) {
     const int64_t ih = oh * d.sh - d.pt + kh * d.dh;
     if (ih < 0 || ih >= d.H) continue;
     const float* xrow = xi + ih * d.W * d.C + c0;
-    for (int64_t kw = 0; kw < d.KW; ++kw) {
-      const vf wv = vmath::load(wt + (kh * d.KW + kw) * d.C + c0);
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const vf wv = vmath::load(wt + (kh * KW + kw) * d.C + c0);
       const float* xs = xrow + (ow0 * d.sw - d.pl + kw * d.dw) * d.C;
       const int64_t step = d.sw * d.C;
       for (int p = 0; p < R; ++p) acc[p] += vmath::load(xs + p * step) * wv;
@@ -132,36 +134,6 @@ inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_
     }
   }
   return acc;
-}
-
-/// A 3x3 kernel's interior runs of kRun pixels of output row oh, 16 channels from c0, from column
-/// ow on while the run ends by `hi`: the nine weight vectors stay in registers. Returns where it
-/// stopped.
-template <int kRun, class Put>
-int64_t dw_runs_3x3(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t hi, int64_t c0,
-                    vf b, Put&& put) {
-  vf w[9];
-  for (int t = 0; t < 9; ++t) w[t] = vmath::load(wt + t * d.C + c0);
-  const float* rows[3];
-  bool ok[3];
-  for (int kh = 0; kh < 3; ++kh) {
-    const int64_t ih = oh * d.sh - d.pt + kh * d.dh;
-    ok[kh] = ih >= 0 && ih < d.H;
-    rows[kh] = xi + (ok[kh] ? ih : 0) * d.W * d.C + c0;
-  }
-  const int64_t step = d.sw * d.C, tap = d.dw * d.C;
-  for (; ow + kRun <= hi; ow += kRun) {
-    vf acc[kRun];
-    for (int p = 0; p < kRun; ++p) acc[p] = b;
-    for (int kh = 0; kh < 3; ++kh) {
-      if (!ok[kh]) continue;
-      const float* xs = rows[kh] + (ow * d.sw - d.pl) * d.C;
-      for (int kw = 0; kw < 3; ++kw)
-        for (int p = 0; p < kRun; ++p) acc[p] += vmath::load(xs + kw * tap + p * step) * w[kh * 3 + kw];
-    }
-    for (int p = 0; p < kRun; ++p) put(ow + p, c0, kLanes, acc[p]);
-  }
-  return ow;
 }
 
 /// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
@@ -202,30 +174,45 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
         if (sr) v += vmath::load_n(sr + at, lanes);
         vmath::store_n(yr + at, epilogue_activation(v, ep), lanes);
       };
-      for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
-        const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
-        const vf b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
-        int64_t ow = 0;
-        for (; ow < lo; ++ow) put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, b));
-        if (lanes == kLanes) {
-          if (k3x3) {
-            ow = dw_runs_3x3<kRun>(d, xi, wt, oh, ow, hi, c0, b, put);
-            ow = dw_runs_3x3<4>(d, xi, wt, oh, ow, hi, c0, b, put);
-            ow = dw_runs_3x3<1>(d, xi, wt, oh, ow, hi, c0, b, put);
+      // Pixel by pixel across the row, all channels of each before the next (a run of pixels
+      // takes every block of 16 channels in turn): the input rows and the output row are each
+      // read or written once, in order, where block by block along the row they were walked
+      // C / 16 times in 64-byte pieces a pixel apart.
+      auto edge = [&](int64_t ow) {
+        for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+          const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
+          const vf b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
+          put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, b));
+        }
+      };
+      auto runs = [&]<int R>(int64_t ow) {
+        for (; ow + R <= hi; ow += R) {
+          int64_t c0 = 0;
+          for (; c0 + kLanes <= C; c0 += kLanes) {
+            const vf b = bias ? vmath::load(bias + c0) : vf{};
+            vf out[R];
+            if (k3x3)
+              dw_run<R, true>(d, xi, wt, oh, ow, c0, b, out);
+            else
+              dw_run<R, false>(d, xi, wt, oh, ow, c0, b, out);
+            for (int p = 0; p < R; ++p) put(ow + p, c0, kLanes, out[p]);
           }
-          for (; ow + kRun <= hi; ow += kRun) {
-            vf out[kRun];
-            dw_run<kRun>(d, xi, wt, oh, ow, c0, b, out);
-            for (int p = 0; p < kRun; ++p) put(ow + p, c0, lanes, out[p]);
-          }
-          for (; ow + 2 <= hi; ow += 2) {
-            vf out[2];
-            dw_run<2>(d, xi, wt, oh, ow, c0, b, out);
-            for (int p = 0; p < 2; ++p) put(ow + p, c0, lanes, out[p]);
+          if (c0 < C) {
+            const int64_t lanes = C - c0;
+            const vf b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
+            for (int p = 0; p < R; ++p) put(ow + p, c0, lanes, dw_pixel(d, xi, wt, oh, ow + p, c0, lanes, b));
           }
         }
-        for (; ow < OW; ++ow) put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, b));
-      }
+        return ow;
+      };
+      int64_t ow = 0;
+      for (; ow < lo; ++ow) edge(ow);
+      ow = runs.template operator()<kRun>(ow);
+      ow = runs.template operator()<7>(ow);  // a 7 x 7 plane's rows in one run
+      ow = runs.template operator()<4>(ow);
+      ow = runs.template operator()<2>(ow);
+      ow = runs.template operator()<1>(ow);
+      for (; ow < OW; ++ow) edge(ow);
     }
   });
 }
