@@ -108,6 +108,10 @@ class Kernel {
   /// If output `out` may share the buffer of an input (pure views: Reshape, Squeeze...), that
   /// input's index; the executor then may pass the same buffer, and compute() sees equal pointers.
   virtual int alias_input(size_t /*out*/) const { return -1; }
+  /// If output `out` may be computed into the buffer of an input that nothing reads after this
+  /// node (a residual sum accumulated in place), that input's index: the executor then may pass
+  /// the same buffer for both, and compute() must give the same result whether it does or not.
+  virtual int inplace_input(size_t /*out*/) const { return -1; }
 };
 
 /// What a kernel factory sees when the session prepares a node.

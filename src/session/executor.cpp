@@ -430,6 +430,34 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
       if (plan->slot[u] == Plan::Slot::kArena || plan->slot[u] == Plan::Slot::kView) group[root(v)] = root(u);
     }
   }
+  // In place: an output its kernel may compute into an input's buffer (Kernel::inplace_input)
+  // shares that buffer when nothing reads the input after the node: the input is not read twice
+  // by it, is not kept, and neither it nor any view of it is used later.
+  {
+    std::vector<int> group_last(nv, -1);
+    for (size_t v = 0; v < nv; ++v) {
+      const int rt = root(static_cast<int>(v));
+      group_last[rt] = std::max(group_last[rt], last[v]);
+    }
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (plan->mode[i] != Plan::Mode::kStatic || r.region_of[i] >= 0) continue;
+      for (size_t o = 0; o < n.outputs.size(); ++o) {
+        const int v = n.outputs[o];
+        const int k = r.kernels[i]->inplace_input(o);
+        if (v < 0 || k < 0 || static_cast<size_t>(k) >= n.inputs.size()) continue;
+        const int u = n.inputs[k];
+        if (u < 0 || plan->slot[u] != Plan::Slot::kArena || plan->slot[v] != Plan::Slot::kArena) continue;
+        if (std::count(n.inputs.begin(), n.inputs.end(), u) != 1) continue;
+        if (plan->dtype[u] != plan->dtype[v] || !(plan->shape[u] == plan->shape[v])) continue;
+        const int ru = root(u), rv = root(v);
+        if (ru == rv || plan->slot[ru] != Plan::Slot::kArena || group_last[ru] != static_cast<int>(i)) continue;
+        group[rv] = ru;
+        group_last[ru] = std::max(group_last[ru], group_last[rv]);
+        ++plan->inplace_outputs;
+      }
+    }
+  }
   struct Block {
     int root;
     size_t size;

@@ -106,6 +106,7 @@ struct Plan {
   std::vector<std::vector<int>> release_after;
   size_t arena_bytes = 0;
   size_t static_nodes = 0, dynamic_nodes = 0, folded_nodes = 0;
+  size_t inplace_outputs = 0;  // outputs sharing an input's buffer (Kernel::inplace_input)
   /// The EP that may record and replay this plan's runs (ExecutionProvider::captures_runs), or -1.
   int capture_ep = -1;
 };
@@ -167,8 +168,11 @@ class SessionImpl {
   std::vector<int> input_pos;           // per main-graph value: index among graph inputs, or -1
   std::vector<int> output_pos;          // per main-graph value: index among graph outputs, or -1
 
- private:
+  /// The execution plan for inputs (in the order of the main graph's inputs) of these types and
+  /// shapes, built on first use: the memory plan's arena size, the outputs placed in place.
   const Plan& plan_for(const std::vector<Value>& inputs) const;
+
+ private:
   std::unique_ptr<Plan> build_plan(const std::vector<Value>& inputs) const;
   std::unique_ptr<RunContext> acquire_context() const;
   void release_context(std::unique_ptr<RunContext> ctx) const;

@@ -9,6 +9,7 @@
 
 #include "model_builder.hpp"
 #include "ops/layout.hpp"
+#include "session/session_impl.hpp"
 
 using namespace onyx;
 using namespace onyx::test;
@@ -173,6 +174,73 @@ TEST(CpuChannelsLast, OtherConvolutionsStayChannelsFirst) {
       {"LpPool", "LpPool", Shape{1, 3, 6, 6}, {}, {attr_ints("kernel_shape", {2, 2})}},
   };
   for (const Case& c : cases) check(c, false);
+}
+
+TEST(CpuChannelsLast, ResidualSumsAccumulateInPlaceWhenNothingReadsThemLater) {
+  // a = Conv(x); y = Relu(Conv(t) + a), fused into onyx::FusedConvAdd: where nothing reads `a`
+  // after the sum, the memory plan puts the output in a's buffer and the product is accumulated
+  // onto it (Kernel::inplace_input). Where a is read later, or is also the convolution's input,
+  // it is not.
+  struct Graph3 {
+    const char* what;
+    bool depthwise;     // the summed convolution is depthwise
+    bool a_read_later;  // another node reads a after the sum
+    bool a_is_input;    // the summed convolution reads a itself
+    int want_inplace;
+    int64_t C, H, W;
+  };
+  const Graph3 cases[] = {
+      {"a pointwise sum, a's last use", false, false, false, 1, 40, 9, 11},
+      {"a pointwise sum over 1030 channels (two k-blocks onto the sum)", false, false, false, 1, 1030, 3, 4},
+      {"a depthwise sum, a's last use", true, false, false, 1, 40, 9, 11},
+      {"a read after the sum", false, true, false, 0, 40, 9, 11},
+      {"the convolution's own input summed", false, false, true, 0, 40, 9, 11},
+  };
+  for (const Graph3& c : cases) {
+    SCOPED_TRACE(c.what);
+    const int64_t C = c.C, H = c.H, W = c.W;
+    std::vector<double> ref;
+    for (const auto& [dt, nhwc] : {std::pair{DType::kDouble, false}, std::pair{DType::kFloat, false}, std::pair{DType::kFloat, true}}) {
+      GraphSpec g;
+      g.inputs.push_back({"x", dt, {1, C, H, W}});
+      g.initializers.emplace_back("w1", filled(dt, Shape{C, C, 1, 1}, 11));
+      g.initializers.emplace_back("b1", filled(dt, Shape{C}, 12));
+      g.initializers.emplace_back("w2", filled(dt, Shape{C, c.depthwise ? 1 : C, c.depthwise ? 3 : 1, c.depthwise ? 3 : 1}, 13));
+      g.initializers.emplace_back("b2", filled(dt, Shape{C}, 14));
+      g.nodes.push_back({"Conv", {"x", "w1", "b1"}, {"a"}, {}, "conv_a"});
+      g.nodes.push_back({"Relu", {"x"}, {"t"}, {}, "relu_t"});
+      std::vector<AttrSpec> attrs = c.depthwise ? with(pads(1, 1, 1, 1), attr_int("group", C)) : std::vector<AttrSpec>{};
+      g.nodes.push_back({"Conv", {c.a_is_input ? "a" : "t", "w2", "b2"}, {"p"}, attrs, "conv_p"});
+      g.nodes.push_back({"Add", {"p", "a"}, {"s"}, {}, "add"});
+      g.nodes.push_back({"Relu", {"s"}, {c.a_read_later ? "r" : "y"}, {}, "relu_s"});
+      if (c.a_read_later) g.nodes.push_back({"Mul", {"r", "a"}, {"y"}, {}, "mul"});
+      g.outputs.push_back({"y", dt, {}, {}, true});
+      const std::string m = encode_model(g, 19);
+      for (int threads : {1, 2}) {
+        Session s = Session::builder()
+                        .with_intra_threads(threads)
+                        .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                        .commit_from_memory(m.data(), m.size());
+        const Tensor x = filled(dt, Shape{1, C, H, W}, 10);
+        const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
+        std::vector<double> out;
+        for (int64_t i = 0; i < y.numel(); ++i) out.push_back(dt == DType::kFloat ? y.data<float>()[i] : y.data<double>()[i]);
+        if (ref.empty()) {
+          ref = out;
+          continue;
+        }
+        ASSERT_EQ(out.size(), ref.size());
+        for (size_t i = 0; i < ref.size(); ++i)
+          ASSERT_NEAR(out[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << (nhwc ? "channels-last" : "channels-first") << " at " << i;
+        if (dt == DType::kDouble) continue;  // the reference: not fused (FusedConvAdd is float32)
+        int fused = 0;
+        for (const auto& p : s.placement().nodes) fused += p.op_type == "FusedConvAdd" && p.domain == (nhwc ? "onyx.nhwc" : "onyx");
+        EXPECT_EQ(fused, 1);
+        // Channels-first FusedConvAdd is not computed in place (its kernel does not offer it).
+        EXPECT_EQ(s.impl()->plan_for({Value(x)}).inplace_outputs, nhwc ? static_cast<size_t>(c.want_inplace) : 0u);
+      }
+    }
+  }
 }
 
 TEST(CpuChannelsLast, LayoutTransposesMatchTheDefinition) {

@@ -219,6 +219,10 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
 
 class ConvNhwcKernel final : public Kernel {
  public:
+  /// FusedConvAdd's sum may be the output's buffer: each output element is written once, after
+  /// its own sum element is read (the depthwise kernel), or the product accumulates onto it.
+  int inplace_input(size_t out) const override { return out == 0 && with_sum_ ? 3 : -1; }
+
   ConvNhwcKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi, bool with_sum)
       : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), with_sum_(with_sum) {
     group_ = info.node.attr_int("group", 1);
@@ -253,6 +257,10 @@ class ConvNhwcKernel final : public Kernel {
     if (y.numel() == 0) return;
     const float* pb = b ? b->data<float>() : nullptr;
     const float* ps = z ? z->data<float>() : nullptr;
+    // The sum in the output's buffer (inplace_input): the product is added to it.
+    const bool in_place = ps && ps == y.data<float>();
+    if (x.data<float>() == y.data<float>() || w.data<float>() == y.data<float>())
+      fail(ErrorCode::kRuntime, node_.label(), ": the output shares a buffer with the input or the weights");
     const bool depthwise = group_ != 1;
     PackedMatrix packed_now;
     std::vector<float> taps_now;
@@ -293,10 +301,10 @@ class ConvNhwcKernel final : public Kernel {
           for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * Hp + oh * sh) * Wp + ow * sw) * C;
       GemmEpilogue ep = act_;
       ep.bias = pb;
-      ep.sum = ps ? ps + n0 * pixels * M : nullptr;
-      const bool any = pb || ps || ep.act != GemmEpilogue::Act::kNone;
+      ep.sum = ps && !in_place ? ps + n0 * pixels * M : nullptr;
+      const bool any = pb || ep.sum || ep.act != GemmEpilogue::Act::kNone;
       sgemm_a_gather(AGather{base, row_off, koff}, &wb, images * pixels, M, k, y.data<float>() + n0 * pixels * M, M,
-                     &ctx.pool(), any ? &ep : nullptr);
+                     &ctx.pool(), any ? &ep : nullptr, in_place);
     }
   }
 

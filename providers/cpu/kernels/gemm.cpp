@@ -837,9 +837,9 @@ void sgemm_a_packer_tc(const APacker& pack_a, const PackedMatrix* pb, int64_t m,
 }
 
 void sgemm_a_gather(const AGather& a, const PackedMatrix* pb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc,
-                    ThreadPool* pool, const GemmEpilogue* epilogue) {
+                    ThreadPool* pool, const GemmEpilogue* epilogue, bool accumulate) {
   if (!pb || pb->rows() != k || pb->cols() != n) fail(ErrorCode::kRuntime, "packed B has the wrong shape");
-  Operands o{nullptr, false, nullptr, 0, 1.0f, pb, false, nullptr, 0, m, n, k, c, ldc, epilogue, false};
+  Operands o{nullptr, false, nullptr, 0, 1.0f, pb, false, nullptr, 0, m, n, k, c, ldc, epilogue, accumulate};
   o.a_gather = &a;
   run(o, pool);
 }

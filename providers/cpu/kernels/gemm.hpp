@@ -143,8 +143,10 @@ int64_t gather_k_block(int64_t k);
 
 /// C[m,n] = A * B + epilogue with A gathered in place and B pre-packed (conv_nhwc.cpp), in any
 /// k-block (pack_b's `k_block`; gather_k_block is the one to use).
+/// With `accumulate`, C += A * B (then the epilogue): C already holds a sum to add, such as a
+/// residual computed in place (the epilogue's sum is then null).
 void sgemm_a_gather(const AGather& a, const PackedMatrix* pb, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc,
-                    ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+                    ThreadPool* pool, const GemmEpilogue* epilogue = nullptr, bool accumulate = false);
 
 /// C[m,n] = op(A) * B + epilogue with A pre-packed (or plain, pa null) and B from `pack_b`.
 void sgemm_b_packer(const PackedMatrix* pa, const float* a, int64_t lda, const BPacker& pack_b, int64_t m, int64_t n,
