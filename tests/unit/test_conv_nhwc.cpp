@@ -136,6 +136,8 @@ TEST(CpuChannelsLast, ConvolutionsMatchTheReference) {
       {"depthwise 5x5 stride 2, 16 channels", "Conv", Shape{1, 16, 20, 21}, Shape{16, 1, 5, 5},
        with(with(pads(2, 2, 2, 2), attr_int("group", 16)), attr_ints("strides", {2, 2}))},
       {"depthwise 3x3 dilation 2 no pads, width 6", "Conv", Shape{1, 32, 9, 6}, Shape{32, 1, 3, 3}, {attr_int("group", 32), attr_ints("dilations", {2, 2})}, false},
+      {"depthwise 3x3 pad 1 on 3x5, 70 channels (runs of 2 and 1 between the edge columns, a partial block)", "Conv",
+       Shape{1, 70, 3, 5}, Shape{70, 1, 3, 3}, with(pads(1, 1, 1, 1), attr_int("group", 70))},
       {"depthwise fed at run time", "Conv", Shape{1, 20, 7, 7}, Shape{20, 1, 3, 3},
        with(pads(1, 1, 1, 1), attr_int("group", 20)), true, true},
   };
