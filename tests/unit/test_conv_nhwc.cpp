@@ -247,9 +247,11 @@ TEST(CpuChannelsLast, ResidualSumsAccumulateInPlaceWhenNothingReadsThemLater) {
 
 TEST(CpuChannelsLast, LayoutTransposesMatchTheDefinition) {
   // The Transpose kernel's batched 2-d path (NCHW <-> NHWC in 16 x 16 register blocks, masked
-  // where a block is partial: an image's 3 channels) against permute_tensor, element by element,
+  // where a block is partial; 2-4 channels interleaved by shuffles) against permute_tensor, element by element,
   // for 1-, 4- and 8-byte elements.
-  const Shape shapes[] = {Shape{1, 3, 224, 224}, Shape{2, 37, 5, 33}, Shape{3, 40, 1, 7}, Shape{1, 16, 16, 1}, Shape{2, 1, 3, 3}};
+  // Two to four channels (4-byte elements) are interleaved 16 pixels at a time, the rest after.
+  const Shape shapes[] = {Shape{1, 3, 224, 224}, Shape{2, 37, 5, 33}, Shape{3, 40, 1, 7}, Shape{1, 16, 16, 1},
+                          Shape{2, 1, 3, 3},     Shape{2, 2, 5, 7},   Shape{1, 4, 3, 11}, Shape{3, 19, 2, 1}};
   for (const Shape& s : shapes)
     for (DType dt : {DType::kFloat, DType::kInt8, DType::kInt64})
       for (bool to_last : {true, false}) {

@@ -164,6 +164,42 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
     dispatch_bytes(in.dtype(), [&]<class T>() {
       const T* src = static_cast<const T*>(in.raw_data());
       T* dst = static_cast<T*>(out.raw_data());
+      if constexpr (sizeof(T) == sizeof(float)) {
+        if (Cn >= 2 && Cn <= 4) {
+          // Few columns (an image's 3 channels into [HW, 3]): 16 rows at a time, the Cn input
+          // rows' vectors interleaved by two-source shuffles into Cn output vectors (a 16 x 16
+          // register block would be mostly padding, its stores 3 floats each). Output vector j,
+          // lane e holds flat element q = 16 j + e: row q / Cn of input row q % Cn; it is built
+          // over Cn steps, step s bringing in input row s's lanes and keeping those placed.
+          using vmath::vi;
+          vi idx[4][4];
+          for (int64_t j = 0; j < Cn; ++j)
+            for (int e = 0; e < vmath::kLanes; ++e) {
+              const int64_t q = vmath::kLanes * j + e, p = q / Cn, c = q % Cn;
+              for (int64_t st = 0; st < Cn; ++st)
+                idx[j][st][e] = static_cast<int32_t>(c < st ? e : c == st ? (st ? vmath::kLanes : 0) + p : 0);
+            }
+          const int64_t groups = R / vmath::kLanes;
+          parallel_range(ctx.pool(), batch * groups, vmath::kLanes * Cn, [&](int64_t g0, int64_t g1) {
+            for (int64_t gi = g0; gi < g1; ++gi) {
+              const int64_t b = gi / groups, i = gi % groups * vmath::kLanes;
+              const float* sb = reinterpret_cast<const float*>(src + b * R * Cn) + i;
+              float* db = reinterpret_cast<float*>(dst + b * R * Cn) + i * Cn;
+              vmath::vf v[4];
+              for (int64_t c = 0; c < Cn; ++c) v[c] = vmath::load(sb + c * R);
+              for (int64_t j = 0; j < Cn; ++j) {
+                vmath::vf t = __builtin_shuffle(v[0], v[0], idx[j][0]);
+                for (int64_t st = 1; st < Cn; ++st) t = __builtin_shuffle(t, v[st], idx[j][st]);
+                vmath::store(db + vmath::kLanes * j, t);
+              }
+            }
+          });
+          for (int64_t b = 0; b < batch; ++b)
+            for (int64_t i = groups * vmath::kLanes; i < R; ++i)
+              for (int64_t j = 0; j < Cn; ++j) dst[(b * R + i) * Cn + j] = src[(b * Cn + j) * R + i];
+          return;
+        }
+      }
       parallel_range(ctx.pool(), batch * row_tiles, kTile * Cn, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t b = t / row_tiles, i0 = t % row_tiles * kTile, i1 = std::min(R, i0 + kTile);
