@@ -188,3 +188,37 @@ TEST(Gemm, ShiftedViewOfB) {
     }
   }
 }
+
+TEST(Gemm, RowVectorTimesPackedB) {
+  // One row times pre-packed B (a classifier, a decoding step) takes its own path: no A panel,
+  // groups of four column panels, split across threads. Widths of one to four panels and a
+  // partial last one, several k-blocks, A transposed (its row strided), beta, and the epilogue.
+  ThreadPool pool(2);
+  const int64_t shapes[][2] = {{1000, 1280}, {31, 40}, {70, 513}, {130, 1100}, {97, 3}};
+  uint32_t seed = 50;
+  for (auto& sh : shapes) {
+    const int64_t n = sh[0], k = sh[1];
+    for (bool ta : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "1 x " << n << " x " << k << (ta ? " A transposed" : ""));
+      const int64_t lda = ta ? 3 : k;  // A^T stored k x 3, its first column the row
+      const auto a = random_vec(ta ? k * 3 : k, seed++), b = random_vec(k * n, seed++), bias = random_vec(n, seed++);
+      const PackedMatrix pb = pack_b(false, k, n, b.data(), n);
+      auto c = random_vec(n, seed++);
+      std::vector<float> want = c;
+      reference(ta, false, 1, n, k, 1.0f, a.data(), lda, b.data(), n, 0.5f, want.data(), n);
+      GemmEpilogue ep;
+      ep.bias = bias.data();
+      ep.act = GemmEpilogue::Act::kClip;
+      ep.lo = -1.0f;
+      ep.hi = 1.5f;
+      for (int64_t j = 0; j < n; ++j) want[j] = std::clamp(want[j] + bias[j], -1.0f, 1.5f);
+      sgemm_packed(nullptr, ta, a.data(), lda, &pb, false, nullptr, 0, 1, n, k, 0.5f, c.data(), n, &pool, &ep);
+      for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(c[j], want[j], 1e-4 * (1 + std::fabs(want[j]))) << j;
+      // beta 0, no epilogue, one thread.
+      std::vector<float> c0(n, NAN), w0(n);
+      reference(ta, false, 1, n, k, 1.0f, a.data(), lda, b.data(), n, 0.0f, w0.data(), n);
+      sgemm_packed(nullptr, ta, a.data(), lda, &pb, false, nullptr, 0, 1, n, k, 0.0f, c0.data(), n, nullptr, nullptr);
+      for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(c0[j], w0[j], 1e-4 * (1 + std::fabs(w0[j]))) << j;
+    }
+  }
+}

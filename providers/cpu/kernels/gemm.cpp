@@ -649,6 +649,53 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   }
 }
 
+/// kGemvPanels panels (or fewer, NP) of a row vector times pre-packed B over one k-block: the
+/// row is read in place (x[k incx], alpha applied to the sums), and the panels' 2 NP accumulator
+/// chains are independent (one panel's two alone are bound by the FMA latency, not by reading B).
+constexpr int kGemvPanels = 4;
+template <int NP>
+void gemv_panels(const float* x, int64_t incx, float alpha, const float* b, int64_t kc, float* c, int64_t cols,
+                 bool accumulate, const GemmEpilogue* ep, int64_t col0) {
+  vf acc[NP][1][kNV];
+  for (int q = 0; q < NP; ++q)
+    for (int v = 0; v < kNV; ++v) acc[q][0][v] = vf{};
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k) {
+    const float xk = x[k * incx];
+    for (int q = 0; q < NP; ++q)
+      for (int v = 0; v < kNV; ++v) acc[q][0][v] += loadu(b + q * kNR * kc + k * kNR + v * kVec) * xk;
+  }
+  for (int q = 0; q < NP; ++q) {
+    const int64_t nr = std::min<int64_t>(kNR, cols - q * kNR);
+    if (alpha != 1.0f)
+      for (int v = 0; v < kNV; ++v) acc[q][0][v] *= alpha;
+    store_tile<1>(acc[q], c + q * kNR, 0, nr, accumulate, ep, 0, col0 + q * kNR);
+  }
+}
+
+/// Columns [n0, n1) (n0 a multiple of kNR) of a one-row product with B pre-packed.
+void gemv_region(const Operands& o, int64_t n0, int64_t n1) {
+  const int64_t npad = round_up(o.n, kNR), kb = o.pb->k_block();
+  const int64_t incx = o.ta ? o.lda : 1;
+  for (int64_t p0 = 0; p0 < o.k; p0 += kb) {
+    const int64_t kc = std::min(kb, o.k - p0);
+    const bool accumulate = p0 > 0 || o.c_initialized;
+    const GemmEpilogue* ep = p0 + kc >= o.k ? o.ep : nullptr;
+    const float* x = o.a + p0 * incx;
+    for (int64_t j = n0; j < n1; j += kGemvPanels * kNR) {
+      const float* b = o.pb->data() + p0 * npad + j * kc;
+      const int64_t cols = std::min<int64_t>(kGemvPanels * kNR, n1 - j);
+      switch ((cols + kNR - 1) / kNR) {
+        case 4: gemv_panels<4>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
+        case 3: gemv_panels<3>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
+        case 2: gemv_panels<2>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
+        default: gemv_panels<1>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
+      }
+    }
+  }
+}
+static_assert(kGemvPanels == 4, "gemv_region's dispatch");
+
 void run(const Operands& o, ThreadPool* pool) {
   if (o.pb && o.pb->k_block() != kKC && !o.a_gather)
     fail(ErrorCode::kRuntime, "packed B in k-blocks of ", o.pb->k_block(), " (only a gathered product takes other than ", kKC, ")");
@@ -670,6 +717,19 @@ void run(const Operands& o, ThreadPool* pool) {
   }
   const int threads = pool ? pool->num_threads() : 1;
   const double work = static_cast<double>(o.m) * o.n * o.k;
+  if (o.m == 1 && o.pb && o.a && !o.pa && !o.c_trans && !o.pack_a && !o.a_gather) {
+    // A row vector times pre-packed B (a classifier, a decoding step): read B once, in groups
+    // of panels split across threads.
+    const int64_t groups = (o.n + kGemvPanels * kNR - 1) / (kGemvPanels * kNR);
+    auto cols = [&](int64_t g0, int64_t g1) {
+      gemv_region(o, g0 * kGemvPanels * kNR, std::min(o.n, g1 * kGemvPanels * kNR));
+    };
+    if (threads <= 1 || work < 4e5)
+      cols(0, groups);
+    else
+      pool->parallel_for(groups, 1, cols);
+    return;
+  }
   if (threads <= 1 || work < 4e5) {
     gemm_region(o, 0, o.m, 0, o.n);
     return;
