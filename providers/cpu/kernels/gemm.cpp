@@ -505,14 +505,11 @@ void pack_a_rows(const Operands& o, int64_t r0, int64_t rows, int64_t p0, int64_
 #if defined(__AVX512F__)
 /// Rows [i0, i0 + mc) x columns [jc, jc + nc) of a gathered-A product over the k-range
 /// [p0, p0 + kc), bblock its block of packed B: the columns in pairs of panels by the wide
-/// micro-kernel, kWideMR rows at a time, and a last panel that is alone (nc an odd number of
-/// panels, or a pair's second one empty), or all of them when the k-block is short, by the
-/// kMR x kNR kernel. Column panels outer, row tiles inner: a pair of B panels stays cached (in L1
-/// when the k-block is short) while the block's rows pass, where rows outer every tile fetched
-/// its pair again (per node 2-7% slower on MobileNetV2's 14x14 and 7x7 layers, ~4% over
-/// ResNet-50 on 2 threads); C is written in runs of a tile's width down the block's rows.
+/// micro-kernel, kWideMR rows at a time (rows outer, or pairs of panels outer when cols_outer),
+/// and a last panel that is alone (nc an odd number of panels, or a pair's second one empty), or
+/// all of them when the k-block is short, by the kMR x kNR kernel.
 void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t nc, int64_t p0, int64_t kc,
-                  const float* bblock, bool accumulate, const GemmEpilogue* ep) {
+                  const float* bblock, bool accumulate, const GemmEpilogue* ep, bool cols_outer) {
   const AGather& g = *o.a_gather;
   const int64_t* aoff = g.koff + p0;
   const int64_t iend = i0 + mc, jend = jc + nc;
@@ -526,8 +523,13 @@ void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t
     kMicroGatherWide[mr - 1](kc, rows, aoff, bblock + ((j - jc) / kNR) * kNR * kc, o.c + i * o.ldc + j, o.ldc, nr,
                              accumulate, ep, i, j);
   };
-  for (int64_t j = jc; j < wide_end; j += 2 * kNR)
-    for (int64_t i = i0; i < iend; i += kWideMR) wide(i, j);
+  if (cols_outer) {
+    for (int64_t j = jc; j < wide_end; j += 2 * kNR)
+      for (int64_t i = i0; i < iend; i += kWideMR) wide(i, j);
+  } else {
+    for (int64_t i = i0; i < iend; i += kWideMR)
+      for (int64_t j = jc; j < wide_end; j += 2 * kNR) wide(i, j);
+  }
   auto narrow = [&](int64_t i, int64_t j) {
     const int64_t mr = std::min<int64_t>(kMR, iend - i), nr = std::min<int64_t>(kNR, jend - j);
     const float* rows[kMR];
@@ -535,8 +537,13 @@ void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t
     (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, aoff, bblock + ((j - jc) / kNR) * kNR * kc,
                                                            o.c + i * o.ldc + j, o.ldc, nr, accumulate, ep, i, j);
   };
-  for (int64_t j = wide_end; j < jend; j += kNR)
-    for (int64_t i = i0; i < iend; i += kMR) narrow(i, j);
+  if (cols_outer) {
+    for (int64_t j = wide_end; j < jend; j += kNR)
+      for (int64_t i = i0; i < iend; i += kMR) narrow(i, j);
+  } else {
+    for (int64_t i = i0; i < iend; i += kMR)
+      for (int64_t j = wide_end; j < jend; j += kNR) narrow(i, j);
+  }
 }
 #endif
 
@@ -594,6 +601,9 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
           pack_a_rows(o, i0, mc, p0, kc, buf);
           ablock = buf;
         }
+        // Row tiles outer, column panels inner: C is written MR rows at a time, each a long
+        // sequential run (the other order writes all mc rows 32 columns at a time, mc streams
+        // at once, which the prefetchers do not follow: twice the time when C is not cached).
         const auto& micro = o.b_koff ? kMicroShifted : o.c_trans ? kMicroT : kMicro;
         const int64_t* koff = o.b_koff ? o.b_koff + p0 : nullptr;
         // C is written in long sequential runs of its rows: row tiles outer, column panels inner
@@ -601,16 +611,16 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
         // prefetchers do not follow: twice the time when C is not cached). Stored transposed, C's
         // rows are the product's columns: column panels outer then (and each panel of B, the
         // weights, serves every row tile in turn).
-#if defined(__AVX512F__)
-        if (o.a_gather) {
-          gather_tiles(o, i0, mc, jc, nc, p0, kc, bblock, !first || o.c_initialized, last ? o.ep : nullptr);
-          continue;
-        }
-#endif
         // A gathered A is read in place by every tile; where the block of B is bigger than L2
         // can keep while every row tile passes over it (few pixels, many channels), the column
         // panels go outer too: each panel of B is then read once per row block, not per tile.
         const bool cols_outer = o.c_trans || (o.a_gather && kc * nc * static_cast<int64_t>(sizeof(float)) > (512 << 10));
+#if defined(__AVX512F__)
+        if (o.a_gather) {
+          gather_tiles(o, i0, mc, jc, nc, p0, kc, bblock, !first || o.c_initialized, last ? o.ep : nullptr, cols_outer);
+          continue;
+        }
+#endif
         const int64_t outer_end = cols_outer ? jc + nc : i0 + mc, inner_end = cols_outer ? i0 + mc : jc + nc;
         for (int64_t u = cols_outer ? jc : i0; u < outer_end; u += cols_outer ? kNR : kMR)
           for (int64_t v = cols_outer ? i0 : jc; v < inner_end; v += cols_outer ? kMR : kNR) {
