@@ -387,8 +387,9 @@ constexpr auto kMicroGather = make_gather_table<kNV>(std::make_integer_sequence<
 constexpr auto kMicroGatherHalf = make_gather_table<1>(std::make_integer_sequence<int, kMR>{});
 
 #if defined(__AVX512F__)
-/// Rows of the wide gathered-A micro-kernel's tile.
+/// Rows of the wide gathered-A micro-kernel's tile, and the shortest k-block it takes.
 constexpr int kWideMR = 6;
+constexpr int64_t kWideMinK = 160;
 
 /// The gathered-A micro-kernel over two adjacent B panels: MR (at most kWideMR) rows x 2 kNR
 /// columns, b the first panel and b + kNR kc the second (nr > kNR; the second panel's columns
@@ -424,7 +425,7 @@ void micro_kernel_gather_wide(int64_t kc, const float* const* rows, const int64_
   // The lines of the C tile (and of the sum's) the epilogue will touch, asked for one every
   // `every` steps of the first part of the loop rather than all at once: issued together, the 48
   // of a tile whose rows are not cached stall the loop's own loads (3136 x 256 x 64 with a
-  // residual sum, its operands not cached: ~10% slower). Callers pass kc of at least 64.
+  // residual sum, its operands not cached: ~10% slower). Callers pass kc of at least kWideMinK.
   const int per_row = static_cast<int>((nr * static_cast<int64_t>(sizeof(float)) + 63) / 64);
   const int lines = MR * per_row;
   const int64_t every = std::max<int64_t>(1, kc / (lines + 1));
@@ -514,9 +515,11 @@ void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t
   const AGather& g = *o.a_gather;
   const int64_t* aoff = g.koff + p0;
   const int64_t iend = i0 + mc, jend = jc + nc;
-  // Short k-blocks (a 1x1 convolution over few channels) run faster 12 rows at a time.
+  // Short k-blocks (1x1 convolutions over up to 144 channels) run faster 12 rows at a time: the
+  // 6 x 64 tile was 4-13% slower on MobileNetV2's K = 64 and 96 expansions and 2-5% on
+  // ResNet-50's K = 64 and 128 layers (with K = 32: 7-11%); from K = 160 on it is the faster.
   const int64_t rem = nc % (2 * kNR);
-  const int64_t wide_end = kc < 64 ? jc : rem == 0 || rem > kNR ? jend : jend - rem;
+  const int64_t wide_end = kc < kWideMinK ? jc : rem == 0 || rem > kNR ? jend : jend - rem;
   auto wide = [&](int64_t i, int64_t j) {
     const int64_t mr = std::min<int64_t>(kWideMR, iend - i), nr = std::min<int64_t>(2 * kNR, jend - j);
     const float* rows[kWideMR];
