@@ -409,6 +409,11 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
     while (group[v] != v) v = group[v] = group[group[v]];
     return v;
   };
+  // The input value that output o of node n may share, by its kernel's answer k (-1: none).
+  auto input_for = [](const Node& n, size_t o, int k) {
+    return n.outputs[o] >= 0 && k >= 0 && static_cast<size_t>(k) < n.inputs.size() ? n.inputs[k] : -1;
+  };
+  auto plain_static = [&](size_t i) { return plan->mode[i] == Plan::Mode::kStatic && r.region_of[i] < 0; };
   std::vector<int> first(nv, -1), last(nv, -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -420,12 +425,9 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
     for (int v : n.implicit_inputs) last[v] = std::max(last[v], use_at);
     for (int v : n.outputs)
       if (v >= 0) first[v] = def_at;
-    if (plan->mode[i] != Plan::Mode::kStatic || r.region_of[i] >= 0) continue;
+    if (!plain_static(i)) continue;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
-      const int v = n.outputs[o];
-      const int k = r.kernels[i]->alias_input(o);
-      if (v < 0 || k < 0 || static_cast<size_t>(k) >= n.inputs.size()) continue;
-      const int u = n.inputs[k];
+      const int v = n.outputs[o], u = input_for(n, o, r.kernels[i]->alias_input(o));
       if (u < 0 || plan->slot[v] != Plan::Slot::kView) continue;
       if (plan->slot[u] == Plan::Slot::kArena || plan->slot[u] == Plan::Slot::kView) group[root(v)] = root(u);
     }
@@ -441,12 +443,9 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
     }
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
-      if (plan->mode[i] != Plan::Mode::kStatic || r.region_of[i] >= 0) continue;
+      if (!plain_static(i)) continue;
       for (size_t o = 0; o < n.outputs.size(); ++o) {
-        const int v = n.outputs[o];
-        const int k = r.kernels[i]->inplace_input(o);
-        if (v < 0 || k < 0 || static_cast<size_t>(k) >= n.inputs.size()) continue;
-        const int u = n.inputs[k];
+        const int v = n.outputs[o], u = input_for(n, o, r.kernels[i]->inplace_input(o));
         if (u < 0 || plan->slot[u] != Plan::Slot::kArena || plan->slot[v] != Plan::Slot::kArena) continue;
         if (std::count(n.inputs.begin(), n.inputs.end(), u) != 1) continue;
         if (plan->dtype[u] != plan->dtype[v] || !(plan->shape[u] == plan->shape[v])) continue;

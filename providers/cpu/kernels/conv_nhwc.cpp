@@ -137,9 +137,9 @@ inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_
 }
 
 /// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
-/// rows, and each row one block of 16 channels at a time: the interior runs of 8 pixels share
-/// each tap's weight vector (for 3x3 kernels all nine stay in registers along the row), the
-/// pixels whose windows reach into the padding are computed one at a time.
+/// rows; along a row, runs of interior pixels (8, 7, 4, 2, 1) take every block of 16 channels in
+/// turn, each tap's weight vector serving the run's accumulators, and the pixels whose windows
+/// reach into the padding are computed one at a time.
 void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N, int64_t C,
                     int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
   DwGeometry d{C, H, W, g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.dilation[0], g.dilation[1],

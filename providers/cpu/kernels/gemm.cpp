@@ -4,6 +4,8 @@
 #include "kernels/vmath.hpp"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 
@@ -396,8 +398,8 @@ constexpr int64_t kWideMinK = 160;
 /// past nr are zero in the packing, computed and dropped). Per k it loads MR broadcasts and four
 /// vectors for 4 MR FMAs, where the 12 x 32 tile loads twelve and two for 24: with A's rows as
 /// pointers (kept in general registers, twelve of which do not fit beside the loop's own: some
-/// spill), the narrow tile ran ~15% below this one as bare loops over cached panels, and 10-23%
-/// below it on ResNet-50's layers over 512 and more input channels.
+/// spill), the narrow tile ran ~15% below this one as bare loops over cached panels, and took
+/// 12-30% longer on ResNet-50's layers over 512 and more input channels.
 template <int MR>
 void micro_kernel_gather_wide(int64_t kc, const float* const* rows, const int64_t* __restrict aoff,
                               const float* __restrict b, float* __restrict c, int64_t ldc, int64_t nr, bool accumulate,
@@ -515,9 +517,9 @@ void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t
   const AGather& g = *o.a_gather;
   const int64_t* aoff = g.koff + p0;
   const int64_t iend = i0 + mc, jend = jc + nc;
-  // Short k-blocks (1x1 convolutions over up to 144 channels) run faster 12 rows at a time: the
-  // 6 x 64 tile was 4-13% slower on MobileNetV2's K = 64 and 96 expansions and 2-5% on
-  // ResNet-50's K = 64 and 128 layers (with K = 32: 7-11%); from K = 160 on it is the faster.
+  // Short k-blocks (1x1 convolutions over up to 144 channels) run faster 12 rows at a time: with
+  // the 6 x 64 tile MobileNetV2's K = 64 and 96 expansions took 4-15% longer, ResNet-50's K = 64
+  // and 128 layers 2-6% (K = 32: 7-11%); from K = 160 on it is the faster.
   const int64_t rem = nc % (2 * kNR);
   const int64_t wide_end = kc < kWideMinK ? jc : rem == 0 || rem > kNR ? jend : jend - rem;
   auto wide = [&](int64_t i, int64_t j) {
@@ -653,13 +655,12 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   }
 }
 
-/// kGemvPanels panels (or fewer, NP) of a row vector times pre-packed B over one k-block: the
-/// row is read in place (x[k incx], alpha applied to the sums), and the panels' 2 NP accumulator
-/// chains are independent (one panel's two alone are bound by the FMA latency, not by reading B).
-constexpr int kGemvPanels = 4;
+/// NP panels of a row vector times pre-packed B over one k-block: the row is read in place
+/// (x[k incx]), and the panels' 2 NP accumulator chains are independent (one panel's two alone
+/// are bound by the FMA latency, not by reading B).
 template <int NP>
-void gemv_panels(const float* x, int64_t incx, float alpha, const float* b, int64_t kc, float* c, int64_t cols,
-                 bool accumulate, const GemmEpilogue* ep, int64_t col0) {
+void gemv_panels(const float* x, int64_t incx, const float* b, int64_t kc, float* c, int64_t cols, bool accumulate,
+                 const GemmEpilogue* ep, int64_t col0) {
   vf acc[NP][1][kNV];
   for (int q = 0; q < NP; ++q)
     for (int v = 0; v < kNV; ++v) acc[q][0][v] = vf{};
@@ -669,13 +670,13 @@ void gemv_panels(const float* x, int64_t incx, float alpha, const float* b, int6
     for (int q = 0; q < NP; ++q)
       for (int v = 0; v < kNV; ++v) acc[q][0][v] += loadu(b + q * kNR * kc + k * kNR + v * kVec) * xk;
   }
-  for (int q = 0; q < NP; ++q) {
-    const int64_t nr = std::min<int64_t>(kNR, cols - q * kNR);
-    if (alpha != 1.0f)
-      for (int v = 0; v < kNV; ++v) acc[q][0][v] *= alpha;
-    store_tile<1>(acc[q], c + q * kNR, 0, nr, accumulate, ep, 0, col0 + q * kNR);
-  }
+  for (int q = 0; q < NP; ++q)
+    store_tile<1>(acc[q], c + q * kNR, 0, std::min<int64_t>(kNR, cols - q * kNR), accumulate, ep, 0, col0 + q * kNR);
 }
+
+using GemvFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, bool, const GemmEpilogue*, int64_t);
+constexpr GemvFn kGemv[] = {&gemv_panels<1>, &gemv_panels<2>, &gemv_panels<3>, &gemv_panels<4>};
+constexpr int64_t kGemvPanels = std::size(kGemv);  // panels per call, at most
 
 /// Columns [n0, n1) (n0 a multiple of kNR) of a one-row product with B pre-packed.
 void gemv_region(const Operands& o, int64_t n0, int64_t n1) {
@@ -685,20 +686,13 @@ void gemv_region(const Operands& o, int64_t n0, int64_t n1) {
     const int64_t kc = std::min(kb, o.k - p0);
     const bool accumulate = p0 > 0 || o.c_initialized;
     const GemmEpilogue* ep = p0 + kc >= o.k ? o.ep : nullptr;
-    const float* x = o.a + p0 * incx;
     for (int64_t j = n0; j < n1; j += kGemvPanels * kNR) {
-      const float* b = o.pb->data() + p0 * npad + j * kc;
       const int64_t cols = std::min<int64_t>(kGemvPanels * kNR, n1 - j);
-      switch ((cols + kNR - 1) / kNR) {
-        case 4: gemv_panels<4>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
-        case 3: gemv_panels<3>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
-        case 2: gemv_panels<2>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
-        default: gemv_panels<1>(x, incx, o.alpha, b, kc, o.c + j, cols, accumulate, ep, j); break;
-      }
+      kGemv[(cols + kNR - 1) / kNR - 1](o.a + p0 * incx, incx, o.pb->data() + p0 * npad + j * kc, kc, o.c + j, cols,
+                                        accumulate, ep, j);
     }
   }
 }
-static_assert(kGemvPanels == 4, "gemv_region's dispatch");
 
 void run(const Operands& o, ThreadPool* pool) {
   if (o.pb && o.pb->k_block() != kKC && !o.a_gather)
@@ -721,7 +715,7 @@ void run(const Operands& o, ThreadPool* pool) {
   }
   const int threads = pool ? pool->num_threads() : 1;
   const double work = static_cast<double>(o.m) * o.n * o.k;
-  if (o.m == 1 && o.pb && o.a && !o.pa && !o.c_trans && !o.pack_a && !o.a_gather) {
+  if (o.m == 1 && o.pb && o.a && o.alpha == 1.0f && !o.pa && !o.c_trans && !o.pack_a && !o.a_gather) {
     // A row vector times pre-packed B (a classifier, a decoding step): read B once, in groups
     // of panels split across threads.
     const int64_t groups = (o.n + kGemvPanels * kNR - 1) / (kGemvPanels * kNR);
