@@ -138,6 +138,12 @@ TEST(CpuChannelsLast, ConvolutionsMatchTheReference) {
       {"depthwise 3x3 dilation 2 no pads, width 6", "Conv", Shape{1, 32, 9, 6}, Shape{32, 1, 3, 3}, {attr_int("group", 32), attr_ints("dilations", {2, 2})}, false},
       {"depthwise 3x3 pad 1 on 3x5, 70 channels (runs of 2 and 1 between the edge columns, a partial block)", "Conv",
        Shape{1, 70, 3, 5}, Shape{70, 1, 3, 3}, with(pads(1, 1, 1, 1), attr_int("group", 70))},
+      {"depthwise 3x3 stride 2 pad 1, 40 channels, 2 images of 15x21 (sliding runs of 8, 2 and a partial block)", "Conv",
+       Shape{2, 40, 15, 21}, Shape{40, 1, 3, 3}, with(with(pads(1, 1, 1, 1), attr_int("group", 40)), attr_ints("strides", {2, 2}))},
+      {"depthwise 3x3 stride 2, pads only after (0, 0, 1, 1), 32 channels on 16x30", "Conv", Shape{1, 32, 16, 30},
+       Shape{32, 1, 3, 3}, with(with(pads(0, 0, 1, 1), attr_int("group", 32)), attr_ints("strides", {2, 2}))},
+      {"depthwise 3x3 pad 1 on 7x7, 48 channels (a 7-pixel run)", "Conv", Shape{1, 48, 7, 7}, Shape{48, 1, 3, 3},
+       with(pads(1, 1, 1, 1), attr_int("group", 48))},
       {"depthwise fed at run time", "Conv", Shape{1, 20, 7, 7}, Shape{20, 1, 3, 3},
        with(pads(1, 1, 1, 1), attr_int("group", 20)), true, true},
   };

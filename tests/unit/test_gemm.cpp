@@ -1,6 +1,7 @@
 // SGEMM against a naive reference: odd sizes, transposes, alpha/beta, packed operands, epilogues.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -221,4 +222,45 @@ TEST(Gemm, RowVectorTimesPackedB) {
       for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(c0[j], w0[j], 1e-4 * (1 + std::fabs(w0[j]))) << j;
     }
   }
+}
+
+TEST(Gemm, GatheredAPlainAndShortKernels) {
+  // A gathered A of short K takes the short kernels: a plain one (one row pointer, K compiled
+  // in) for whole tiles of a plain A of a listed K, the gathered one otherwise (a partial tile,
+  // an unlisted K, rows out of order). Each case: bias, the residual sum and a Clip, or C
+  // accumulated onto (a residual in place) with a Relu; 16 columns (one vector), 40 (a partial
+  // second vector and panel), 96; rows 12 x 6 + 7 (a partial last tile).
+  ThreadPool pool(2);
+  uint32_t seed = 500;
+  for (int64_t k : {16, 24, 64, 144, 20, 200})
+    for (int64_t n : {16, 40, 96})
+      for (int variant = 0; variant < 3; ++variant) {
+        const int64_t m = 12 * 6 + 7;
+        const bool reversed = variant == 2;  // rows out of order: not a plain A
+        const auto a = random_vec(m * k, seed++), b = random_vec(k * n, seed++), bias = random_vec(n, seed++),
+                   sum = random_vec(m * n, seed++);
+        std::vector<int64_t> row_off(m), koff(k);
+        for (int64_t i = 0; i < m; ++i) row_off[i] = (reversed ? m - 1 - i : i) * k;
+        for (int64_t p = 0; p < k; ++p) koff[p] = p;
+        const PackedMatrix pb = pack_b(false, k, n, b.data(), n, 1.0f, gather_k_block(k));
+        const bool in_place = variant == 1;
+        std::vector<float> c = in_place ? sum : std::vector<float>(m * n, NAN), want(m * n);
+        GemmEpilogue ep;
+        ep.bias = bias.data();
+        ep.sum = in_place ? nullptr : sum.data();
+        ep.act = in_place ? GemmEpilogue::Act::kRelu : GemmEpilogue::Act::kClip;
+        ep.lo = -0.5f;
+        ep.hi = 1.5f;
+        sgemm_a_gather(AGather{a.data(), row_off.data(), koff.data(), reversed ? 0 : k}, &pb, m, n, k, c.data(), n, &pool,
+                       &ep, in_place);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = bias[j] + sum[i * n + j];
+            for (int64_t p = 0; p < k; ++p) s += double(a[row_off[i] + p]) * b[p * n + j];
+            want[i * n + j] = static_cast<float>(in_place ? std::max(s, 0.0) : std::clamp(s, -0.5, 1.5));
+          }
+        for (int64_t i = 0; i < m * n; ++i)
+          ASSERT_NEAR(c[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << "k " << k << " n " << n << " variant " << variant
+                                                                      << " at " << i;
+      }
 }

@@ -8,6 +8,7 @@
 // The layout pass gives the CPU EP these forms when it prefers channels-last (docs/optimizer.md).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
@@ -119,6 +120,98 @@ inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_
   for (int p = 0; p < R; ++p) out[p] = acc[p];
 }
 
+/// An epilogue's activation (none, Relu or Clip) as one clamp; NaN passes through.
+struct Clamp {
+  vf lo, hi;
+  static Clamp of(const GemmEpilogue& ep) {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    if (ep.act == GemmEpilogue::Act::kRelu) return {vf{}, vmath::splat(kInf)};
+    if (ep.act == GemmEpilogue::Act::kClip) return {vmath::splat(ep.lo), vmath::splat(ep.hi)};
+    return {vmath::splat(-kInf), vmath::splat(kInf)};
+  }
+  vf operator()(vf v) const { return vmath::vmin(hi, vmath::vmax(lo, v)); }
+};
+
+/// The 3 x 3, undilated form of dw_run at stride S, `lanes` channels (all 16 when kFull): each
+/// input vector of a row is loaded once and serves every output of the run whose window covers it
+/// (3 of them at stride 1), so a run of R pixels loads 3 ((R - 1) S + 3) input vectors, not 9 R.
+/// `row[kh]` is the input row under tap row kh at the run's first window column and the block's
+/// first channel, or null when that row is in the padding; w: the block's taps.
+template <int R, int S, bool kFull>
+inline void dw3_run(const float* const (&row)[3], int64_t C, const vf (&w)[9], int64_t lanes, vf b, vf (&out)[R]) {
+  constexpr int kCols = (R - 1) * S + 3;
+  vf acc[R];
+  for (int p = 0; p < R; ++p) acc[p] = b;
+  for (int kh = 0; kh < 3; ++kh) {
+    const float* x = row[kh];
+    if (!x) continue;
+#pragma GCC unroll 32
+    for (int j = 0; j < kCols; ++j, x += C) {
+      const vf v = kFull ? vmath::load(x) : vmath::load_n(x, lanes);
+      // Column j is tap kw of output p where j = p S + kw.
+      if (j % S == 0 && j / S < R) acc[j / S] += v * w[kh * 3];
+      if (j >= 1 && (j - 1) % S == 0 && (j - 1) / S < R) acc[(j - 1) / S] += v * w[kh * 3 + 1];
+      if (j >= 2 && (j - 2) % S == 0 && (j - 2) / S < R) acc[(j - 2) / S] += v * w[kh * 3 + 2];
+    }
+  }
+  for (int p = 0; p < R; ++p) out[p] = acc[p];
+}
+
+/// A channel block's 9 taps and bias (zeros past `lanes`).
+inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0, int64_t lanes, vf (&w)[9], vf& b) {
+  for (int t = 0; t < 9; ++t) w[t] = vmath::load_n(wt + t * C + c0, lanes);
+  b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
+}
+
+/// Outputs [lo, hi) of output rows [oh0, oh1) of one image (those whose windows are inside the
+/// input columns) for a 3 x 3 undilated kernel at stride S: channel block by channel block, and
+/// within a block strip by strip of R = 8, 7, 4, 2, 1 columns, down the rows. A strip's input
+/// rows stay in L1 for the 3 output rows that read them, and the block's taps in registers.
+/// xi, y, sum: the image's input, output and sum (or null).
+template <int S>
+void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const float* bias, const float* sum, float* y,
+                int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, Clamp act) {
+  const int64_t C = d.C;
+  for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+    const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
+    vf w[9], b;
+    dw3_block(wt, bias, C, c0, lanes, w, b);
+    auto strips = [&]<int R, bool kFull>(int64_t ow) {
+      for (; ow + R <= hi; ow += R) {
+        const int64_t xo = (ow * S - d.pl) * C + c0;
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          const float* rc[3];
+          for (int kh = 0; kh < 3; ++kh) {
+            const int64_t ih = oh * d.sh - d.pt + kh;
+            rc[kh] = ih >= 0 && ih < d.H ? xi + ih * d.W * C + xo : nullptr;
+          }
+          vf out[R];
+          dw3_run<R, S, kFull>(rc, C, w, lanes, b, out);
+          const int64_t at = (oh * OW + ow) * C + c0;
+          for (int p = 0; p < R; ++p) {
+            vf v = out[p];
+            if (sum) v += vmath::load_n(sum + at + p * C, lanes);
+            vmath::store_n(y + at + p * C, act(v), lanes);
+          }
+        }
+      }
+      return ow;
+    };
+    auto all = [&]<bool kFull>() {
+      int64_t ow = lo;
+      ow = strips.template operator()<8, kFull>(ow);
+      ow = strips.template operator()<7, kFull>(ow);
+      ow = strips.template operator()<4, kFull>(ow);
+      ow = strips.template operator()<2, kFull>(ow);
+      strips.template operator()<1, kFull>(ow);
+    };
+    if (lanes == kLanes)
+      all.template operator()<true>();
+    else
+      all.template operator()<false>();
+  }
+}
+
 /// One output pixel, `lanes` channels from c0, taps checked against the input's bounds.
 inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t c0,
                    int64_t lanes, vf b) {
@@ -137,9 +230,10 @@ inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_
 }
 
 /// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
-/// rows; along a row, runs of interior pixels (8, 7, 4, 2, 1) take every block of 16 channels in
-/// turn, each tap's weight vector serving the run's accumulators, and the pixels whose windows
-/// reach into the padding are computed one at a time.
+/// rows. A 3 x 3 undilated kernel at stride 1 or 2 computes their interior pixels in sliding
+/// strips (dw3_strips); other kernels go along each row in runs of interior pixels (8, 7, 4, 2, 1)
+/// that take every block of 16 channels in turn, each tap's weight vector serving the run's
+/// accumulators. The pixels whose windows reach into the padding are computed one at a time.
 void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N, int64_t C,
                     int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
   DwGeometry d{C, H, W, g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.dilation[0], g.dilation[1],
@@ -159,11 +253,28 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
   }
   constexpr int kRun = 8;
   const bool k3x3 = d.KH == 3 && d.KW == 3;
+  // 3 x 3 at stride 1 or 2 without dilation (MobileNet's): sliding-window strips (dw3_strips).
+  const bool slide = k3x3 && d.dh == 1 && d.dw == 1 && (d.sw == 1 || d.sw == 2);
   // Output columns whose taps all fall inside the input: [lo, hi).
   const int64_t lo = std::min(OW, (d.pl + d.sw - 1) / d.sw);
   const int64_t span = (d.KW - 1) * d.dw;  // ow sw - pl + span < W
   const int64_t hi = std::clamp<int64_t>(d.W - span + d.pl > 0 ? (d.W - span + d.pl - 1) / d.sw + 1 : 0, lo, OW);
+  const Clamp clamp = Clamp::of(ep);
   parallel_range(pool, N * OH, OW * C * d.KH * d.KW, [&](int64_t r0, int64_t r1) {
+    if (slide) {
+      // The interiors, image by image: channel blocks outer, strips down the task's rows.
+      for (int64_t r = r0; r < r1;) {
+        const int64_t n = r / OH, oh0 = r % OH, oh1 = std::min(OH, oh0 + (r1 - r));
+        const float* xi = x + n * d.H * d.W * C;
+        float* yi = y + n * OH * OW * C;
+        const float* si = sum ? sum + n * OH * OW * C : nullptr;
+        if (d.sw == 1)
+          dw3_strips<1>(d, xi, wt, bias, si, yi, OW, oh0, oh1, lo, hi, clamp);
+        else
+          dw3_strips<2>(d, xi, wt, bias, si, yi, OW, oh0, oh1, lo, hi, clamp);
+        r += oh1 - oh0;
+      }
+    }
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / OH, oh = r % OH;
       const float* xi = x + n * d.H * d.W * C;
@@ -172,7 +283,7 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
       auto put = [&](int64_t ow, int64_t c0, int64_t lanes, vf v) {
         const int64_t at = ow * C + c0;
         if (sr) v += vmath::load_n(sr + at, lanes);
-        vmath::store_n(yr + at, epilogue_activation(v, ep), lanes);
+        vmath::store_n(yr + at, clamp(v), lanes);
       };
       // Pixel by pixel across the row, all channels of each before the next (a run of pixels
       // takes every block of 16 channels in turn): the input rows and the output row are each
@@ -207,6 +318,7 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
       };
       int64_t ow = 0;
       for (; ow < lo; ++ow) edge(ow);
+      if (slide) ow = hi;  // done above
       ow = runs.template operator()<kRun>(ow);
       ow = runs.template operator()<7>(ow);  // a 7 x 7 plane's rows in one run
       ow = runs.template operator()<4>(ow);
@@ -303,7 +415,9 @@ class ConvNhwcKernel final : public Kernel {
       ep.bias = pb;
       ep.sum = ps && !in_place ? ps + n0 * pixels * M : nullptr;
       const bool any = pb || ep.sum || ep.act != GemmEpilogue::Act::kNone;
-      sgemm_a_gather(AGather{base, row_off, koff}, &wb, images * pixels, M, k, y.data<float>() + n0 * pixels * M, M,
+      // A 1x1 window at stride 1 over an unpadded input: A is the input itself, [pixels, C].
+      const bool plain = KH == 1 && KW == 1 && sh == 1 && sw == 1 && !pad.needed;
+      sgemm_a_gather(AGather{base, row_off, koff, plain ? C : 0}, &wb, images * pixels, M, k, y.data<float>() + n0 * pixels * M, M,
                      &ctx.pool(), any ? &ep : nullptr, in_place);
     }
   }

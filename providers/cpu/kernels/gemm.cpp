@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <limits>
+#include <optional>
 
 #include "core/common.hpp"
 #include "ir/graph.hpp"
@@ -392,6 +394,151 @@ constexpr auto kMicroGatherHalf = make_gather_table<1>(std::make_integer_sequenc
 /// Rows of the wide gathered-A micro-kernel's tile, and the shortest k-block it takes.
 constexpr int kWideMR = 6;
 constexpr int64_t kWideMinK = 160;
+/// The longest single k-block the short gathered kernels take (the 12 x 32 tile's range).
+constexpr int64_t kShortMaxK = kWideMinK - 1;
+
+/// A gathered product's epilogue resolved once per block for micro_kernel_gather_short: the bias
+/// per column (or null), the sum (or null), and the activation as a clamp (Relu: [0, inf), none:
+/// (-inf, inf)); NaN passes through.
+struct ShortEpilogue {
+  const float* bias = nullptr;
+  const float* sum = nullptr;
+  vf lo, hi;
+
+  /// The epilogue of ep (null: none), or nothing when the short kernel cannot apply it (GELU, a
+  /// bias per row).
+  static std::optional<ShortEpilogue> of(const GemmEpilogue* ep) {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    ShortEpilogue e;
+    e.lo = vf{} - kInf;
+    e.hi = vf{} + kInf;
+    if (!ep) return e;
+    if (ep->act == GemmEpilogue::Act::kGelu || (ep->bias && ep->bias_per_row)) return std::nullopt;
+    e.bias = ep->bias;
+    e.sum = ep->sum;
+    if (ep->act == GemmEpilogue::Act::kRelu) e.lo = vf{};
+    if (ep->act == GemmEpilogue::Act::kClip) {
+      e.lo = vf{} + ep->lo;
+      e.hi = vf{} + ep->hi;
+    }
+    return e;
+  }
+};
+
+/// The short kernels' accumulators at the start: the bias of each column vector (cols[v] of its
+/// columns are C's; the others are zeros).
+template <int MR, int NV>
+inline void short_start(vf (&acc)[MR][NV], int64_t (&cols)[NV], int64_t nr, const ShortEpilogue& e, int64_t col0) {
+  for (int v = 0; v < NV; ++v) {
+    cols[v] = std::clamp<int64_t>(nr - v * kVec, 0, kVec);
+    const vf bias = e.bias ? vmath::load_n(e.bias + col0 + v * kVec, cols[v]) : vf{};
+    for (int i = 0; i < MR; ++i) acc[i][v] = bias;
+  }
+}
+
+/// The short kernels' epilogue: C when accumulating, the sum, the clamp, the store.
+template <int MR, int NV>
+inline void short_finish(vf (&acc)[MR][NV], const int64_t (&cols)[NV], float* c, int64_t ldc, bool accumulate,
+                         const ShortEpilogue& e, int64_t row0, int64_t col0) {
+  const float* srow = e.sum ? e.sum + row0 * ldc + col0 : nullptr;
+  auto finish = [&](int i, int v, auto load, auto store) {
+    float* cp = c + i * ldc + v * kVec;
+    vf x = acc[i][v];
+    if (accumulate) x += load(cp);
+    if (srow) x += load(srow + i * ldc + v * kVec);
+    x = x < e.lo ? e.lo : x;
+    store(cp, x > e.hi ? e.hi : x);
+  };
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) {
+      const int64_t n = cols[v];
+      if (n == kVec)  // masked stores cost more than plain ones
+        finish(i, v, loadu, storeu);
+      else if (n > 0)
+        finish(
+            i, v, [n](const float* p) { return vmath::load_n(p, n); },
+            [n](float* p, vf x) { vmath::store_n(p, x, n); });
+    }
+}
+
+/// One step of k of the short kernels: acc(i, :) += A(i, k) (from a_at(i)) times B's row k (bk).
+template <int MR, int NV, class AAt>
+__attribute__((always_inline)) inline void short_step(vf (&acc)[MR][NV], const float* bk, AAt a_at) {
+  vf bv[NV];
+  for (int v = 0; v < NV; ++v) bv[v] = loadu(bk + v * kVec);
+  for (int i = 0; i < MR; ++i) {
+    const float ai = a_at(i);
+    for (int v = 0; v < NV; ++v) acc[i][v] += bv[v] * ai;
+  }
+}
+
+/// micro_kernel_gather for a product whose only k-block is short (1x1 convolutions over few
+/// channels), where the generic kernel's per-tile work outweighs its 16-144 steps of k: the
+/// accumulators start from the bias, and the epilogue (C when accumulating, the sum, the clamp)
+/// is applied in registers with no per-vector decisions.
+template <int MR, int NV>
+void micro_kernel_gather_short(int64_t kc, const float* const* rows, const int64_t* __restrict aoff,
+                               const float* __restrict b, float* __restrict c, int64_t ldc, int64_t nr, bool accumulate,
+                               const ShortEpilogue& e, int64_t row0, int64_t col0) {
+  const float* r[MR];
+  for (int i = 0; i < MR; ++i) r[i] = rows[i];
+  int64_t cols[NV];
+  vf acc[MR][NV];
+  short_start(acc, cols, nr, e, col0);
+  prefetch_tile<MR, false>(c, ldc, nr, e.sum ? e.sum + row0 * ldc + col0 : nullptr);
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const int64_t o = aoff[k];
+    short_step(acc, b + k * kNR, [&](int i) { return r[i][o]; });
+  }
+  short_finish(acc, cols, c, ldc, accumulate, e, row0, col0);
+}
+
+/// The short kernel for a whole tile (kMR rows) of a plain A (AGather::lda) of K columns: row i
+/// of the tile is a + i K, so each broadcast is addressed from one pointer at a constant offset
+/// (the gathered form's twelve row pointers outnumber the free general registers and spill), and
+/// the k-loop has a known count. Against the gathered form as bare loops over 12000 rows x 96
+/// columns: K = 24 0.72-0.87 of its time, K = 32 0.85, K = 64 0.90.
+template <int K, int NV>
+void micro_kernel_plain(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
+                        int64_t nr, bool accumulate, const ShortEpilogue& e, int64_t row0, int64_t col0) {
+  int64_t cols[NV];
+  vf acc[kMR][NV];
+  short_start(acc, cols, nr, e, col0);
+  prefetch_tile<kMR, false>(c, ldc, nr, e.sum ? e.sum + row0 * ldc + col0 : nullptr);
+#pragma GCC unroll 16
+  for (int k = 0; k < K; ++k) short_step(acc, b + k * kNR, [&](int i) { return a[i * K + k]; });
+  short_finish(acc, cols, c, ldc, accumulate, e, row0, col0);
+}
+
+using PlainFn = void (*)(const float*, const float*, float*, int64_t, int64_t, bool, const ShortEpilogue&, int64_t,
+                         int64_t);
+/// The K a plain kernel is compiled for (the channel counts of common CNNs' 1x1 convolutions
+/// below kWideMinK), and its two forms (one column vector, two).
+constexpr int kPlainK[] = {16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 144};
+template <int... I>
+constexpr auto make_plain_table(std::integer_sequence<int, I...>) {
+  return std::array<std::array<PlainFn, 2>, sizeof...(I)>{
+      std::array<PlainFn, 2>{&micro_kernel_plain<kPlainK[I], 1>, &micro_kernel_plain<kPlainK[I], 2>}...};
+}
+constexpr auto kMicroPlain = make_plain_table(std::make_integer_sequence<int, std::size(kPlainK)>{});
+
+/// The plain kernel for K and nv column vectors, or null.
+PlainFn plain_kernel(int64_t k, int nv) {
+  for (size_t i = 0; i < std::size(kPlainK); ++i)
+    if (kPlainK[i] == k) return kMicroPlain[i][nv - 1];
+  return nullptr;
+}
+
+using GatherShortFn = void (*)(int64_t, const float* const*, const int64_t*, const float*, float*, int64_t, int64_t,
+                               bool, const ShortEpilogue&, int64_t, int64_t);
+template <int NV, int... I>
+constexpr auto make_gather_short_table(std::integer_sequence<int, I...>) {
+  return std::array<GatherShortFn, sizeof...(I)>{&micro_kernel_gather_short<I + 1, NV>...};
+}
+constexpr auto kMicroGatherShort = make_gather_short_table<kNV>(std::make_integer_sequence<int, kMR>{});
+constexpr auto kMicroGatherShortHalf = make_gather_short_table<1>(std::make_integer_sequence<int, kMR>{});
+
 
 /// The gathered-A micro-kernel over two adjacent B panels: MR (at most kWideMR) rows x 2 kNR
 /// columns, b the first panel and b + kNR kc the second (nr > kNR; the second panel's columns
@@ -536,12 +683,27 @@ void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t
     for (int64_t i = i0; i < iend; i += kWideMR)
       for (int64_t j = jc; j < wide_end; j += 2 * kNR) wide(i, j);
   }
+  // A short product's only k-block (its epilogue resolved here once) takes the short kernels:
+  // whole tiles of a plain A of a compiled K the plain one.
+  const std::optional<ShortEpilogue> short_ep =
+      p0 == 0 && kc == o.k && kc <= kShortMaxK ? ShortEpilogue::of(ep) : std::nullopt;
+  const bool plain_a = short_ep && g.lda == kc;
+  const PlainFn plain[2] = {plain_a ? plain_kernel(kc, 1) : nullptr, plain_a ? plain_kernel(kc, 2) : nullptr};
   auto narrow = [&](int64_t i, int64_t j) {
     const int64_t mr = std::min<int64_t>(kMR, iend - i), nr = std::min<int64_t>(kNR, jend - j);
+    const float* bp = bblock + ((j - jc) / kNR) * kNR * kc;
+    if (mr == kMR && plain[0]) {
+      plain[nr <= kVec ? 0 : 1](g.base + g.row_off[i], bp, o.c + i * o.ldc + j, o.ldc, nr, accumulate, *short_ep, i, j);
+      return;
+    }
     const float* rows[kMR];
     for (int64_t r = 0; r < mr; ++r) rows[r] = g.base + g.row_off[i + r];
-    (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, aoff, bblock + ((j - jc) / kNR) * kNR * kc,
-                                                           o.c + i * o.ldc + j, o.ldc, nr, accumulate, ep, i, j);
+    if (short_ep)
+      (nr <= kVec ? kMicroGatherShortHalf : kMicroGatherShort)[mr - 1](kc, rows, aoff, bp, o.c + i * o.ldc + j, o.ldc,
+                                                                       nr, accumulate, *short_ep, i, j);
+    else
+      (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, aoff, bp, o.c + i * o.ldc + j, o.ldc, nr,
+                                                             accumulate, ep, i, j);
   };
   if (cols_outer) {
     for (int64_t j = wide_end; j < jend; j += kNR)

@@ -133,6 +133,9 @@ struct AGather {
   const float* base;
   const int64_t* row_off;
   const int64_t* koff;
+  /// Nonzero where A is a plain matrix of row stride lda: row_off[i] = i lda and koff[k] = k (a
+  /// 1x1 convolution at stride 1 without padding), which faster kernels may rely on.
+  int64_t lda = 0;
 };
 
 /// The k-block for a gathered product's B of k rows: k split evenly into blocks of at most
