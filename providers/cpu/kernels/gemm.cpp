@@ -425,39 +425,60 @@ struct ShortEpilogue {
   }
 };
 
-/// The short kernels' accumulators at the start: the bias of each column vector (cols[v] of its
-/// columns are C's; the others are zeros).
+/// The short kernels' accumulators at the start: the bias of each column vector (zeros past nr).
 template <int MR, int NV>
-inline void short_start(vf (&acc)[MR][NV], int64_t (&cols)[NV], int64_t nr, const ShortEpilogue& e, int64_t col0) {
-  for (int v = 0; v < NV; ++v) {
-    cols[v] = std::clamp<int64_t>(nr - v * kVec, 0, kVec);
-    const vf bias = e.bias ? vmath::load_n(e.bias + col0 + v * kVec, cols[v]) : vf{};
-    for (int i = 0; i < MR; ++i) acc[i][v] = bias;
+__attribute__((always_inline)) inline void short_start(vf (&acc)[MR][NV], int64_t nr, const ShortEpilogue& e,
+                                                       int64_t col0) {
+  vf bias[NV] = {};
+  if (e.bias && nr == NV * kVec)
+    for (int v = 0; v < NV; ++v) bias[v] = loadu(e.bias + col0 + v * kVec);
+  else if (e.bias)
+    for (int v = 0; v < NV; ++v) bias[v] = vmath::load_n(e.bias + col0 + v * kVec, std::clamp<int64_t>(nr - v * kVec, 0, kVec));
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = bias[v];
+}
+
+/// The short kernels' epilogue over the tile's nr columns: C when accumulating, the sum (sum: the
+/// tile's, or null), the clamp, the store. The loops unroll so that every index into acc is a
+/// constant (the accumulators stay in registers), and the rows' pointers advance by ldc.
+template <int MR, int NV>
+__attribute__((always_inline)) inline void short_finish(vf (&acc)[MR][NV], int64_t nr, float* c, int64_t ldc,
+                                                        bool accumulate, const ShortEpilogue& e, const float* sum) {
+  const vf lo = e.lo, hi = e.hi;
+  auto rows = [&](auto load, auto store) __attribute__((always_inline)) {
+    float* cp = c;
+    const float* sp = sum;
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i, cp += ldc) {
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) {
+        vf x = acc[i][v];
+        if (accumulate) x += load(cp + v * kVec, v);
+        if (sp) x += load(sp + v * kVec, v);
+        x = x < lo ? lo : x;
+        store(cp + v * kVec, x > hi ? hi : x, v);
+      }
+      if (sp) sp += ldc;
+    }
+  };
+  if (nr == NV * kVec) {  // whole vectors: plain loads and stores (masked ones cost more)
+    rows([](const float* p, int) { return loadu(p); }, [](float* p, vf x, int) { storeu(p, x); });
+  } else {
+    int64_t cols[NV];
+    for (int v = 0; v < NV; ++v) cols[v] = std::clamp<int64_t>(nr - v * kVec, 0, kVec);
+    rows([&](const float* p, int v) { return vmath::load_n(p, cols[v]); },
+         [&](float* p, vf x, int v) { vmath::store_n(p, x, cols[v]); });
   }
 }
 
-/// The short kernels' epilogue: C when accumulating, the sum, the clamp, the store.
+/// The short kernels' prefetch of the tile's C lines (and the sum's): a line per 16 columns.
 template <int MR, int NV>
-inline void short_finish(vf (&acc)[MR][NV], const int64_t (&cols)[NV], float* c, int64_t ldc, bool accumulate,
-                         const ShortEpilogue& e, int64_t row0, int64_t col0) {
-  const float* srow = e.sum ? e.sum + row0 * ldc + col0 : nullptr;
-  auto finish = [&](int i, int v, auto load, auto store) {
-    float* cp = c + i * ldc + v * kVec;
-    vf x = acc[i][v];
-    if (accumulate) x += load(cp);
-    if (srow) x += load(srow + i * ldc + v * kVec);
-    x = x < e.lo ? e.lo : x;
-    store(cp, x > e.hi ? e.hi : x);
-  };
+inline void short_prefetch(const float* c, int64_t ldc, const float* sum) {
+#pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) {
-      const int64_t n = cols[v];
-      if (n == kVec)  // masked stores cost more than plain ones
-        finish(i, v, loadu, storeu);
-      else if (n > 0)
-        finish(
-            i, v, [n](const float* p) { return vmath::load_n(p, n); },
-            [n](float* p, vf x) { vmath::store_n(p, x, n); });
+      __builtin_prefetch(c + i * ldc + v * kVec, 1);
+      if (sum) __builtin_prefetch(sum + i * ldc + v * kVec, 0);
     }
 }
 
@@ -482,16 +503,16 @@ void micro_kernel_gather_short(int64_t kc, const float* const* rows, const int64
                                const ShortEpilogue& e, int64_t row0, int64_t col0) {
   const float* r[MR];
   for (int i = 0; i < MR; ++i) r[i] = rows[i];
-  int64_t cols[NV];
   vf acc[MR][NV];
-  short_start(acc, cols, nr, e, col0);
-  prefetch_tile<MR, false>(c, ldc, nr, e.sum ? e.sum + row0 * ldc + col0 : nullptr);
+  short_start(acc, nr, e, col0);
+  const float* sum = e.sum ? e.sum + row0 * ldc + col0 : nullptr;
+  short_prefetch<MR, NV>(c, ldc, sum);
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const int64_t o = aoff[k];
     short_step(acc, b + k * kNR, [&](int i) { return r[i][o]; });
   }
-  short_finish(acc, cols, c, ldc, accumulate, e, row0, col0);
+  short_finish(acc, nr, c, ldc, accumulate, e, sum);
 }
 
 /// The short kernel for a whole tile (kMR rows) of a plain A (AGather::lda) of K columns: row i
@@ -502,13 +523,13 @@ void micro_kernel_gather_short(int64_t kc, const float* const* rows, const int64
 template <int K, int NV>
 void micro_kernel_plain(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
                         int64_t nr, bool accumulate, const ShortEpilogue& e, int64_t row0, int64_t col0) {
-  int64_t cols[NV];
   vf acc[kMR][NV];
-  short_start(acc, cols, nr, e, col0);
-  prefetch_tile<kMR, false>(c, ldc, nr, e.sum ? e.sum + row0 * ldc + col0 : nullptr);
+  short_start(acc, nr, e, col0);
+  const float* sum = e.sum ? e.sum + row0 * ldc + col0 : nullptr;
+  short_prefetch<kMR, NV>(c, ldc, sum);
 #pragma GCC unroll 16
   for (int k = 0; k < K; ++k) short_step(acc, b + k * kNR, [&](int i) { return a[i * K + k]; });
-  short_finish(acc, cols, c, ldc, accumulate, e, row0, col0);
+  short_finish(acc, nr, c, ldc, accumulate, e, sum);
 }
 
 using PlainFn = void (*)(const float*, const float*, float*, int64_t, int64_t, bool, const ShortEpilogue&, int64_t,
