@@ -138,6 +138,15 @@ TEST(CpuChannelsLast, ConvolutionsMatchTheReference) {
       {"depthwise 3x3 dilation 2 no pads, width 6", "Conv", Shape{1, 32, 9, 6}, Shape{32, 1, 3, 3}, {attr_int("group", 32), attr_ints("dilations", {2, 2})}, false},
       {"depthwise 3x3 pad 1 on 3x5, 70 channels (runs of 2 and 1 between the edge columns, a partial block)", "Conv",
        Shape{1, 70, 3, 5}, Shape{70, 1, 3, 3}, with(pads(1, 1, 1, 1), attr_int("group", 70))},
+      // 3x3 at stride 1, 16 or more channels in and out: Winograd F(2x2, 3x3).
+      {"Winograd: 3x3 pad 1, 40 -> 24, 2 images of 29x31 (odd output, partial channel vectors)", "Conv",
+       Shape{2, 40, 29, 31}, Shape{24, 40, 3, 3}, pads(1, 1, 1, 1)},
+      {"Winograd: 3x3 no pads, 16 -> 20 on 9x8 (odd output height)", "Conv", Shape{1, 16, 9, 8}, Shape{20, 16, 3, 3}, {}},
+      {"Winograd: 3x3 pads (0, 1, 2, 1), 32 -> 33 on 20x20", "Conv", Shape{1, 32, 20, 20}, Shape{33, 32, 3, 3},
+       pads(0, 1, 2, 1)},
+      {"Winograd: 3x3 pad 1, 64 -> 64 on 30x30 (tiles in several blocks)", "Conv", Shape{1, 64, 30, 30},
+       Shape{64, 64, 3, 3}, pads(1, 1, 1, 1)},
+      {"Winograd: 3x3 pad 1 on 2x3, 2 images, 16 -> 16 (one tile wide)", "Conv", Shape{2, 16, 2, 3}, Shape{16, 16, 3, 3}, pads(1, 1, 1, 1)},
       {"depthwise 3x3 stride 2 pad 1, 40 channels, 2 images of 15x21 (sliding runs of 8, 2 and a partial block)", "Conv",
        Shape{2, 40, 15, 21}, Shape{40, 1, 3, 3}, with(with(pads(1, 1, 1, 1), attr_int("group", 40)), attr_ints("strides", {2, 2}))},
       {"depthwise 3x3 stride 2, pads only after (0, 0, 1, 1), 32 channels on 16x30", "Conv", Shape{1, 32, 16, 30},
@@ -196,11 +205,15 @@ TEST(CpuChannelsLast, ResidualSumsAccumulateInPlaceWhenNothingReadsThemLater) {
     bool a_is_input;    // the summed convolution reads a itself
     int want_inplace;
     int64_t C, H, W;
+    bool full3x3 = false;  // the summed convolution is 3x3, group 1 (Winograd F(2x2, 3x3))
   };
   const Graph3 cases[] = {
       {"a pointwise sum, a's last use", false, false, false, 1, 40, 9, 11},
       {"a pointwise sum over 1030 channels (two k-blocks onto the sum)", false, false, false, 1, 1030, 3, 4},
       {"a depthwise sum, a's last use", true, false, false, 1, 40, 9, 11},
+      {"a 3x3 sum (Winograd, each output written after its sum is read), a's last use", false, false, false, 1, 40, 9,
+       11, true},
+      {"a 3x3 sum (Winograd), a read after the sum", false, true, false, 0, 24, 6, 5, true},
       {"a read after the sum", false, true, false, 0, 40, 9, 11},
       {"the convolution's own input summed", false, false, true, 0, 40, 9, 11},
   };
@@ -213,11 +226,20 @@ TEST(CpuChannelsLast, ResidualSumsAccumulateInPlaceWhenNothingReadsThemLater) {
       g.inputs.push_back({"x", dt, {1, C, H, W}});
       g.initializers.emplace_back("w1", filled(dt, Shape{C, C, 1, 1}, 11));
       g.initializers.emplace_back("b1", filled(dt, Shape{C}, 12));
-      g.initializers.emplace_back("w2", filled(dt, Shape{C, c.depthwise ? 1 : C, c.depthwise ? 3 : 1, c.depthwise ? 3 : 1}, 13));
+      const int64_t k = c.depthwise || c.full3x3 ? 3 : 1;
+      g.initializers.emplace_back("w2", filled(dt, Shape{C, c.depthwise ? 1 : C, k, k}, 13));
       g.initializers.emplace_back("b2", filled(dt, Shape{C}, 14));
-      g.nodes.push_back({"Conv", {"x", "w1", "b1"}, {"a"}, {}, "conv_a"});
+      // With a 3x3 convolution summed and `a` not read later, `a` comes from a Sigmoid: the Add
+      // can then only be fused into the 3x3 one (conv_a would take it, with the 3x3 product as
+      // its sum; where `a` is read later, conv_a's output must stay and it cannot).
+      if (c.full3x3 && !c.a_read_later)
+        g.nodes.push_back({"Sigmoid", {"x"}, {"a"}, {}, "sigmoid_a"});
+      else
+        g.nodes.push_back({"Conv", {"x", "w1", "b1"}, {"a"}, {}, "conv_a"});
       g.nodes.push_back({"Relu", {"x"}, {"t"}, {}, "relu_t"});
-      std::vector<AttrSpec> attrs = c.depthwise ? with(pads(1, 1, 1, 1), attr_int("group", C)) : std::vector<AttrSpec>{};
+      std::vector<AttrSpec> attrs = c.depthwise ? with(pads(1, 1, 1, 1), attr_int("group", C))
+                                    : c.full3x3  ? pads(1, 1, 1, 1)
+                                                 : std::vector<AttrSpec>{};
       g.nodes.push_back({"Conv", {c.a_is_input ? "a" : "t", "w2", "b2"}, {"p"}, attrs, "conv_p"});
       g.nodes.push_back({"Add", {"p", "a"}, {"s"}, {}, "add"});
       g.nodes.push_back({"Relu", {"s"}, {c.a_read_later ? "r" : "y"}, {}, "relu_s"});

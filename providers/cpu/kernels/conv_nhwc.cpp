@@ -12,6 +12,7 @@
 
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
+#include "kernels/conv_winograd.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/manifest.hpp"
 #include "kernels/vmath.hpp"
@@ -341,8 +342,10 @@ class ConvNhwcKernel final : public Kernel {
     act_.act = act;
     act_.lo = lo;
     act_.hi = hi;
-    if (const Tensor* w = info.constant(1); w && w->dtype() == DType::kFloat && w->rank() == 4)
+    if (const Tensor* w = info.constant(1); w && w->dtype() == DType::kFloat && w->rank() == 4) {
       prepare(*w, &packed_, &taps_);
+      if (winograd_fits(*w)) wino_ = winograd_weights(w->data<float>(), w->dim(0), w->dim(1));
+    }
   }
 
   void compute(KernelContext& ctx) const override {
@@ -380,6 +383,12 @@ class ConvNhwcKernel final : public Kernel {
     if (depthwise) {
       const float* wt = taps_.empty() ? taps_now.data() : taps_.data();
       depthwise_nhwc(x.data<float>(), wt, pb, ps, y.data<float>(), N, C, H, W, g, act_, ctx.pool());
+      return;
+    }
+    // 3x3 at stride 1 with transformed weights: Winograd F(2x2, 3x3) (conv_winograd.hpp).
+    if (!wino_.empty() && g.stride[0] == 1 && g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1) {
+      winograd_conv(wino_, x.data<float>(), N, H, W, g.pad_begin[0], g.pad_begin[1], g.out[0], g.out[1], pb, ps, act_,
+                    y.data<float>(), ctx.pool());
       return;
     }
     const PackedMatrix& wb = packed_.rows() ? packed_ : packed_now;
@@ -441,6 +450,15 @@ class ConvNhwcKernel final : public Kernel {
     *packed = pack_b(false, T * Cg, M, b.data(), M, 1.0f, gather_k_block(T * Cg));
   }
 
+  /// Whether constant weights w are worth transforming for Winograd F(2x2, 3x3): 3x3, group 1,
+  /// stride 1 and no dilation in the attributes (the run checks the geometry again), and enough
+  /// channels in and out for the GEMMs to dominate the transforms.
+  bool winograd_fits(const Tensor& w) const {
+    auto ones = [](const Shape& s) { return std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; }); };
+    return group_ == 1 && w.dim(2) == 3 && w.dim(3) == 3 && w.dim(0) >= 16 && w.dim(1) >= 16 && ones(attrs_.strides) &&
+           ones(attrs_.dilations);
+  }
+
   const Node& node_;
   WindowAttrs attrs_;
   bool with_sum_ = false;
@@ -448,6 +466,7 @@ class ConvNhwcKernel final : public Kernel {
   GemmEpilogue act_;
   PackedMatrix packed_;      // group 1, constant weights
   std::vector<float> taps_;  // depthwise, constant weights
+  WinogradWeights wino_;     // 3x3 at stride 1 (winograd_fits), constant weights
 };
 
 std::unique_ptr<Kernel> make_conv_nhwc(const KernelCreateInfo& info) {

@@ -1,0 +1,39 @@
+// Winograd F(2x2, 3x3) for channels-last 2-D convolutions (3x3 kernel, stride 1, no dilation,
+// group 1): each 2x2 block of output pixels is computed from the 4x4 input tile under it as 16
+// products of transformed input and transformed weights, one per point of the transformed tile,
+// summed over the input channels as 16 GEMMs. That is 16 multiplications per 4 outputs and input
+// channel where the direct convolution takes 36 (2.25x fewer), for the cost of transforming the
+// input tiles and the products (docs/performance.md).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+
+namespace onyx {
+class ThreadPool;
+}
+
+namespace onyx::cpu {
+
+/// A 3x3 convolution's weights transformed for F(2x2, 3x3): for each of the 16 points of the
+/// transformed tile, the [C, M] matrix of its products' weights, packed as a gathered product's B.
+struct WinogradWeights {
+  int64_t C = 0, M = 0;
+  std::vector<PackedMatrix> u;  // 16, or none
+  bool empty() const { return u.empty(); }
+};
+
+/// The transformed weights of w ([M, C, 3, 3]), computed in double.
+WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C);
+
+/// y[N, OH, OW, M] = the convolution of x[N, H, W, C] by u's weights, windows starting pt rows
+/// above and pl columns left of the input (zeros outside it), then the bias (or null), the sum
+/// (or null; it may be y's own buffer: each output is written after its sum is read) and the
+/// activation (act's Relu or Clip).
+void winograd_conv(const WinogradWeights& u, const float* x, int64_t N, int64_t H, int64_t W, int64_t pt, int64_t pl,
+                   int64_t OH, int64_t OW, const float* bias, const float* sum, const GemmEpilogue& act, float* y,
+                   ThreadPool& pool);
+
+}  // namespace onyx::cpu
