@@ -343,8 +343,11 @@ class ConvNhwcKernel final : public Kernel {
     act_.lo = lo;
     act_.hi = hi;
     if (const Tensor* w = info.constant(1); w && w->dtype() == DType::kFloat && w->rank() == 4) {
-      prepare(*w, &packed_, &taps_);
-      if (winograd_fits(*w)) wino_ = winograd_weights(w->data<float>(), w->dim(0), w->dim(1));
+      // Weights for Winograd need no direct form: the attributes fix the geometry it takes.
+      if (winograd_fits(*w))
+        wino_ = winograd_weights(w->data<float>(), w->dim(0), w->dim(1));
+      else
+        prepare(*w, &packed_, &taps_);
     }
   }
 
@@ -376,6 +379,13 @@ class ConvNhwcKernel final : public Kernel {
     const bool in_place = ps && ps == y.data<float>();
     if (x.data<float>() == y.data<float>() || w.data<float>() == y.data<float>())
       fail(ErrorCode::kRuntime, node_.label(), ": the output shares a buffer with the input or the weights");
+    // 3x3 at stride 1 with transformed weights: Winograd F(2x2, 3x3) (conv_winograd.hpp).
+    if (!wino_.empty() && wino_.C == C && wino_.M == M && g.stride[0] == 1 && g.stride[1] == 1 &&
+        g.dilation[0] == 1 && g.dilation[1] == 1) {
+      winograd_conv(wino_, x.data<float>(), N, H, W, g.pad_begin[0], g.pad_begin[1], g.out[0], g.out[1], pb, ps, act_,
+                    y.data<float>(), ctx.pool());
+      return;
+    }
     const bool depthwise = group_ != 1;
     PackedMatrix packed_now;
     std::vector<float> taps_now;
@@ -383,12 +393,6 @@ class ConvNhwcKernel final : public Kernel {
     if (depthwise) {
       const float* wt = taps_.empty() ? taps_now.data() : taps_.data();
       depthwise_nhwc(x.data<float>(), wt, pb, ps, y.data<float>(), N, C, H, W, g, act_, ctx.pool());
-      return;
-    }
-    // 3x3 at stride 1 with transformed weights: Winograd F(2x2, 3x3) (conv_winograd.hpp).
-    if (!wino_.empty() && g.stride[0] == 1 && g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1) {
-      winograd_conv(wino_, x.data<float>(), N, H, W, g.pad_begin[0], g.pad_begin[1], g.out[0], g.out[1], pb, ps, act_,
-                    y.data<float>(), ctx.pool());
       return;
     }
     const PackedMatrix& wb = packed_.rows() ? packed_ : packed_now;
