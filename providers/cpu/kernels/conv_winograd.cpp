@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/common.hpp"
 #include "core/thread_pool.hpp"
 #include "kernels/common.hpp"
 #include "kernels/vmath.hpp"
@@ -23,8 +24,6 @@ namespace {
 using vmath::kLanes;
 using vmath::vf;
 
-constexpr int kPoints = 16;  // of a transformed 4x4 tile
-
 inline vf load_lanes(const float* p, int64_t lanes) { return lanes == kLanes ? vmath::load(p) : vmath::load_n(p, lanes); }
 inline void store_lanes(float* p, vf v, int64_t lanes) {
   if (lanes == kLanes)
@@ -33,18 +32,55 @@ inline void store_lanes(float* p, vf v, int64_t lanes) {
     vmath::store_n(p, v, lanes);
 }
 
-/// Tiles [t0, t0 + tb) of image xi (tile t: output rows 2 (t / TW) + 0..1, columns 2 (t % TW)
-/// + 0..1) transformed into v[point][t - t0][c].
+/// The 1-d input transform B^T d of F(R, 3) (R + 2 points).
+template <int R>
+inline void input_1d(const vf (&d)[R + 2], vf (&t)[R + 2]) {
+  if constexpr (R == 2) {
+    t[0] = d[0] - d[2];
+    t[1] = d[1] + d[2];
+    t[2] = d[2] - d[1];
+    t[3] = d[1] - d[3];
+  } else {
+    static_assert(R == 4);
+    const vf a = d[4] - 4.0f * d[2], b = d[3] - 4.0f * d[1], c = d[4] - d[2], e = 2.0f * (d[3] - d[1]);
+    t[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+    t[1] = a + b;
+    t[2] = a - b;
+    t[3] = c + e;
+    t[4] = c - e;
+    t[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+  }
+}
+
+/// The 1-d output transform A^T m of F(R, 3).
+template <int R>
+inline void output_1d(const vf (&m)[R + 2], vf (&o)[R]) {
+  if constexpr (R == 2) {
+    o[0] = m[0] + m[1] + m[2];
+    o[1] = m[1] - m[2] - m[3];
+  } else {
+    const vf p = m[1] + m[2], q = m[1] - m[2], r = m[3] + m[4], s = m[3] - m[4];
+    o[0] = m[0] + p + r;
+    o[1] = q + 2.0f * s;
+    o[2] = p + 4.0f * r;
+    o[3] = q + 8.0f * s + m[5];
+  }
+}
+
+/// Tiles [t0, t0 + tb) of image xi (tile t: output rows R (t / TW) + 0..R-1, columns R (t % TW)
+/// + 0..R-1, read from the (R + 2)^2 input tile under them) transformed into v[point][t - t0][c].
+template <int R>
 void transform_input(const float* xi, int64_t H, int64_t W, int64_t C, int64_t pt, int64_t pl, int64_t TW, int64_t t0,
                      int64_t tb, float* v) {
+  constexpr int T = R + 2;
   const int64_t stride = tb * C;  // between points
   for (int64_t t = 0; t < tb; ++t) {
     const int64_t ty = (t0 + t) / TW, tx = (t0 + t) % TW;
-    const int64_t ih0 = 2 * ty - pt, iw0 = 2 * tx - pl;
-    const bool inside = ih0 >= 0 && ih0 + 4 <= H && iw0 >= 0 && iw0 + 4 <= W;
-    const float* rows[4];
-    bool row_in[4], col_in[4];
-    for (int i = 0; i < 4; ++i) {
+    const int64_t ih0 = R * ty - pt, iw0 = R * tx - pl;
+    const bool inside = ih0 >= 0 && ih0 + T <= H && iw0 >= 0 && iw0 + T <= W;
+    const float* rows[T];
+    bool row_in[T], col_in[T];
+    for (int i = 0; i < T; ++i) {
       row_in[i] = ih0 + i >= 0 && ih0 + i < H;
       col_in[i] = iw0 + i >= 0 && iw0 + i < W;
       rows[i] = xi + ((ih0 + i) * W + iw0) * C;  // used only where inside the input
@@ -52,59 +88,53 @@ void transform_input(const float* xi, int64_t H, int64_t W, int64_t C, int64_t p
     float* vt = v + t * C;
     for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
       const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
-      vf d[4][4];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j)
-          d[i][j] = inside || (row_in[i] && col_in[j]) ? load_lanes(rows[i] + j * C + c0, lanes) : vf{};
-      // Columns (d B), then rows (B^T (d B)).
-      vf r[4][4];
-      for (int i = 0; i < 4; ++i) {
-        r[i][0] = d[i][0] - d[i][2];
-        r[i][1] = d[i][1] + d[i][2];
-        r[i][2] = d[i][2] - d[i][1];
-        r[i][3] = d[i][1] - d[i][3];
+      // Each row's columns (d B), then each column's rows (B^T (d B)).
+      vf r[T][T];
+      for (int i = 0; i < T; ++i) {
+        vf d[T];
+        for (int j = 0; j < T; ++j)
+          d[j] = inside || (row_in[i] && col_in[j]) ? load_lanes(rows[i] + j * C + c0, lanes) : vf{};
+        input_1d<R>(d, r[i]);
       }
-      for (int j = 0; j < 4; ++j) {
-        store_lanes(vt + (0 * 4 + j) * stride + c0, r[0][j] - r[2][j], lanes);
-        store_lanes(vt + (1 * 4 + j) * stride + c0, r[1][j] + r[2][j], lanes);
-        store_lanes(vt + (2 * 4 + j) * stride + c0, r[2][j] - r[1][j], lanes);
-        store_lanes(vt + (3 * 4 + j) * stride + c0, r[1][j] - r[3][j], lanes);
+      for (int j = 0; j < T; ++j) {
+        vf col[T], out[T];
+        for (int i = 0; i < T; ++i) col[i] = r[i][j];
+        input_1d<R>(col, out);
+        for (int i = 0; i < T; ++i) store_lanes(vt + (i * T + j) * stride + c0, out[i], lanes);
       }
     }
   }
 }
 
-/// The products m[point][t - t0][M] of tiles [t0, t0 + tb) turned into their 2x2 output blocks
+/// The products m[point][t - t0][M] of tiles [t0, t0 + tb) turned into their R x R output blocks
 /// of image yi, with the bias, the sum (si: the image's, or null) and the clamp [lo, hi].
+template <int R>
 void transform_output(const float* m, int64_t M, int64_t OH, int64_t OW, int64_t TW, int64_t t0, int64_t tb,
                       const float* bias, const float* si, vf lo, vf hi, float* yi) {
+  constexpr int T = R + 2;
   const int64_t stride = tb * M;
   for (int64_t t = 0; t < tb; ++t) {
     const int64_t ty = (t0 + t) / TW, tx = (t0 + t) % TW;
-    const int64_t oh0 = 2 * ty, ow0 = 2 * tx;
-    const bool row1 = oh0 + 1 < OH, col1 = ow0 + 1 < OW;
+    const int64_t oh0 = R * ty, ow0 = R * tx;
+    const int rows = static_cast<int>(std::min<int64_t>(R, OH - oh0)), cols = static_cast<int>(std::min<int64_t>(R, OW - ow0));
     const float* mt = m + t * M;
     for (int64_t m0 = 0; m0 < M; m0 += kLanes) {
       const int64_t lanes = std::min<int64_t>(kLanes, M - m0);
-      vf s[4][2];
-      for (int i = 0; i < 4; ++i) {
-        const vf a0 = load_lanes(mt + (i * 4 + 0) * stride + m0, lanes), a1 = load_lanes(mt + (i * 4 + 1) * stride + m0, lanes),
-                 a2 = load_lanes(mt + (i * 4 + 2) * stride + m0, lanes), a3 = load_lanes(mt + (i * 4 + 3) * stride + m0, lanes);
-        s[i][0] = a0 + a1 + a2;
-        s[i][1] = a1 - a2 - a3;
+      // Each row's columns (M A), then each column's rows (A^T (M A)).
+      vf s[T][R];
+      for (int i = 0; i < T; ++i) {
+        vf a[T];
+        for (int j = 0; j < T; ++j) a[j] = load_lanes(mt + (i * T + j) * stride + m0, lanes);
+        output_1d<R>(a, s[i]);
       }
       const vf b = bias ? load_lanes(bias + m0, lanes) : vf{};
-      vf out[2][2];
-      for (int j = 0; j < 2; ++j) {
-        out[0][j] = s[0][j] + s[1][j] + s[2][j] + b;
-        out[1][j] = s[1][j] - s[2][j] - s[3][j] + b;
-      }
-      for (int i = 0; i < 2; ++i) {
-        if (i == 1 && !row1) break;
-        for (int j = 0; j < 2; ++j) {
-          if (j == 1 && !col1) break;
+      for (int j = 0; j < cols; ++j) {
+        vf col[T], out[R];
+        for (int i = 0; i < T; ++i) col[i] = s[i][j];
+        output_1d<R>(col, out);
+        for (int i = 0; i < rows; ++i) {
           const int64_t at = ((oh0 + i) * OW + ow0 + j) * M + m0;
-          vf x = out[i][j];
+          vf x = out[i] + b;
           if (si) x += load_lanes(si + at, lanes);
           x = vmath::vmax(lo, x);  // lo, hi first: NaN passes through
           store_lanes(yi + at, vmath::vmin(hi, x), lanes);
@@ -116,41 +146,55 @@ void transform_output(const float* m, int64_t M, int64_t OH, int64_t OW, int64_t
 
 }  // namespace
 
-WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C) {
+WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C, int tile) {
+  if (tile != 2 && tile != 4) fail(ErrorCode::kNotImplemented, "Winograd F(", tile, "x", tile, ", 3x3) is not implemented");
   WinogradWeights r;
   r.C = C;
   r.M = M;
-  std::vector<float> u(static_cast<size_t>(kPoints * C * M));
-  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  r.tile = tile;
+  const int T = tile + 2, points = T * T;
+  std::vector<float> u(static_cast<size_t>(points * C * M));
+  const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const double G4[6][3] = {{1.0 / 4, 0, 0},
+                           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                           {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                           {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                           {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                           {0, 0, 1}};
+  auto G = [&](int i, int j) { return tile == 2 ? G2[i][j] : G4[i][j]; };
   for (int64_t m = 0; m < M; ++m)
     for (int64_t c = 0; c < C; ++c) {
       const float* g = w + (m * C + c) * 9;
-      double gg[4][3];  // G g
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 3; ++j) gg[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) {
-          const double x = gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2];  // (G g) G^T
-          u[static_cast<size_t>(((i * 4 + j) * C + c) * M + m)] = static_cast<float>(x);
+      double gg[6][3];  // G g
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j < 3; ++j) gg[i][j] = G(i, 0) * g[j] + G(i, 1) * g[3 + j] + G(i, 2) * g[6 + j];
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j < T; ++j) {
+          const double x = gg[i][0] * G(j, 0) + gg[i][1] * G(j, 1) + gg[i][2] * G(j, 2);  // (G g) G^T
+          u[static_cast<size_t>(((i * T + j) * C + c) * M + m)] = static_cast<float>(x);
         }
     }
-  r.u.reserve(kPoints);
-  for (int p = 0; p < kPoints; ++p)
+  r.u.reserve(static_cast<size_t>(points));
+  for (int p = 0; p < points; ++p)
     r.u.push_back(pack_b(false, C, M, u.data() + static_cast<size_t>(p) * C * M, M, 1.0f, gather_k_block(C)));
   return r;
 }
 
-void winograd_conv(const WinogradWeights& u, const float* x, int64_t N, int64_t H, int64_t W, int64_t pt, int64_t pl,
-                   int64_t OH, int64_t OW, const float* bias, const float* sum, const GemmEpilogue& act, float* y,
-                   ThreadPool& pool) {
+namespace {
+
+template <int R>
+void winograd_run(const WinogradWeights& u, const float* x, int64_t N, int64_t H, int64_t W, int64_t pt, int64_t pl,
+                  int64_t OH, int64_t OW, const float* bias, const float* sum, const GemmEpilogue& act, float* y,
+                  ThreadPool& pool) {
+  constexpr int kPoints = (R + 2) * (R + 2);
   const int64_t C = u.C, M = u.M;
-  const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, T = TH * TW;
-  // Tiles per block: V and M of a block (16 (C + M) floats a tile) within ~768 KB of L2, at least
-  // a row tile of the GEMM, or all of an image's when that is at most twice as many (each block
-  // reads all of the transformed weights: 16 MB over 512 channels in and out, where 7x7's 16
-  // tiles in two blocks took 10% longer than in one); and at least as many blocks as threads
-  // where the tiles allow, a multiple of them (the threads take equal shares of blocks: 49 tiles
-  // in 3 blocks on 2 threads left one idle a third of the time).
+  const int64_t TH = (OH + R - 1) / R, TW = (OW + R - 1) / R, T = TH * TW;
+  // Tiles per block: V and M of a block ((R + 2)^2 (C + M) floats a tile) within ~768 KB of L2,
+  // at least a row tile of the GEMM, or all of an image's when that is at most twice as many
+  // (each block reads all of the transformed weights: with F(2x2) 16 MB over 512 channels in and
+  // out, where 7x7's 16 tiles in two blocks took 10% longer than in one); and at least as many
+  // blocks as threads where the tiles allow, a multiple of them (the threads take equal shares of
+  // blocks: 49 tiles in 3 blocks on 2 threads left one idle a third of the time).
   const int64_t fit = std::clamp<int64_t>((int64_t{768} << 10) / (kPoints * (C + M) * int64_t{sizeof(float)}), 12, 192);
   int64_t blocks = T <= 2 * fit ? 1 : (T + fit - 1) / fit;
   const int64_t threads = pool.num_threads();
@@ -180,14 +224,25 @@ void winograd_conv(const WinogradWeights& u, const float* x, int64_t N, int64_t 
     for (int64_t k = 0; k < C; ++k) koff[k] = k;
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t n = b / blocks, t0 = (b % blocks) * per, tb = std::min(per, T - t0);
-      transform_input(x + n * H * W * C, H, W, C, pt, pl, TW, t0, tb, v);
+      transform_input<R>(x + n * H * W * C, H, W, C, pt, pl, TW, t0, tb, v);
       for (int p = 0; p < kPoints; ++p)
         sgemm_a_gather(AGather{v + p * tb * C, row_off, koff, C}, &u.u[static_cast<size_t>(p)], tb, M, C,
                        m + p * tb * M, M, nullptr);
-      transform_output(m, M, OH, OW, TW, t0, tb, bias, sum ? sum + n * OH * OW * M : nullptr, lo, hi,
+      transform_output<R>(m, M, OH, OW, TW, t0, tb, bias, sum ? sum + n * OH * OW * M : nullptr, lo, hi,
                        y + n * OH * OW * M);
     }
   });
+}
+
+}  // namespace
+
+void winograd_conv(const WinogradWeights& u, const float* x, int64_t N, int64_t H, int64_t W, int64_t pt, int64_t pl,
+                   int64_t OH, int64_t OW, const float* bias, const float* sum, const GemmEpilogue& act, float* y,
+                   ThreadPool& pool) {
+  if (u.tile == 2)
+    winograd_run<2>(u, x, N, H, W, pt, pl, OH, OW, bias, sum, act, y, pool);
+  else
+    winograd_run<4>(u, x, N, H, W, pt, pl, OH, OW, bias, sum, act, y, pool);
 }
 
 }  // namespace onyx::cpu

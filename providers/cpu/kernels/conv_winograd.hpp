@@ -21,12 +21,13 @@ namespace onyx::cpu {
 /// transformed tile, the [C, M] matrix of its products' weights, packed as a gathered product's B.
 struct WinogradWeights {
   int64_t C = 0, M = 0;
-  std::vector<PackedMatrix> u;  // 16, or none
+  int tile = 2;                 // R of F(R x R, 3x3): 2 or 4
+  std::vector<PackedMatrix> u;  // (R + 2)^2, or none
   bool empty() const { return u.empty(); }
 };
 
-/// The transformed weights of w ([M, C, 3, 3]), computed in double.
-WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C);
+/// The transformed weights of w ([M, C, 3, 3]) for F(tile x tile, 3x3), computed in double.
+WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C, int tile);
 
 /// y[N, OH, OW, M] = the convolution of x[N, H, W, C] by u's weights, windows starting pt rows
 /// above and pl columns left of the input (zeros outside it), then the bias (or null), the sum
