@@ -1,12 +1,17 @@
-// Winograd F(2x2, 3x3), channels-last (see conv_winograd.hpp). With the transforms of Lavin and
-// Gray's "Fast Algorithms for Convolutional Neural Networks":
-//   input   V = B^T d B,  B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   (d: a 4x4 input tile)
-//   weights U = G g G^T,  G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] (g: a 3x3 filter)
-//   output  Y = A^T M A,  A^T = [1 1 1 0; 0 1 -1 -1]                      (M: sum over c of U V)
+// Winograd F(R x R, 3x3), channels-last (see conv_winograd.hpp), with the transforms of Lavin
+// and Gray's "Fast Algorithms for Convolutional Neural Networks":
+//   input   V = B^T d B   (d: an (R + 2) x (R + 2) input tile)
+//   weights U = G g G^T   (g: a 3x3 filter)
+//   output  Y = A^T M A   (M: the sum over c of U V, elementwise)
+// R = 2: B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2;
+//        0 0 1], A^T = [1 1 1 0; 0 1 -1 -1].
+// R = 4: B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0;
+//        0 4 0 -5 0 1], G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6;
+//        1/24 -1/12 1/6; 0 0 1], A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
 // The tiles of an image are taken in blocks; for a block, the input tiles are transformed into
-// V[point][tile][c], the 16 products M[point] = V[point] U[point] are GEMMs (A plain, B packed
+// V[point][tile][c], the products M[point] = V[point] U[point] are GEMMs (A plain, B packed
 // once), and the output transform adds the bias and the sum and applies the activation as it
-// stores each 2x2 block. A block's V and M stay in L2.
+// stores each R x R block. A block's V and M stay in L2.
 #include "kernels/conv_winograd.hpp"
 
 #include <algorithm>

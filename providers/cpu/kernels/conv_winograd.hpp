@@ -1,9 +1,9 @@
-// Winograd F(2x2, 3x3) for channels-last 2-D convolutions (3x3 kernel, stride 1, no dilation,
-// group 1): each 2x2 block of output pixels is computed from the 4x4 input tile under it as 16
-// products of transformed input and transformed weights, one per point of the transformed tile,
-// summed over the input channels as 16 GEMMs. That is 16 multiplications per 4 outputs and input
-// channel where the direct convolution takes 36 (2.25x fewer), for the cost of transforming the
-// input tiles and the products (docs/performance.md).
+// Winograd F(R x R, 3x3), R = 2 or 4, for channels-last 2-D convolutions (3x3 kernel, stride 1,
+// no dilation, group 1): each R x R block of output pixels is computed from the (R + 2)^2 input
+// tile under it as (R + 2)^2 products of transformed input and transformed weights, one per point
+// of the transformed tile, summed over the input channels as (R + 2)^2 GEMMs. Per output and
+// input channel that is 4 (R = 2) or 2.25 (R = 4) multiplications where the direct convolution
+// takes 9, for the cost of transforming the input tiles and the products (docs/performance.md).
 #pragma once
 
 #include <cstdint>
@@ -17,8 +17,9 @@ class ThreadPool;
 
 namespace onyx::cpu {
 
-/// A 3x3 convolution's weights transformed for F(2x2, 3x3): for each of the 16 points of the
-/// transformed tile, the [C, M] matrix of its products' weights, packed as a gathered product's B.
+/// A 3x3 convolution's weights transformed for F(R x R, 3x3): for each of the (R + 2)^2 points of
+/// the transformed tile, the [C, M] matrix of its products' weights, packed as a gathered
+/// product's B.
 struct WinogradWeights {
   int64_t C = 0, M = 0;
   int tile = 2;                 // R of F(R x R, 3x3): 2 or 4
