@@ -1,6 +1,7 @@
 // The Conv kernel, shared with fusion-created kernels (Conv + activation).
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "ep/kernel.hpp"
@@ -18,6 +19,19 @@ inline vmath::vf epilogue_activation(vmath::vf v, const GemmEpilogue& ep) {
   if (ep.act == GemmEpilogue::Act::kClip) return vmath::vmin(vmath::vmax(v, vmath::splat(ep.lo)), vmath::splat(ep.hi));
   return v;
 }
+
+/// An epilogue's activation (none, Relu or Clip) as one clamp to [lo, hi], NaN passing through:
+/// the channels-last depthwise and Winograd kernels' epilogue.
+struct ActClamp {
+  vmath::vf lo, hi;
+  static ActClamp of(const GemmEpilogue& ep) {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    if (ep.act == GemmEpilogue::Act::kRelu) return {vmath::vf{}, vmath::splat(kInf)};
+    if (ep.act == GemmEpilogue::Act::kClip) return {vmath::splat(ep.lo), vmath::splat(ep.hi)};
+    return {vmath::splat(-kInf), vmath::splat(kInf)};
+  }
+  vmath::vf operator()(vmath::vf v) const { return vmath::vmin(hi, vmath::vmax(lo, v)); }
+};
 
 class ConvKernel final : public Kernel {
  public:

@@ -8,7 +8,6 @@
 // The layout pass gives the CPU EP these forms when it prefers channels-last (docs/optimizer.md).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
@@ -121,18 +120,6 @@ inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_
   for (int p = 0; p < R; ++p) out[p] = acc[p];
 }
 
-/// An epilogue's activation (none, Relu or Clip) as one clamp; NaN passes through.
-struct Clamp {
-  vf lo, hi;
-  static Clamp of(const GemmEpilogue& ep) {
-    constexpr float kInf = std::numeric_limits<float>::infinity();
-    if (ep.act == GemmEpilogue::Act::kRelu) return {vf{}, vmath::splat(kInf)};
-    if (ep.act == GemmEpilogue::Act::kClip) return {vmath::splat(ep.lo), vmath::splat(ep.hi)};
-    return {vmath::splat(-kInf), vmath::splat(kInf)};
-  }
-  vf operator()(vf v) const { return vmath::vmin(hi, vmath::vmax(lo, v)); }
-};
-
 /// The 3 x 3, undilated form of dw_run at stride S, `lanes` channels (all 16 when kFull): each
 /// input vector of a row is loaded once and serves every output of the run whose window covers it
 /// (3 of them at stride 1), so a run of R pixels loads 3 ((R - 1) S + 3) input vectors, not 9 R.
@@ -171,7 +158,7 @@ inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0,
 /// xi, y, sum: the image's input, output and sum (or null).
 template <int S>
 void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const float* bias, const float* sum, float* y,
-                int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, Clamp act) {
+                int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, ActClamp act) {
   const int64_t C = d.C;
   for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
     const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
@@ -260,7 +247,7 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
   const int64_t lo = std::min(OW, (d.pl + d.sw - 1) / d.sw);
   const int64_t span = (d.KW - 1) * d.dw;  // ow sw - pl + span < W
   const int64_t hi = std::clamp<int64_t>(d.W - span + d.pl > 0 ? (d.W - span + d.pl - 1) / d.sw + 1 : 0, lo, OW);
-  const Clamp clamp = Clamp::of(ep);
+  const ActClamp clamp = ActClamp::of(ep);
   parallel_range(pool, N * OH, OW * C * d.KH * d.KW, [&](int64_t r0, int64_t r1) {
     if (slide) {
       // The interiors, image by image: channel blocks outer, strips down the task's rows.
@@ -379,7 +366,7 @@ class ConvNhwcKernel final : public Kernel {
     const bool in_place = ps && ps == y.data<float>();
     if (x.data<float>() == y.data<float>() || w.data<float>() == y.data<float>())
       fail(ErrorCode::kRuntime, node_.label(), ": the output shares a buffer with the input or the weights");
-    // 3x3 at stride 1 with transformed weights: Winograd F(2x2, 3x3) (conv_winograd.hpp).
+    // 3x3 at stride 1 with transformed weights: Winograd F(R x R, 3x3) (conv_winograd.hpp).
     if (!wino_.empty() && wino_.C == C && wino_.M == M && g.stride[0] == 1 && g.stride[1] == 1 &&
         g.dilation[0] == 1 && g.dilation[1] == 1) {
       winograd_conv(wino_, x.data<float>(), N, H, W, g.pad_begin[0], g.pad_begin[1], g.out[0], g.out[1], pb, ps, act_,
@@ -454,7 +441,7 @@ class ConvNhwcKernel final : public Kernel {
     *packed = pack_b(false, T * Cg, M, b.data(), M, 1.0f, gather_k_block(T * Cg));
   }
 
-  /// Whether constant weights w are worth transforming for Winograd F(2x2, 3x3): 3x3, group 1,
+  /// Whether constant weights w are worth transforming for Winograd F(R x R, 3x3): 3x3, group 1,
   /// stride 1 and no dilation in the attributes (the run checks the geometry again), and enough
   /// channels in and out for the GEMMs to dominate the transforms.
   bool winograd_fits(const Tensor& w) const {

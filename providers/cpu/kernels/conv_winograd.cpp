@@ -15,11 +15,11 @@
 #include "kernels/conv_winograd.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/common.hpp"
 #include "core/thread_pool.hpp"
 #include "kernels/common.hpp"
+#include "kernels/conv.hpp"
 #include "kernels/vmath.hpp"
 
 namespace onyx::cpu {
@@ -112,10 +112,10 @@ void transform_input(const float* xi, int64_t H, int64_t W, int64_t C, int64_t p
 }
 
 /// The products m[point][t - t0][M] of tiles [t0, t0 + tb) turned into their R x R output blocks
-/// of image yi, with the bias, the sum (si: the image's, or null) and the clamp [lo, hi].
+/// of image yi, with the bias, the sum (si: the image's, or null) and the activation.
 template <int R>
 void transform_output(const float* m, int64_t M, int64_t OH, int64_t OW, int64_t TW, int64_t t0, int64_t tb,
-                      const float* bias, const float* si, vf lo, vf hi, float* yi) {
+                      const float* bias, const float* si, const ActClamp& act, float* yi) {
   constexpr int T = R + 2;
   const int64_t stride = tb * M;
   for (int64_t t = 0; t < tb; ++t) {
@@ -141,8 +141,7 @@ void transform_output(const float* m, int64_t M, int64_t OH, int64_t OW, int64_t
           const int64_t at = ((oh0 + i) * OW + ow0 + j) * M + m0;
           vf x = out[i] + b;
           if (si) x += load_lanes(si + at, lanes);
-          x = vmath::vmax(lo, x);  // lo, hi first: NaN passes through
-          store_lanes(yi + at, vmath::vmin(hi, x), lanes);
+          store_lanes(yi + at, act(x), lanes);
         }
       }
     }
@@ -207,13 +206,7 @@ void winograd_run(const WinogradWeights& u, const float* x, int64_t N, int64_t H
   const int64_t per = (T + blocks - 1) / blocks;
   blocks = (T + per - 1) / per;
   const int64_t items = N * blocks;
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  vf lo = vmath::splat(-kInf), hi = vmath::splat(kInf);
-  if (act.act == GemmEpilogue::Act::kRelu) lo = vf{};
-  if (act.act == GemmEpilogue::Act::kClip) {
-    lo = vmath::splat(act.lo);
-    hi = vmath::splat(act.hi);
-  }
+  const ActClamp clamp = ActClamp::of(act);
   pool.parallel_for(items, (items + threads - 1) / threads, [&](int64_t b0, int64_t b1) {
     Carver sizes;
     sizes.take<float>(kPoints * per * C);
@@ -233,7 +226,7 @@ void winograd_run(const WinogradWeights& u, const float* x, int64_t N, int64_t H
       for (int p = 0; p < kPoints; ++p)
         sgemm_a_gather(AGather{v + p * tb * C, row_off, koff, C}, &u.u[static_cast<size_t>(p)], tb, M, C,
                        m + p * tb * M, M, nullptr);
-      transform_output<R>(m, M, OH, OW, TW, t0, tb, bias, sum ? sum + n * OH * OW * M : nullptr, lo, hi,
+      transform_output<R>(m, M, OH, OW, TW, t0, tb, bias, sum ? sum + n * OH * OW * M : nullptr, clamp,
                        y + n * OH * OW * M);
     }
   });

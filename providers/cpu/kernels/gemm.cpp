@@ -518,8 +518,8 @@ void micro_kernel_gather_short(int64_t kc, const float* const* rows, const int64
 /// The short kernel for a whole tile (kMR rows) of a plain A (AGather::lda) of K columns: row i
 /// of the tile is a + i K, so each broadcast is addressed from one pointer at a constant offset
 /// (the gathered form's twelve row pointers outnumber the free general registers and spill), and
-/// the k-loop has a known count. Against the gathered form as bare loops over 12000 rows x 96
-/// columns: K = 24 0.72-0.87 of its time, K = 32 0.85, K = 64 0.90.
+/// the k-loop has a known count: as bare loops over 12000 rows x 96 columns, one row pointer
+/// each, the compiled K took 0.72-0.87 of a run-time K's time at K = 24, 0.85 at 32, 0.90 at 64.
 template <int K, int NV>
 void micro_kernel_plain(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t ldc,
                         int64_t nr, bool accumulate, const ShortEpilogue& e, int64_t row0, int64_t col0) {
