@@ -10,6 +10,7 @@ For each model NAME it writes OUT_DIR/NAME/model.onnx and OUT_DIR/NAME/test_data
 smaller inputs and fewer layers, for CI.
 """
 import argparse
+import inspect
 import os
 import time
 
@@ -28,8 +29,18 @@ def save_case(out_dir, name, model, inputs, input_names, output_names, dynamic_a
     os.makedirs(data, exist_ok=True)
     path = os.path.join(d, "model.onnx")
     t0 = time.time()
-    torch.onnx.export(model, tuple(inputs), path, opset_version=17, input_names=input_names,
-                      output_names=output_names, dynamic_axes=dynamic_axes, do_constant_folding=True)
+    args = dict(opset_version=17, input_names=input_names, output_names=output_names, dynamic_axes=dynamic_axes,
+                do_constant_folding=True)
+    # The TorchScript exporter where torch has both (newer torch defaults to the dynamo one, which
+    # gives other graphs); the default one where that fails.
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        try:
+            torch.onnx.export(model, tuple(inputs), path, dynamo=False, **args)
+        except Exception as e:  # noqa: BLE001 - any failure of the old exporter: try the default
+            print(f"{name}: torch.onnx.export(dynamo=False) failed ({type(e).__name__}: {e}); default exporter")
+            torch.onnx.export(model, tuple(inputs), path, **args)
+    else:
+        torch.onnx.export(model, tuple(inputs), path, **args)
     with torch.no_grad():
         outs = model(*inputs)
     if isinstance(outs, torch.Tensor):
