@@ -154,6 +154,10 @@ TEST(CpuChannelsLast, ConvolutionsMatchTheReference) {
        Shape{32, 1, 3, 3}, with(with(pads(0, 0, 1, 1), attr_int("group", 32)), attr_ints("strides", {2, 2}))},
       {"depthwise 3x3 pad 1 on 7x7, 48 channels (a 7-pixel run)", "Conv", Shape{1, 48, 7, 7}, Shape{48, 1, 3, 3},
        with(pads(1, 1, 1, 1), attr_int("group", 48))},
+      {"depthwise 3x3 pad 1, 16 channels on 12x290 (bands of 5 rows: the input rows of a band fit the L2 budget)", "Conv",
+       Shape{1, 16, 12, 290}, Shape{16, 1, 3, 3}, with(pads(1, 1, 1, 1), attr_int("group", 16))},
+      {"depthwise 3x3 stride 2 pad 1, 20 channels on 9x1700 (a band per output row)", "Conv", Shape{1, 20, 9, 1700},
+       Shape{20, 1, 3, 3}, with(with(pads(1, 1, 1, 1), attr_int("group", 20)), attr_ints("strides", {2, 2}))},
       {"depthwise fed at run time", "Conv", Shape{1, 20, 7, 7}, Shape{20, 1, 3, 3},
        with(pads(1, 1, 1, 1), attr_int("group", 20)), true, true},
   };

@@ -4,10 +4,16 @@
 //   channels; its A operand, the im2col matrix, is never written: the micro-kernel reads each
 //   pixel's window in place from the (zero-padded) input through a gather (sgemm_a_gather), and
 //   the output, bias, residual sum and activation are in the GEMM's own layout;
-// - a depthwise convolution and a pool compute 16 channels of an output pixel as one vector.
+// - a depthwise convolution and a pool compute a vector of channels of an output pixel at once
+//   (16 channels; a depthwise convolution 8 where the target has no AVX-512).
 // The layout pass gives the CPU EP these forms when it prefers channels-last (docs/optimizer.md).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
@@ -93,17 +99,81 @@ struct PaddedInput {
   }
 };
 
+// The depthwise kernels' vector of channels: 16 floats where there are 32 registers of 16
+// (AVX-512); elsewhere 8, so that with AVX2's 16 registers of 8 a strip's accumulators stay in
+// registers (16-float vectors, each split in two there, spill them: 3-5x slower on Zen 3).
+#if defined(__AVX512F__)
+using DwVec = vf;
+constexpr int64_t kDwLanes = kLanes;
+inline DwVec dw_load(const float* p) { return vmath::load(p); }
+inline DwVec dw_load_n(const float* p, int64_t n) { return vmath::load_n(p, n); }
+inline void dw_store_n(float* p, DwVec v, int64_t n) { vmath::store_n(p, v, n); }
+#else
+typedef float DwVec __attribute__((vector_size(32)));
+constexpr int64_t kDwLanes = 8;
+inline DwVec dw_load(const float* p) {
+  DwVec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+#if defined(__AVX2__)
+/// Lanes [0, n) set.
+inline __m256i dw_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+/// The first n (0..8) floats at p, zeros in the other lanes (reads nothing past p + n).
+inline DwVec dw_load_n(const float* p, int64_t n) { return reinterpret_cast<DwVec>(_mm256_maskload_ps(p, dw_mask(n))); }
+/// Stores the first n (0..8) lanes of v at p (writes nothing past p + n).
+inline void dw_store_n(float* p, DwVec v, int64_t n) {
+  _mm256_maskstore_ps(p, dw_mask(n), reinterpret_cast<__m256>(v));
+}
+#else
+inline DwVec dw_load_n(const float* p, int64_t n) {
+  DwVec v{};
+  std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(float));
+  return v;
+}
+inline void dw_store_n(float* p, DwVec v, int64_t n) { std::memcpy(p, &v, static_cast<size_t>(n) * sizeof(float)); }
+#endif
+#endif
+
+inline void dw_store(float* p, DwVec v) { std::memcpy(p, &v, sizeof v); }
+/// `lanes` (1..kDwLanes) floats: a whole vector when all lanes (a masked store is slow on AMD's
+/// Zen cores), else masked.
+inline DwVec dw_load_k(const float* p, int64_t lanes) { return lanes == kDwLanes ? dw_load(p) : dw_load_n(p, lanes); }
+inline void dw_store_k(float* p, DwVec v, int64_t lanes) {
+  if (lanes == kDwLanes)
+    dw_store(p, v);
+  else
+    dw_store_n(p, v, lanes);
+}
+
+/// ActClamp for DwVec: the epilogue's activation as one clamp to [lo, hi], NaN passing through.
+struct DwClamp {
+  DwVec lo, hi;
+  static DwClamp of(const GemmEpilogue& ep) {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    if (ep.act == GemmEpilogue::Act::kRelu) return {DwVec{}, DwVec{} + kInf};
+    if (ep.act == GemmEpilogue::Act::kClip) return {DwVec{} + ep.lo, DwVec{} + ep.hi};
+    return {DwVec{} - kInf, DwVec{} + kInf};
+  }
+  DwVec operator()(DwVec v) const {
+    const DwVec m = lo > v ? lo : v;
+    return hi < m ? hi : m;
+  }
+};
+
 struct DwGeometry {
   int64_t C, H, W, KH, KW, sh, sw, dh, dw, pt, pl;
 };
 
-/// R output pixels of one row, 16 channels from c0, all of whose taps' columns are inside the
+/// R output pixels of one row, kDwLanes channels from c0, all of whose taps' columns are inside the
 /// input (no per-pixel checks): each tap's weight vector serves the R accumulators.
 /// With K3 the kernel is 3x3 (its loops unrolled).
 template <int R, bool K3>
-inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow0, int64_t c0, vf b,
-                   vf (&out)[R]) {
-  vf acc[R];
+inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow0, int64_t c0, DwVec b,
+                   DwVec (&out)[R]) {
+  DwVec acc[R];
   for (int p = 0; p < R; ++p) acc[p] = b;
   const int64_t KH = K3 ? 3 : d.KH, KW = K3 ? 3 : d.KW;
   for (int64_t kh = 0; kh < KH; ++kh) {
@@ -111,31 +181,32 @@ inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_
     if (ih < 0 || ih >= d.H) continue;
     const float* xrow = xi + ih * d.W * d.C + c0;
     for (int64_t kw = 0; kw < KW; ++kw) {
-      const vf wv = vmath::load(wt + (kh * KW + kw) * d.C + c0);
+      const DwVec wv = dw_load(wt + (kh * KW + kw) * d.C + c0);
       const float* xs = xrow + (ow0 * d.sw - d.pl + kw * d.dw) * d.C;
       const int64_t step = d.sw * d.C;
-      for (int p = 0; p < R; ++p) acc[p] += vmath::load(xs + p * step) * wv;
+      for (int p = 0; p < R; ++p) acc[p] += dw_load(xs + p * step) * wv;
     }
   }
   for (int p = 0; p < R; ++p) out[p] = acc[p];
 }
 
-/// The 3 x 3, undilated form of dw_run at stride S, `lanes` channels (all 16 when kFull): each
+/// The 3 x 3, undilated form of dw_run at stride S, `lanes` channels (all kDwLanes when kFull): each
 /// input vector of a row is loaded once and serves every output of the run whose window covers it
 /// (3 of them at stride 1), so a run of R pixels loads 3 ((R - 1) S + 3) input vectors, not 9 R.
 /// `row[kh]` is the input row under tap row kh at the run's first window column and the block's
 /// first channel, or null when that row is in the padding; w: the block's taps.
 template <int R, int S, bool kFull>
-inline void dw3_run(const float* const (&row)[3], int64_t C, const vf (&w)[9], int64_t lanes, vf b, vf (&out)[R]) {
+inline void dw3_run(const float* const (&row)[3], int64_t C, const DwVec (&w)[9], int64_t lanes, DwVec b,
+                    DwVec (&out)[R]) {
   constexpr int kCols = (R - 1) * S + 3;
-  vf acc[R];
+  DwVec acc[R];
   for (int p = 0; p < R; ++p) acc[p] = b;
   for (int kh = 0; kh < 3; ++kh) {
     const float* x = row[kh];
     if (!x) continue;
 #pragma GCC unroll 32
     for (int j = 0; j < kCols; ++j, x += C) {
-      const vf v = kFull ? vmath::load(x) : vmath::load_n(x, lanes);
+      const DwVec v = kFull ? dw_load(x) : dw_load_k(x, lanes);
       // Column j is tap kw of output p where j = p S + kw.
       if (j % S == 0 && j / S < R) acc[j / S] += v * w[kh * 3];
       if (j >= 1 && (j - 1) % S == 0 && (j - 1) / S < R) acc[(j - 1) / S] += v * w[kh * 3 + 1];
@@ -146,72 +217,83 @@ inline void dw3_run(const float* const (&row)[3], int64_t C, const vf (&w)[9], i
 }
 
 /// A channel block's 9 taps and bias (zeros past `lanes`).
-inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0, int64_t lanes, vf (&w)[9], vf& b) {
-  for (int t = 0; t < 9; ++t) w[t] = vmath::load_n(wt + t * C + c0, lanes);
-  b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
+inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0, int64_t lanes, DwVec (&w)[9],
+                      DwVec& b) {
+  for (int t = 0; t < 9; ++t) w[t] = dw_load_k(wt + t * C + c0, lanes);
+  b = bias ? dw_load_k(bias + c0, lanes) : DwVec{};
 }
 
 /// Outputs [lo, hi) of output rows [oh0, oh1) of one image (those whose windows are inside the
-/// input columns) for a 3 x 3 undilated kernel at stride S: channel block by channel block, and
-/// within a block strip by strip of R = 8, 7, 4, 2, 1 columns, down the rows. A strip's input
-/// rows stay in L1 for the 3 output rows that read them, and the block's taps in registers.
-/// xi, y, sum: the image's input, output and sum (or null).
+/// input columns) for a 3 x 3 undilated kernel at stride S, in bands of rows whose input rows fit
+/// in half of a 512 KiB L2 (every channel block of a band reads them; the whole plane, on a
+/// 112 x 112 x 96 layer 4.8 MB, would be streamed from memory once per block); within a band
+/// channel block by channel block, and within a block strip by strip of R = 8, 7, 4, 2, 1
+/// columns, down the band's rows. A strip's input rows stay in L1 for the 3 output rows that read
+/// them, and the block's taps in registers. xi, y, sum: the image's input, output and sum (or null).
 template <int S>
 void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const float* bias, const float* sum, float* y,
-                int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, ActClamp act) {
+                int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, DwClamp act) {
   const int64_t C = d.C;
-  for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
-    const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
-    vf w[9], b;
-    dw3_block(wt, bias, C, c0, lanes, w, b);
-    auto strips = [&]<int R, bool kFull>(int64_t ow) {
-      for (; ow + R <= hi; ow += R) {
-        const int64_t xo = (ow * S - d.pl) * C + c0;
-        for (int64_t oh = oh0; oh < oh1; ++oh) {
-          const float* rc[3];
-          for (int kh = 0; kh < 3; ++kh) {
-            const int64_t ih = oh * d.sh - d.pt + kh;
-            rc[kh] = ih >= 0 && ih < d.H ? xi + ih * d.W * C + xo : nullptr;
-          }
-          vf out[R];
-          dw3_run<R, S, kFull>(rc, C, w, lanes, b, out);
-          const int64_t at = (oh * OW + ow) * C + c0;
-          for (int p = 0; p < R; ++p) {
-            vf v = out[p];
-            if (sum) v += vmath::load_n(sum + at + p * C, lanes);
-            vmath::store_n(y + at + p * C, act(v), lanes);
+  constexpr int64_t kBandFloats = 32 * 1024;
+  const int64_t fit_rows = std::max<int64_t>(3, kBandFloats / std::max<int64_t>(1, d.W * C));
+  const int64_t band = (fit_rows - 3) / S + 1;
+  for (int64_t b0 = oh0; b0 < oh1; b0 += band) {
+    const int64_t b1 = std::min(oh1, b0 + band);
+    for (int64_t c0 = 0; c0 < C; c0 += kDwLanes) {
+      const int64_t lanes = std::min<int64_t>(kDwLanes, C - c0);
+      DwVec w[9], b;
+      dw3_block(wt, bias, C, c0, lanes, w, b);
+      auto strips = [&]<int R, bool kFull>(int64_t ow) {
+        for (; ow + R <= hi; ow += R) {
+          const int64_t xo = (ow * S - d.pl) * C + c0;
+          for (int64_t oh = b0; oh < b1; ++oh) {
+            const float* rc[3];
+            for (int kh = 0; kh < 3; ++kh) {
+              const int64_t ih = oh * d.sh - d.pt + kh;
+              rc[kh] = ih >= 0 && ih < d.H ? xi + ih * d.W * C + xo : nullptr;
+            }
+            DwVec out[R];
+            dw3_run<R, S, kFull>(rc, C, w, lanes, b, out);
+            const int64_t at = (oh * OW + ow) * C + c0;
+            for (int p = 0; p < R; ++p) {
+              DwVec v = out[p];
+              if (sum) v += kFull ? dw_load(sum + at + p * C) : dw_load_k(sum + at + p * C, lanes);
+              if constexpr (kFull)
+                dw_store(y + at + p * C, act(v));
+              else
+                dw_store_k(y + at + p * C, act(v), lanes);
+            }
           }
         }
-      }
-      return ow;
-    };
-    auto all = [&]<bool kFull>() {
-      int64_t ow = lo;
-      ow = strips.template operator()<8, kFull>(ow);
-      ow = strips.template operator()<7, kFull>(ow);
-      ow = strips.template operator()<4, kFull>(ow);
-      ow = strips.template operator()<2, kFull>(ow);
-      strips.template operator()<1, kFull>(ow);
-    };
-    if (lanes == kLanes)
-      all.template operator()<true>();
-    else
-      all.template operator()<false>();
+        return ow;
+      };
+      auto all = [&]<bool kFull>() {
+        int64_t ow = lo;
+        ow = strips.template operator()<8, kFull>(ow);
+        ow = strips.template operator()<7, kFull>(ow);
+        ow = strips.template operator()<4, kFull>(ow);
+        ow = strips.template operator()<2, kFull>(ow);
+        strips.template operator()<1, kFull>(ow);
+      };
+      if (lanes == kDwLanes)
+        all.template operator()<true>();
+      else
+        all.template operator()<false>();
+    }
   }
 }
 
 /// One output pixel, `lanes` channels from c0, taps checked against the input's bounds.
-inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t c0,
-                   int64_t lanes, vf b) {
-  vf acc = b;
+inline DwVec dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t c0,
+                      int64_t lanes, DwVec b) {
+  DwVec acc = b;
   for (int64_t kh = 0; kh < d.KH; ++kh) {
     const int64_t ih = oh * d.sh - d.pt + kh * d.dh;
     if (ih < 0 || ih >= d.H) continue;
     for (int64_t kw = 0; kw < d.KW; ++kw) {
       const int64_t iw = ow * d.sw - d.pl + kw * d.dw;
       if (iw < 0 || iw >= d.W) continue;
-      acc += vmath::load_n(xi + (ih * d.W + iw) * d.C + c0, lanes) *
-             vmath::load_n(wt + (kh * d.KW + kw) * d.C + c0, lanes);
+      acc += dw_load_k(xi + (ih * d.W + iw) * d.C + c0, lanes) * dw_load_k(wt + (kh * d.KW + kw) * d.C + c0, lanes);
     }
   }
   return acc;
@@ -220,7 +302,7 @@ inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_
 /// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
 /// rows. A 3 x 3 undilated kernel at stride 1 or 2 computes their interior pixels in sliding
 /// strips (dw3_strips); other kernels go along each row in runs of interior pixels (8, 7, 4, 2, 1)
-/// that take every block of 16 channels in turn, each tap's weight vector serving the run's
+/// that take every block of kDwLanes channels in turn, each tap's weight vector serving the run's
 /// accumulators. The pixels whose windows reach into the padding are computed one at a time.
 void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N, int64_t C,
                     int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
@@ -247,7 +329,7 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
   const int64_t lo = std::min(OW, (d.pl + d.sw - 1) / d.sw);
   const int64_t span = (d.KW - 1) * d.dw;  // ow sw - pl + span < W
   const int64_t hi = std::clamp<int64_t>(d.W - span + d.pl > 0 ? (d.W - span + d.pl - 1) / d.sw + 1 : 0, lo, OW);
-  const ActClamp clamp = ActClamp::of(ep);
+  const DwClamp clamp = DwClamp::of(ep);
   parallel_range(pool, N * OH, OW * C * d.KH * d.KW, [&](int64_t r0, int64_t r1) {
     if (slide) {
       // The interiors, image by image: channel blocks outer, strips down the task's rows.
@@ -268,37 +350,37 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
       const float* xi = x + n * d.H * d.W * C;
       float* yr = y + r * OW * C;
       const float* sr = sum ? sum + r * OW * C : nullptr;
-      auto put = [&](int64_t ow, int64_t c0, int64_t lanes, vf v) {
+      auto put = [&](int64_t ow, int64_t c0, int64_t lanes, DwVec v) {
         const int64_t at = ow * C + c0;
-        if (sr) v += vmath::load_n(sr + at, lanes);
-        vmath::store_n(yr + at, clamp(v), lanes);
+        if (sr) v += dw_load_k(sr + at, lanes);
+        dw_store_k(yr + at, clamp(v), lanes);
       };
       // Pixel by pixel across the row, all channels of each before the next (a run of pixels
-      // takes every block of 16 channels in turn): the input rows and the output row are each
+      // takes every block of kDwLanes channels in turn): the input rows and the output row are each
       // read or written once, in order, where block by block along the row they were walked
-      // C / 16 times in 64-byte pieces a pixel apart.
+      // C / kDwLanes times in vector-sized pieces a pixel apart.
       auto edge = [&](int64_t ow) {
-        for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
-          const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
-          const vf b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
+        for (int64_t c0 = 0; c0 < C; c0 += kDwLanes) {
+          const int64_t lanes = std::min<int64_t>(kDwLanes, C - c0);
+          const DwVec b = bias ? dw_load_k(bias + c0, lanes) : DwVec{};
           put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, b));
         }
       };
       auto runs = [&]<int R>(int64_t ow) {
         for (; ow + R <= hi; ow += R) {
           int64_t c0 = 0;
-          for (; c0 + kLanes <= C; c0 += kLanes) {
-            const vf b = bias ? vmath::load(bias + c0) : vf{};
-            vf out[R];
+          for (; c0 + kDwLanes <= C; c0 += kDwLanes) {
+            const DwVec b = bias ? dw_load(bias + c0) : DwVec{};
+            DwVec out[R];
             if (k3x3)
               dw_run<R, true>(d, xi, wt, oh, ow, c0, b, out);
             else
               dw_run<R, false>(d, xi, wt, oh, ow, c0, b, out);
-            for (int p = 0; p < R; ++p) put(ow + p, c0, kLanes, out[p]);
+            for (int p = 0; p < R; ++p) put(ow + p, c0, kDwLanes, out[p]);
           }
           if (c0 < C) {
             const int64_t lanes = C - c0;
-            const vf b = bias ? vmath::load_n(bias + c0, lanes) : vf{};
+            const DwVec b = bias ? dw_load_k(bias + c0, lanes) : DwVec{};
             for (int p = 0; p < R; ++p) put(ow + p, c0, lanes, dw_pixel(d, xi, wt, oh, ow + p, c0, lanes, b));
           }
         }

@@ -165,6 +165,19 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
       const T* src = static_cast<const T*>(in.raw_data());
       T* dst = static_cast<T*>(out.raw_data());
       if constexpr (sizeof(T) == sizeof(float)) {
+#if !defined(__AVX512F__)
+        // Without AVX-512 (whose two-source shuffles the path below needs; elsewhere the
+        // compiler lowers them to element moves): a plain loop, Cn input rows read in step.
+        if (Cn >= 2 && Cn <= 4) {
+          parallel_range(ctx.pool(), batch * R, Cn, [&](int64_t q0, int64_t q1) {
+            for (int64_t q = q0; q < q1; ++q) {
+              const int64_t b = q / R, i = q % R;
+              for (int64_t j = 0; j < Cn; ++j) dst[q * Cn + j] = src[(b * Cn + j) * R + i];
+            }
+          });
+          return;
+        }
+#endif
         if (Cn >= 2 && Cn <= 4) {
           // Few columns (an image's 3 channels into [HW, 3]): 16 rows at a time, the Cn input
           // rows' vectors interleaved by two-source shuffles into Cn output vectors (a 16 x 16

@@ -2,11 +2,12 @@
 // GCC vector extensions (16 lanes; the compiler maps them to AVX-512, AVX2 or SSE).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -93,9 +94,23 @@ inline vf sigmoid(vf x) {
 }
 
 /// The first n (0..kLanes) floats at p, zeros in the other lanes (reads nothing past p + n).
+#if !defined(__AVX512F__) && defined(__AVX2__)
+/// Lanes [0, n) of an 8-lane half set (n may be out of 0..8).
+inline __m256i half_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(n, 0, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
 inline vf load_n(const float* p, int64_t n) {
 #ifdef __AVX512F__
   return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), p);
+#elif defined(__AVX2__)
+  // Two masked 8-lane loads (masked-off lanes are not read, so nothing past p + n faults).
+  const __m256 h[2] = {_mm256_maskload_ps(p, half_mask(n)), _mm256_maskload_ps(p + 8, half_mask(n - 8))};
+  vf v;
+  std::memcpy(&v, h, sizeof v);
+  return v;
 #else
   float buf[kLanes] = {};
   std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(float));
@@ -107,6 +122,11 @@ inline vf load_n(const float* p, int64_t n) {
 inline void store_n(float* p, vf v, int64_t n) {
 #ifdef __AVX512F__
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1u), v);
+#elif defined(__AVX2__)
+  __m256 h[2];
+  std::memcpy(h, &v, sizeof v);
+  _mm256_maskstore_ps(p, half_mask(n), h[0]);
+  _mm256_maskstore_ps(p + 8, half_mask(n - 8), h[1]);
 #else
   float buf[kLanes];
   store(buf, v);
@@ -126,6 +146,43 @@ inline void transpose_scalar(vf (&m)[kLanes]) {
   }
 }
 
+#if !defined(__AVX512F__) && defined(__AVX__)
+/// Transposes the 8 x 8 block r in registers (unpacks, 64-bit shuffles, 128-bit lane swaps).
+inline void transpose8(__m256 (&r)[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
+}
+
+/// Same as transpose_scalar where there is AVX but no AVX-512 (whose 16-lane two-source shuffles
+/// the compiler would lower to element moves): four 8 x 8 blocks, each transposed in registers
+/// into the mirrored block's place.
+inline void transpose(vf (&m)[kLanes]) {
+  static_assert(kLanes == 16);
+  alignas(64) float in[16][16], out[16][16];
+  for (int i = 0; i < 16; ++i) store(in[i], m[i]);
+  for (int bi = 0; bi < 2; ++bi)
+    for (int bj = 0; bj < 2; ++bj) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_load_ps(&in[8 * bi + i][8 * bj]);
+      transpose8(r);
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(&out[8 * bj + i][8 * bi], r[i]);
+    }
+  for (int i = 0; i < 16; ++i) m[i] = load(out[i]);
+}
+#else
 /// Same as transpose_scalar, in four rounds of two-source shuffles (32-bit pairs, 64-bit pairs,
 /// then 128-bit quarters twice), which the compiler maps to the target's permutes.
 inline void transpose(vf (&m)[kLanes]) {
@@ -161,6 +218,7 @@ inline void transpose(vf (&m)[kLanes]) {
     m[12 + c] = __builtin_shuffle(t[4 + c], t[12 + c], odd128);
   }
 }
+#endif
 
 /// Applies f to n floats (vector body, scalar-safe tail through a padded block).
 template <class F>
