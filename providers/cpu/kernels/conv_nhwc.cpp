@@ -223,13 +223,14 @@ inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0,
   b = bias ? dw_load_k(bias + c0, lanes) : DwVec{};
 }
 
-/// Outputs [lo, hi) of output rows [oh0, oh1) of one image (those whose windows are inside the
-/// input columns) for a 3 x 3 undilated kernel at stride S, in bands of rows whose input rows fit
+/// Output rows [oh0, oh1) of one image for a 3 x 3 undilated kernel at stride S (the columns
+/// [lo, hi) are those whose windows are inside the input's columns), in bands of rows whose input rows fit
 /// in half of a 512 KiB L2 (every channel block of a band reads them; the whole plane, on a
 /// 112 x 112 x 96 layer 4.8 MB, would be streamed from memory once per block); within a band
 /// channel block by channel block, and within a block strip by strip of R = 8, 7, 4, 2, 1
-/// columns, down the band's rows. A strip's input rows stay in L1 for the 3 output rows that read
-/// them, and the block's taps in registers. xi, y, sum: the image's input, output and sum (or null).
+/// columns, down the band's rows, then the band's edge columns. A strip's input rows stay in L1
+/// for the 3 output rows that read them, and the block's taps in registers. xi, y, sum: the
+/// image's input, output and sum (or null).
 template <int S>
 void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const float* bias, const float* sum, float* y,
                 int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, DwClamp act) {
@@ -279,6 +280,30 @@ void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const flo
         all.template operator()<true>();
       else
         all.template operator()<false>();
+      // The edge columns [0, lo) and [hi, OW), whose windows reach into the padding: only the
+      // taps inside the input, with the block's taps still in registers.
+      for (int64_t oh = b0; oh < b1; ++oh) {
+        const float* rows[3];
+        for (int kh = 0; kh < 3; ++kh) {
+          const int64_t ih = oh * d.sh - d.pt + kh;
+          rows[kh] = ih >= 0 && ih < d.H ? xi + ih * d.W * C + c0 : nullptr;
+        }
+        auto edge = [&](int64_t ow) {
+          const int64_t iw0 = ow * S - d.pl;
+          const int kw0 = static_cast<int>(std::max<int64_t>(0, -iw0)),
+                    kw1 = static_cast<int>(std::clamp<int64_t>(d.W - iw0, 0, 3));
+          DwVec acc = b;
+          for (int kh = 0; kh < 3; ++kh) {
+            if (!rows[kh]) continue;
+            for (int kw = kw0; kw < kw1; ++kw) acc += dw_load_k(rows[kh] + (iw0 + kw) * C, lanes) * w[kh * 3 + kw];
+          }
+          const int64_t at = (oh * OW + ow) * C + c0;
+          if (sum) acc += dw_load_k(sum + at, lanes);
+          dw_store_k(y + at, act(acc), lanes);
+        };
+        for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
+        for (int64_t ow = hi; ow < OW; ++ow) edge(ow);
+      }
     }
   }
 }
@@ -300,10 +325,10 @@ inline DwVec dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int
 }
 
 /// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
-/// rows. A 3 x 3 undilated kernel at stride 1 or 2 computes their interior pixels in sliding
-/// strips (dw3_strips); other kernels go along each row in runs of interior pixels (8, 7, 4, 2, 1)
+/// rows. A 3 x 3 undilated kernel at stride 1 or 2 computes them in sliding strips and edge
+/// columns (dw3_strips); other kernels go along each row in runs of interior pixels (8, 7, 4, 2, 1)
 /// that take every block of kDwLanes channels in turn, each tap's weight vector serving the run's
-/// accumulators. The pixels whose windows reach into the padding are computed one at a time.
+/// accumulators, and compute the pixels whose windows reach into the padding one at a time.
 void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N, int64_t C,
                     int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
   DwGeometry d{C, H, W, g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.dilation[0], g.dilation[1],
@@ -345,7 +370,7 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
         r += oh1 - oh0;
       }
     }
-    for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t r = slide ? r1 : r0; r < r1; ++r) {  // (sliding strips did every column)
       const int64_t n = r / OH, oh = r % OH;
       const float* xi = x + n * d.H * d.W * C;
       float* yr = y + r * OW * C;
@@ -388,7 +413,6 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
       };
       int64_t ow = 0;
       for (; ow < lo; ++ow) edge(ow);
-      if (slide) ow = hi;  // done above
       ow = runs.template operator()<kRun>(ow);
       ow = runs.template operator()<7>(ow);  // a 7 x 7 plane's rows in one run
       ow = runs.template operator()<4>(ow);
