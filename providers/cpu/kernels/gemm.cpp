@@ -390,12 +390,38 @@ constexpr auto make_gather_table(std::integer_sequence<int, I...>) {
 constexpr auto kMicroGather = make_gather_table<kNV>(std::make_integer_sequence<int, kMR>{});
 constexpr auto kMicroGatherHalf = make_gather_table<1>(std::make_integer_sequence<int, kMR>{});
 
-#if defined(__AVX512F__)
-/// Rows of the wide gathered-A micro-kernel's tile, and the shortest k-block it takes.
+/// Rows of the wide gathered-A micro-kernel's tile (AVX-512), and the shortest k-block it takes.
 constexpr int kWideMR = 6;
 constexpr int64_t kWideMinK = 160;
 /// The longest single k-block the short gathered kernels take (the 12 x 32 tile's range).
 constexpr int64_t kShortMaxK = kWideMinK - 1;
+
+/// The first n (0..kVec) floats at p in a vector, zeros in the other lanes (nothing past p + n
+/// is read), and the store of a vector's first n lanes.
+inline vf loadu_n(const float* p, int64_t n) {
+#if defined(__AVX512F__)
+  return vmath::load_n(p, n);
+#elif defined(__AVX2__)
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return reinterpret_cast<vf>(_mm256_maskload_ps(p, mask));
+#else
+  vf v{};
+  std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(float));
+  return v;
+#endif
+}
+inline void storeu_n(float* p, vf v, int64_t n) {
+#if defined(__AVX512F__)
+  vmath::store_n(p, v, n);
+#elif defined(__AVX2__)
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  _mm256_maskstore_ps(p, mask, reinterpret_cast<__m256>(v));
+#else
+  std::memcpy(p, &v, static_cast<size_t>(n) * sizeof(float));
+#endif
+}
 
 /// A gathered product's epilogue resolved once per block for micro_kernel_gather_short: the bias
 /// per column (or null), the sum (or null), and the activation as a clamp (Relu: [0, inf), none:
@@ -433,7 +459,8 @@ __attribute__((always_inline)) inline void short_start(vf (&acc)[MR][NV], int64_
   if (e.bias && nr == NV * kVec)
     for (int v = 0; v < NV; ++v) bias[v] = loadu(e.bias + col0 + v * kVec);
   else if (e.bias)
-    for (int v = 0; v < NV; ++v) bias[v] = vmath::load_n(e.bias + col0 + v * kVec, std::clamp<int64_t>(nr - v * kVec, 0, kVec));
+    for (int v = 0; v < NV; ++v)
+      bias[v] = loadu_n(e.bias + col0 + v * kVec, std::clamp<int64_t>(nr - v * kVec, 0, kVec));
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = bias[v];
 }
@@ -466,8 +493,8 @@ __attribute__((always_inline)) inline void short_finish(vf (&acc)[MR][NV], int64
   } else {
     int64_t cols[NV];
     for (int v = 0; v < NV; ++v) cols[v] = std::clamp<int64_t>(nr - v * kVec, 0, kVec);
-    rows([&](const float* p, int v) { return vmath::load_n(p, cols[v]); },
-         [&](float* p, vf x, int v) { vmath::store_n(p, x, cols[v]); });
+    rows([&](const float* p, int v) { return loadu_n(p, cols[v]); },
+         [&](float* p, vf x, int v) { storeu_n(p, x, cols[v]); });
   }
 }
 
@@ -560,7 +587,7 @@ constexpr auto make_gather_short_table(std::integer_sequence<int, I...>) {
 constexpr auto kMicroGatherShort = make_gather_short_table<kNV>(std::make_integer_sequence<int, kMR>{});
 constexpr auto kMicroGatherShortHalf = make_gather_short_table<1>(std::make_integer_sequence<int, kMR>{});
 
-
+#if defined(__AVX512F__)
 /// The gathered-A micro-kernel over two adjacent B panels: MR (at most kWideMR) rows x 2 kNR
 /// columns, b the first panel and b + kNR kc the second (nr > kNR; the second panel's columns
 /// past nr are zero in the packing, computed and dropped). Per k it loads MR broadcasts and four
@@ -810,6 +837,14 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
           continue;
         }
 #endif
+        // Without AVX-512, a gathered product's only short k-block takes the short kernels too
+        // (its epilogue resolved here once; whole tiles of a plain A of a compiled K the plain one).
+        const std::optional<ShortEpilogue> short_ep =
+            o.a_gather && !o.c_trans && p0 == 0 && kc == o.k && kc <= kShortMaxK
+                ? ShortEpilogue::of(last ? o.ep : nullptr)
+                : std::nullopt;
+        const bool plain_a = short_ep && o.a_gather->lda == kc;
+        const PlainFn plain[2] = {plain_a ? plain_kernel(kc, 1) : nullptr, plain_a ? plain_kernel(kc, 2) : nullptr};
         const int64_t outer_end = cols_outer ? jc + nc : i0 + mc, inner_end = cols_outer ? i0 + mc : jc + nc;
         for (int64_t u = cols_outer ? jc : i0; u < outer_end; u += cols_outer ? kNR : kMR)
           for (int64_t v = cols_outer ? i0 : jc; v < inner_end; v += cols_outer ? kMR : kNR) {
@@ -826,9 +861,19 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
             }
             const float* bp = o.b_koff ? bblock + (j - jc) : bblock + ((j - jc) / kNR) * kNR * kc;
             if (o.a_gather) {
+              const AGather& g = *o.a_gather;
+              if (mr == kMR && plain[0]) {
+                plain[nr <= kVec ? 0 : 1](g.base + g.row_off[i], bp, ct, o.ldc, nr, accumulate, *short_ep, i, j);
+                continue;
+              }
               const float* rows[kMR];
-              for (int64_t r = 0; r < mr; ++r) rows[r] = o.a_gather->base + o.a_gather->row_off[i + r];
-              (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, o.a_gather->koff + p0, bp, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
+              for (int64_t r = 0; r < mr; ++r) rows[r] = g.base + g.row_off[i + r];
+              if (short_ep)
+                (nr <= kVec ? kMicroGatherShortHalf : kMicroGatherShort)[mr - 1](kc, rows, g.koff + p0, bp, ct, o.ldc,
+                                                                                 nr, accumulate, *short_ep, i, j);
+              else
+                (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, g.koff + p0, bp, ct, o.ldc, nr,
+                                                                       accumulate, last ? o.ep : nullptr, i, j);
               continue;
             }
             micro[mr - 1](kc, ap, bp, koff, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
