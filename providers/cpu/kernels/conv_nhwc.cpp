@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #if defined(__AVX2__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -138,8 +137,7 @@ inline void dw_store_n(float* p, DwVec v, int64_t n) { std::memcpy(p, &v, static
 #endif
 
 inline void dw_store(float* p, DwVec v) { std::memcpy(p, &v, sizeof v); }
-/// `lanes` (1..kDwLanes) floats: a whole vector when all lanes (a masked store is slow on AMD's
-/// Zen cores), else masked.
+/// `lanes` (1..kDwLanes) floats: a whole vector when all lanes, else masked.
 inline DwVec dw_load_k(const float* p, int64_t lanes) { return lanes == kDwLanes ? dw_load(p) : dw_load_n(p, lanes); }
 inline void dw_store_k(float* p, DwVec v, int64_t lanes) {
   if (lanes == kDwLanes)
@@ -148,20 +146,7 @@ inline void dw_store_k(float* p, DwVec v, int64_t lanes) {
     dw_store_n(p, v, lanes);
 }
 
-/// ActClamp for DwVec: the epilogue's activation as one clamp to [lo, hi], NaN passing through.
-struct DwClamp {
-  DwVec lo, hi;
-  static DwClamp of(const GemmEpilogue& ep) {
-    constexpr float kInf = std::numeric_limits<float>::infinity();
-    if (ep.act == GemmEpilogue::Act::kRelu) return {DwVec{}, DwVec{} + kInf};
-    if (ep.act == GemmEpilogue::Act::kClip) return {DwVec{} + ep.lo, DwVec{} + ep.hi};
-    return {DwVec{} - kInf, DwVec{} + kInf};
-  }
-  DwVec operator()(DwVec v) const {
-    const DwVec m = lo > v ? lo : v;
-    return hi < m ? hi : m;
-  }
-};
+using DwClamp = BasicActClamp<DwVec>;
 
 struct DwGeometry {
   int64_t C, H, W, KH, KW, sh, sw, dh, dw, pt, pl;
