@@ -3,8 +3,10 @@
 // stay channels-first), and checks the channels-last run really used the onyx.nhwc form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string_view>
 
@@ -309,4 +311,54 @@ TEST(CpuChannelsLast, LayoutTransposesMatchTheDefinition) {
           ASSERT_EQ(std::memcmp(y.raw_data(), want.raw_data(), want.nbytes()), 0);
         }
       }
+}
+
+TEST(CpuChannelsLast, MaxPoolKeepsNaN) {
+  // A NaN inside a window makes that output NaN, in either layout (the running maximum's NaN
+  // test is its own select: fused into one mask with the comparison, AVX2 code went scalar).
+  const Shape xs{1, 19, 9, 10};
+  Tensor x(DType::kFloat, xs);
+  float* px = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) px[i] = static_cast<float>((i * 37) % 101) * 0.25f - 12.0f;
+  for (int64_t i : {5, 97, 333, 1000, 1709}) px[i] = std::numeric_limits<float>::quiet_NaN();
+  GraphSpec g;
+  g.nodes.push_back({"MaxPool",
+                     {"x"},
+                     {"y"},
+                     {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})},
+                     "pool"});
+  g.inputs.push_back({"x", DType::kFloat, std::vector<int64_t>(xs.begin(), xs.end())});
+  g.outputs.push_back({"y", DType::kFloat, {}, {}, true});
+  const std::string m = encode_model(g, 19);
+  const int64_t C = xs[1], H = xs[2], W = xs[3], OH = 5, OW = 5;
+  for (bool nhwc : {true, false}) {
+    SCOPED_TRACE(nhwc ? "channels-last" : "channels-first");
+    Session s = Session::builder()
+                    .with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()})
+                    .commit_from_memory(m.data(), m.size());
+    const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
+    ASSERT_EQ(y.shape(), (Shape{1, C, OH, OW}));
+    int nans = 0;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          float want = -std::numeric_limits<float>::infinity();
+          bool nan = false;
+          for (int64_t ih = oh * 2 - 1; ih <= oh * 2 + 1; ++ih)
+            for (int64_t iw = ow * 2 - 1; iw <= ow * 2 + 1; ++iw) {
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              const float v = px[(c * H + ih) * W + iw];
+              nan |= std::isnan(v);
+              want = std::max(want, v);
+            }
+          const float got = y.data<float>()[(c * OH + oh) * OW + ow];
+          if (nan) {
+            ++nans;
+            EXPECT_TRUE(std::isnan(got)) << c << "," << oh << "," << ow;
+          } else {
+            EXPECT_EQ(got, want) << c << "," << oh << "," << ow;
+          }
+        }
+    EXPECT_GT(nans, 5);
+  }
 }

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -147,6 +147,19 @@ inline void dw_store_k(float* p, DwVec v, int64_t lanes) {
 }
 
 using DwClamp = BasicActClamp<DwVec>;
+
+/// vmath::max_nan over DwVec (max pooling's running maximum: a NaN in v wins, one in best stays).
+inline DwVec dw_max_nan(DwVec best, DwVec v) {
+#if defined(__AVX512F__)
+  return vmath::max_nan(best, v);
+#elif defined(__AVX__)
+  const __m256 b = reinterpret_cast<__m256>(best), x = reinterpret_cast<__m256>(v);
+  const __m256 take = _mm256_or_ps(_mm256_cmp_ps(x, b, _CMP_GT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return reinterpret_cast<DwVec>(_mm256_blendv_ps(b, x, take));
+#else
+  return (v > best) | (v != v) ? v : best;
+#endif
+}
 
 struct DwGeometry {
   int64_t C, H, W, KH, KW, sh, sw, dh, dw, pt, pl;
@@ -582,7 +595,6 @@ struct PoolNhwc {
 };
 
 /// Max keeps a NaN it meets (as the channels-first pools do).
-inline vf max_nan(vf best, vf v) { return (v > best) | (v != v) ? v : best; }
 
 void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -628,30 +640,34 @@ void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
         const int64_t count = st.count_include_pad ? rows_pad * cols_pad : rows_in * cols_in;
         const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
         float* yo = py + (r * OW + ow) * C;
-        for (int64_t c0 = 0; c0 < C; c0 += 4 * kLanes) {
-          const int64_t width = std::min<int64_t>(4 * kLanes, C - c0);
-          const int64_t nv = (width + kLanes - 1) / kLanes;
-          vf acc[4];
-          for (int v = 0; v < 4; ++v) acc[v] = is_max ? vmath::splat(-INFINITY) : vf{};
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            const int64_t ih = oh * sh - pt + kh * dh;
-            if (ih < 0 || ih >= H) continue;
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const int64_t iw = ow * sw - pl + kw * dw;
-              if (iw < 0 || iw >= W) continue;
-              const float* xs = xi + (ih * W + iw) * C + c0;
-              for (int64_t v = 0; v < nv; ++v) {
-                const int64_t lanes = std::min<int64_t>(kLanes, width - v * kLanes);
-                const vf a = lanes == kLanes ? vmath::load(xs + v * kLanes) : vmath::load_n(xs + v * kLanes, lanes);
-                acc[v] = is_max ? max_nan(acc[v], a) : acc[v] + a;
+        // A vector of channels (the depthwise kernels' width) at a time, its taps in turn; max or
+        // sum fixed at compile time (on AVX2 the 16-float form's NaN-aware maximum was compiled
+        // element by element: ResNet-50's MaxPool took 7.4 ms).
+        auto channels = [&]<bool kMax>() {
+          for (int64_t c0 = 0; c0 < C; c0 += kDwLanes) {
+            const int64_t lanes = std::min<int64_t>(kDwLanes, C - c0);
+            DwVec acc = kMax ? DwVec{} - INFINITY : DwVec{};
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              const int64_t ih = oh * sh - pt + kh * dh;
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t iw = ow * sw - pl + kw * dw;
+                if (iw < 0 || iw >= W) continue;
+                const DwVec a = dw_load_k(xi + (ih * W + iw) * C + c0, lanes);
+                if constexpr (kMax)
+                  acc = dw_max_nan(acc, a);
+                else
+                  acc += a;
               }
             }
+            if constexpr (!kMax) acc *= scale;
+            dw_store_k(yo + c0, acc, lanes);
           }
-          for (int64_t v = 0; v < nv; ++v) {
-            const int64_t lanes = std::min<int64_t>(kLanes, width - v * kLanes);
-            vmath::store_n(yo + c0 + v * kLanes, is_max ? acc[v] : acc[v] * scale, lanes);
-          }
-        }
+        };
+        if (is_max)
+          channels.template operator()<true>();
+        else
+          channels.template operator()<false>();
       }
     }
   });

@@ -275,7 +275,7 @@ bool maxpool2d_vec(const float* x, float* y, int64_t planes, const Geo3& g, Thre
             const float* src = base + offs[t] + ow;
             for (int v = 0; v < kGroup; ++v) {
               const vf a = load(src + v * kLanes);
-              r[v] = ((a > r[v]) | (a != a)) ? a : r[v];
+              r[v] = vmath::max_nan(r[v], a);
             }
           }
           for (int v = 0; v < kGroup; ++v) {

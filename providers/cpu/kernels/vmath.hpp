@@ -28,6 +28,26 @@ inline vf vmin(vf a, vf b) { return a < b ? a : b; }
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 inline vf vabs(vf a) { return a < 0 ? -a : a; }
 
+/// The larger of best and v per lane, a NaN in v winning and a NaN in best kept (max pooling's
+/// running maximum). Without AVX-512 through AVX compares and a blend: the compiler would fuse the
+/// two comparisons of the plain form into one mask and lower it element by element there.
+inline vf max_nan(vf best, vf v) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+  __m256 b[2], x[2];
+  std::memcpy(b, &best, sizeof best);
+  std::memcpy(x, &v, sizeof v);
+  for (int h = 0; h < 2; ++h) {
+    const __m256 take = _mm256_or_ps(_mm256_cmp_ps(x[h], b[h], _CMP_GT_OQ), _mm256_cmp_ps(x[h], x[h], _CMP_UNORD_Q));
+    b[h] = _mm256_blendv_ps(b[h], x[h], take);
+  }
+  vf r;
+  std::memcpy(&r, b, sizeof r);
+  return r;
+#else
+  return (v > best) | (v != v) ? v : best;
+#endif
+}
+
 /// e^x, relative error about 2 ulp where the result is a normal float; +inf above 88.72, 0 below
 /// -87.33 (results that would be denormal flush to zero).
 inline vf exp(vf x) {
