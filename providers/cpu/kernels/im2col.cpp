@@ -19,8 +19,10 @@ void strided_copy(const float* src, int64_t stride, float* dst, int64_t n) {
   if (stride == 2) {
     using vmath::vf;
     using vmath::vi;
-    const vi even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-    // The last vector reads src[2i + 31], one past the last element used: stop one vector early.
+    vi even;  // lanes 0, 2, 4, ... of the two vectors
+    for (int l = 0; l < vmath::kLanes; ++l) even[l] = 2 * l;
+    // The last vector reads src[2i + 2 kLanes - 1], one past the last element used: stop one
+    // vector early.
     for (; i + vmath::kLanes < n; i += vmath::kLanes)
       vmath::store(dst + i, __builtin_shuffle(vmath::load(src + 2 * i), vmath::load(src + 2 * i + vmath::kLanes), even));
   }
