@@ -5,14 +5,11 @@
 //   pixel's window in place from the (zero-padded) input through a gather (sgemm_a_gather), and
 //   the output, bias, residual sum and activation are in the GEMM's own layout;
 // - a depthwise convolution and a pool compute a vector of channels of an output pixel at once
-//   (16 channels; a depthwise convolution 8 where the target has no AVX-512).
+//   (16 channels with AVX-512, 8 with AVX2).
 // The layout pass gives the CPU EP these forms when it prefers channels-last (docs/optimizer.md).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#if defined(__AVX__) && !defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
@@ -98,43 +95,13 @@ struct PaddedInput {
   }
 };
 
-// The depthwise kernels' vector of channels: 16 floats where there are 32 registers of 16
-// (AVX-512); elsewhere 8, so that with AVX2's 16 registers of 8 a strip's accumulators stay in
-// registers (16-float vectors, each split in two there, spill them: 3-5x slower on Zen 3).
-#if defined(__AVX512F__)
+// The depthwise kernels' vector of channels: vmath's (16 floats with AVX-512, 8 with AVX2, where
+// a strip's accumulators and taps then fit the 16 registers).
 using DwVec = vf;
 constexpr int64_t kDwLanes = kLanes;
 inline DwVec dw_load(const float* p) { return vmath::load(p); }
 inline DwVec dw_load_n(const float* p, int64_t n) { return vmath::load_n(p, n); }
 inline void dw_store_n(float* p, DwVec v, int64_t n) { vmath::store_n(p, v, n); }
-#else
-typedef float DwVec __attribute__((vector_size(32)));
-constexpr int64_t kDwLanes = 8;
-inline DwVec dw_load(const float* p) {
-  DwVec v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-#if defined(__AVX2__)
-/// Lanes [0, n) set.
-inline __m256i dw_mask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-/// The first n (0..8) floats at p, zeros in the other lanes (reads nothing past p + n).
-inline DwVec dw_load_n(const float* p, int64_t n) { return reinterpret_cast<DwVec>(_mm256_maskload_ps(p, dw_mask(n))); }
-/// Stores the first n (0..8) lanes of v at p (writes nothing past p + n).
-inline void dw_store_n(float* p, DwVec v, int64_t n) {
-  _mm256_maskstore_ps(p, dw_mask(n), reinterpret_cast<__m256>(v));
-}
-#else
-inline DwVec dw_load_n(const float* p, int64_t n) {
-  DwVec v{};
-  std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(float));
-  return v;
-}
-inline void dw_store_n(float* p, DwVec v, int64_t n) { std::memcpy(p, &v, static_cast<size_t>(n) * sizeof(float)); }
-#endif
-#endif
 
 inline void dw_store(float* p, DwVec v) { std::memcpy(p, &v, sizeof v); }
 /// `lanes` (1..kDwLanes) floats: a whole vector when all lanes, else masked.
@@ -147,19 +114,6 @@ inline void dw_store_k(float* p, DwVec v, int64_t lanes) {
 }
 
 using DwClamp = BasicActClamp<DwVec>;
-
-/// vmath::max_nan over DwVec (max pooling's running maximum: a NaN in v wins, one in best stays).
-inline DwVec dw_max_nan(DwVec best, DwVec v) {
-#if defined(__AVX512F__)
-  return vmath::max_nan(best, v);
-#elif defined(__AVX__)
-  const __m256 b = reinterpret_cast<__m256>(best), x = reinterpret_cast<__m256>(v);
-  const __m256 take = _mm256_or_ps(_mm256_cmp_ps(x, b, _CMP_GT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-  return reinterpret_cast<DwVec>(_mm256_blendv_ps(b, x, take));
-#else
-  return (v > best) | (v != v) ? v : best;
-#endif
-}
 
 struct DwGeometry {
   int64_t C, H, W, KH, KW, sh, sw, dh, dw, pt, pl;
@@ -655,7 +609,7 @@ void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
                 if (iw < 0 || iw >= W) continue;
                 const DwVec a = dw_load_k(xi + (ih * W + iw) * C + c0, lanes);
                 if constexpr (kMax)
-                  acc = dw_max_nan(acc, a);
+                  acc = vmath::max_nan(acc, a);
                 else
                   acc += a;
               }
