@@ -118,7 +118,7 @@ class AttentionKernel final : public Kernel {
           }
           // Softmax as the Softmax kernel computes it (so fused and unfused agree, NaN rows included).
           const float m = row_max_plain(row, sk);
-          for (int64_t j = 0; j < sk; ++j) row[j] = exp_le0(row[j] - m);
+          exp_le0_row(row, m, row, sk);
           const float inv = 1.0f / row_sum(row, sk);
           for (int64_t j = 0; j < sk; ++j) row[j] *= inv;
         }

@@ -615,7 +615,10 @@ void softmax_rows(SmKind kind, const T* px, T* py, int64_t rows, int64_t D, Thre
       if constexpr (!is_half_v<T>) {
         // float / double: the output row holds exp(x - max) between passes.
         const A m = row_max_plain(p, D);
-        for (int64_t d = 0; d < D; ++d) q[d] = exp_shifted(p[d] - m);
+        if constexpr (std::is_same_v<A, float>)
+          exp_le0_row(p, m, q, D);
+        else
+          for (int64_t d = 0; d < D; ++d) q[d] = exp_shifted(p[d] - m);
         const A sum = row_sum(q, D);
         if (kind == SmKind::kLogSoftmax) {
           const A lse = m + std::log(sum);

@@ -9,6 +9,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/vmath.hpp"
+
 namespace onyx::cpu {
 
 /// e^x for x <= 0 (the x - max of softmax and logsumexp), branch-free so loops over it
@@ -34,6 +36,39 @@ inline float exp_le0(float x) {
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 127]
   const float res = p * std::bit_cast<float>(bits);
   return x != x ? x : (x < -87.3f ? 0.0f : res);
+}
+
+/// y[i] = exp_le0(x[i] - m) for i < n, vmath's vectors for the whole ones (the same operations
+/// as exp_le0, lane by lane: the scalar loop did not vectorise), exp_le0 for the rest. The
+/// Softmax kernel and the fused attention both use it, so they agree.
+inline void exp_le0_row(const float* x, float m, float* y, int64_t n) {
+  using vmath::vf;
+  using vmath::vi;
+  const vf mv = vmath::splat(m);
+  int64_t i = 0;
+  for (; i + vmath::kLanes <= n; i += vmath::kLanes) {
+    const vf v = vmath::load(x + i) - mv;
+    vf xc = v > -87.3f ? v : vmath::splat(-87.3f);
+    xc = xc < 88.0f ? xc : vmath::splat(88.0f);
+    const vf t = xc * 1.44269504088896341f + 12582912.0f;
+    const vf nn = t - 12582912.0f;
+    vf r = xc - nn * 0.693359375f;
+    r = r - nn * -2.12194440e-4f;
+    vf p = vmath::splat(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const vi bits = (__builtin_convertvector(nn, vi) + 127) << 23;
+    vf scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    const vf res = p * scale;
+    const vf low = v < -87.3f ? vf{} : res;
+    vmath::store(y + i, v != v ? v : low);
+  }
+  for (; i < n; ++i) y[i] = exp_le0(x[i] - m);
 }
 
 /// e^x for the shifted arguments (x <= 0) in float or double.
