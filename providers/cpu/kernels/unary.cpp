@@ -1,6 +1,7 @@
 // CPU kernels: unary math and activations, Clip, Shrink, IsNaN/IsInf, Not, Cast/CastLike.
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -101,13 +102,35 @@ inline A unary_apply(const UnaryState& s, A x) {
 }
 
 /// float32 ops with a vectorised implementation (vmath); false if `op` has none.
-bool unary_float_fast(UOp op, const float* x, float* y, int64_t n, ThreadPool& pool) {
+bool unary_float_fast(const UnaryState& s, const float* x, float* y, int64_t n, ThreadPool& pool) {
   using vmath::vf;
   auto run = [&](auto f) {
     parallel_range(pool, n, 8, [&](int64_t b, int64_t e) { vmath::map(x + b, y + b, e - b, f); });
     return true;
   };
-  switch (op) {
+  // std::min / std::max as the scalar forms compute them (the same result for NaN).
+  auto smin = [](vf a, vf b) { return b < a ? b : a; };
+  auto smax = [](vf a, vf b) { return a < b ? b : a; };
+  const float alpha = s.alpha, beta = s.beta;
+  switch (s.op) {
+    case UOp::kAbs:
+      return run([](vf v) {
+        vmath::vi bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        bits &= 0x7fffffff;
+        std::memcpy(&v, &bits, sizeof v);
+        return v;
+      });
+    case UOp::kLeakyRelu:
+      return run([=](vf v) { return v >= 0 ? v : v * alpha; });
+    case UOp::kThresholdedRelu:
+      return run([=](vf v) { return v > alpha ? v : vf{}; });
+    case UOp::kHardSigmoid:
+      return run([=](vf v) { return smax(vf{}, smin(vmath::splat(1.0f), alpha * v + beta)); });
+    case UOp::kHardSwish:
+      return run([=](vf v) { return v * smax(vf{}, smin(vmath::splat(1.0f), v / 6.0f + 0.5f)); });
+    case UOp::kSoftsign:
+      return run([](vf v) { return v / (1.0f + vmath::vabs(v)); });
     case UOp::kExp: return run([](vf v) { return vmath::exp(v); });
     case UOp::kErf: return run([](vf v) { return vmath::erf(v); });
     case UOp::kSigmoid: return run([](vf v) { return vmath::sigmoid(v); });
@@ -123,7 +146,7 @@ void unary_typed(const UnaryState& s, const Tensor& in, Tensor& out, ThreadPool&
   T* y = static_cast<T*>(out.raw_data());
   const int64_t n = in.numel();
   if constexpr (std::is_same_v<T, float>)
-    if (unary_float_fast(s.op, x, y, n, pool)) return;
+    if (unary_float_fast(s, x, y, n, pool)) return;
   auto body = [&](int64_t b, int64_t e) {
     switch (s.op) {
       // Hot activations get dedicated loops so the compiler can vectorise them.
