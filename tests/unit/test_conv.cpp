@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "kernels/vmath.hpp"
 #include "model_builder.hpp"
@@ -100,6 +101,29 @@ TEST(CpuConv, DepthwiseMatchesTheReferenceLoop) {
       ASSERT_EQ(got.size(), want.size()) << c.what;
       for (size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], want[i], 1e-5) << c.what << (nhwc ? " NHWC" : "") << " at " << i;
+    }
+  }
+}
+
+TEST(CpuVmath, TanhWithinAMillionthOfTheLibrary) {
+  // The series below |x| = 0.1 and the exponential form above, their seam, the saturation,
+  // infinities, signed zero and NaN, against std::tanh in double.
+  using namespace onyx::cpu::vmath;
+  std::vector<float> xs;
+  for (double x = -12; x <= 12; x += 0.0173) xs.push_back(static_cast<float>(x));
+  for (float x : {0.0f, -0.0f, 1e-30f, -1e-20f, 0.0999999f, 0.1f, -0.1000001f, 20.0f, INFINITY, -INFINITY, NAN})
+    xs.push_back(x);
+  while (xs.size() % kLanes) xs.push_back(0.25f);
+  for (size_t i = 0; i < xs.size(); i += kLanes) {
+    float y[kLanes];
+    store(y, onyx::cpu::vmath::tanh(load(&xs[i])));
+    for (int l = 0; l < kLanes; ++l) {
+      const double want = std::tanh(static_cast<double>(xs[i + l]));
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[l])) << xs[i + l];
+        continue;
+      }
+      EXPECT_LE(std::fabs(y[l] - want), 1e-6 * std::fabs(want) + 1e-37) << xs[i + l];
     }
   }
 }

@@ -134,6 +134,8 @@ bool unary_float_fast(const UnaryState& s, const float* x, float* y, int64_t n, 
     case UOp::kExp: return run([](vf v) { return vmath::exp(v); });
     case UOp::kErf: return run([](vf v) { return vmath::erf(v); });
     case UOp::kSigmoid: return run([](vf v) { return vmath::sigmoid(v); });
+    case UOp::kTanh:
+      return run([](vf v) { return vmath::tanh(v); });
     case UOp::kGelu: return run([](vf v) { return 0.5f * v * (1.0f + vmath::erf(v * 0.70710678118654752f)); });
     case UOp::kRelu: return run([](vf v) { return vmath::vmax(v, vf{}); });
     default: return false;
