@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/narrow.hpp"
 #include "kernels/common.hpp"
@@ -25,7 +26,7 @@ struct UnaryState {
 };
 
 template <class A>
-inline A unary_apply(const UnaryState& s, A x) {
+__attribute__((always_inline)) inline A unary_apply(const UnaryState& s, A x) {
   if constexpr (std::is_floating_point_v<A>) {
     switch (s.op) {
       case UOp::kAbs: return std::fabs(x);
@@ -134,12 +135,20 @@ bool unary_float_fast(const UnaryState& s, const float* x, float* y, int64_t n, 
     case UOp::kExp: return run([](vf v) { return vmath::exp(v); });
     case UOp::kErf: return run([](vf v) { return vmath::erf(v); });
     case UOp::kSigmoid: return run([](vf v) { return vmath::sigmoid(v); });
+    case UOp::kSqrt:
+      return run([](vf v) { return vmath::vsqrt(v); });
     case UOp::kTanh:
       return run([](vf v) { return vmath::tanh(v); });
     case UOp::kGelu: return run([](vf v) { return 0.5f * v * (1.0f + vmath::erf(v * 0.70710678118654752f)); });
     case UOp::kRelu: return run([](vf v) { return vmath::vmax(v, vf{}); });
     default: return false;
   }
+}
+
+/// Calls f.template operator()<op>() with the run-time op as a constant.
+template <class F, int... I>
+void with_op(UOp op, F& f, std::integer_sequence<int, I...>) {
+  ((static_cast<int>(op) == I ? (f.template operator()<static_cast<UOp>(I)>(), true) : false) || ...);
 }
 
 template <class T>
@@ -159,7 +168,17 @@ void unary_typed(const UnaryState& s, const Tensor& in, Tensor& out, ThreadPool&
         for (int64_t i = b; i < e; ++i) y[i] = from_acc<T>(-to_acc(x[i]));
         break;
       default:
-        for (int64_t i = b; i < e; ++i) y[i] = from_acc<T>(unary_apply(s, to_acc(x[i])));
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          // One loop per op, its switch folded away (a switch per element kept the loop scalar).
+          auto loop = [&]<UOp kOp>() {
+            UnaryState c = s;
+            c.op = kOp;
+            for (int64_t i = b; i < e; ++i) y[i] = unary_apply(c, x[i]);
+          };
+          with_op(s.op, loop, std::make_integer_sequence<int, static_cast<int>(UOp::kSwish) + 1>{});
+        } else {
+          for (int64_t i = b; i < e; ++i) y[i] = from_acc<T>(unary_apply(s, to_acc(x[i])));
+        }
     }
   };
   parallel_range(pool, n, 16, body);

@@ -112,6 +112,18 @@ inline vf sigmoid(vf x) {
   return x >= 0 ? r : e * r;
 }
 
+/// Square root per lane (correctly rounded, NaN below zero, as std::sqrt).
+inline vf vsqrt(vf x) {
+#if defined(__AVX512F__)
+  return _mm512_sqrt_ps(x);
+#elif defined(__AVX__)
+  return reinterpret_cast<vf>(_mm256_sqrt_ps(reinterpret_cast<__m256>(x)));
+#else
+  for (int l = 0; l < kLanes; ++l) x[l] = std::sqrt(x[l]);
+  return x;
+#endif
+}
+
 /// tanh(x): (1 - e^{-2|x|}) / (1 + e^{-2|x|}) with x's sign, and its Taylor series below
 /// |x| = 0.1 (where the difference would cancel; the series' first omitted term is below 3e-11
 /// relative there); relative error about 1e-6, +-1 past |x| = 9, NaN for NaN.
