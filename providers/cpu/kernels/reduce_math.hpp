@@ -13,6 +13,25 @@
 
 namespace onyx::cpu {
 
+/// exp_le0's reduction and polynomial for V = float or vmath::vf: e^r for xc = n ln2 + r (xc
+/// already clamped to [-87.3, 88]), n returned through `n`.
+template <class V>
+inline V exp_le0_core(V xc, V& n) {
+  // x = n ln2 + r, |r| <= ln2 / 2; n by round-to-nearest through the float mantissa.
+  const V t = xc * 1.44269504088896341f + 12582912.0f;
+  n = t - 12582912.0f;
+  V r = xc - n * 0.693359375f;  // ln2 split in two for an exact first product
+  r = r - n * -2.12194440e-4f;
+  // e^r by its minimax polynomial of degree 7 (as in Cephes expf).
+  V p = V{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * r * r + r + 1.0f;
+}
+
 /// e^x for x <= 0 (the x - max of softmax and logsumexp), branch-free so loops over it
 /// vectorise. Relative error about 1e-7 (a float ulp) down to -87.3, where e^x leaves the
 /// normal range; below that it returns 0 (e^-inf = 0), and NaN for NaN. Arguments above 88 are
@@ -20,19 +39,8 @@ namespace onyx::cpu {
 inline float exp_le0(float x) {
   float xc = x > -87.3f ? x : -87.3f;  // also maps NaN to a number, so the int conversion is defined
   xc = xc < 88.0f ? xc : 88.0f;
-  // x = n ln2 + r, |r| <= ln2 / 2; n by round-to-nearest through the float mantissa.
-  const float t = xc * 1.44269504088896341f + 12582912.0f;
-  const float n = t - 12582912.0f;
-  float r = xc - n * 0.693359375f;  // ln2 split in two for an exact first product
-  r = r - n * -2.12194440e-4f;
-  // e^r by its minimax polynomial of degree 7 (as in Cephes expf).
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  float n;
+  const float p = exp_le0_core(xc, n);
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 127]
   const float res = p * std::bit_cast<float>(bits);
   return x != x ? x : (x < -87.3f ? 0.0f : res);
@@ -50,17 +58,8 @@ inline void exp_le0_row(const float* x, float m, float* y, int64_t n) {
     const vf v = vmath::load(x + i) - mv;
     vf xc = v > -87.3f ? v : vmath::splat(-87.3f);
     xc = xc < 88.0f ? xc : vmath::splat(88.0f);
-    const vf t = xc * 1.44269504088896341f + 12582912.0f;
-    const vf nn = t - 12582912.0f;
-    vf r = xc - nn * 0.693359375f;
-    r = r - nn * -2.12194440e-4f;
-    vf p = vmath::splat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    vf nn;
+    const vf p = exp_le0_core(xc, nn);
     const vi bits = (__builtin_convertvector(nn, vi) + 127) << 23;
     vf scale;
     std::memcpy(&scale, &bits, sizeof scale);
