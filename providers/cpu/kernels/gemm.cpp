@@ -397,14 +397,12 @@ constexpr int64_t kWideMinK = 160;
 constexpr int64_t kShortMaxK = kWideMinK - 1;
 
 /// The first n (0..kVec) floats at p in a vector, zeros in the other lanes (nothing past p + n
-/// is read), and the store of a vector's first n lanes.
+/// is read), and the store of a vector's first n lanes: vmath's where its vectors are these
+/// (AVX-512, AVX), else (kVec = 4 under SSE) through memcpy.
 inline vf loadu_n(const float* p, int64_t n) {
-#if defined(__AVX512F__)
+#if defined(__AVX__)
+  static_assert(kVec == vmath::kLanes);
   return vmath::load_n(p, n);
-#elif defined(__AVX2__)
-  const __m256i mask =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  return reinterpret_cast<vf>(_mm256_maskload_ps(p, mask));
 #else
   vf v{};
   std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(float));
@@ -412,12 +410,8 @@ inline vf loadu_n(const float* p, int64_t n) {
 #endif
 }
 inline void storeu_n(float* p, vf v, int64_t n) {
-#if defined(__AVX512F__)
+#if defined(__AVX__)
   vmath::store_n(p, v, n);
-#elif defined(__AVX2__)
-  const __m256i mask =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  _mm256_maskstore_ps(p, mask, reinterpret_cast<__m256>(v));
 #else
   std::memcpy(p, &v, static_cast<size_t>(n) * sizeof(float));
 #endif
