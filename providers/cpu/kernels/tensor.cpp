@@ -222,28 +222,10 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
             const int64_t j1 = std::min(Cn, j0 + kTile);
             int64_t done_i = i0;  // rows [i0, done_i) of the tile finished by the vector path
             if constexpr (sizeof(T) == sizeof(float)) {
-#if !defined(__AVX512F__) && defined(__AVX__)
-              // 8 x 8 blocks straight from the source rows into the destination rows, transposed
-              // in registers (a 16 x 16 block would go through memory three times there); the
-              // last columns of each 8 rows element by element.
-              for (; done_i + 8 <= i1; done_i += 8) {
-                int64_t j = j0;
-                for (; j + 8 <= j1; j += 8) {
-                  __m256 blk[8];
-                  for (int q = 0; q < 8; ++q)
-                    blk[q] = _mm256_loadu_ps(reinterpret_cast<const float*>(sb + (j + q) * R + done_i));
-                  vmath::transpose8(blk);
-                  for (int q = 0; q < 8; ++q)
-                    _mm256_storeu_ps(reinterpret_cast<float*>(db + (done_i + q) * Cn + j), blk[q]);
-                }
-                for (; j < j1; ++j)
-                  for (int64_t q = 0; q < 8; ++q) db[(done_i + q) * Cn + j] = sb[j * R + done_i + q];
-              }
-#else
-              // Full 16 x 16 blocks, transposed in registers.
+              // Full kLanes x kLanes blocks (16 with AVX-512, 8 with AVX2), transposed in registers.
               using vmath::kLanes;
               for (; done_i + kLanes <= i1; done_i += kLanes) {
-                // Blocks of 16 columns; the last, partial one (an image's 3 channels) with its
+                // Blocks of kLanes columns; the last, partial one (an image's 3 channels) with its
                 // missing rows zero and its output rows stored masked.
                 for (int64_t j = j0; j < j1; j += kLanes) {
                   const int64_t cols = std::min<int64_t>(kLanes, j1 - j);
@@ -260,7 +242,6 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
                   }
                 }
               }
-#endif
             }
             for (int64_t i = done_i; i < i1; ++i)
               for (int64_t j = j0; j < j1; ++j) db[i * Cn + j] = sb[j * R + i];
