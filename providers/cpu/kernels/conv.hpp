@@ -20,24 +20,18 @@ inline vmath::vf epilogue_activation(vmath::vf v, const GemmEpilogue& ep) {
   return v;
 }
 
-/// An epilogue's activation (none, Relu or Clip) as one clamp to [lo, hi] of vectors V, NaN
-/// passing through: the Winograd kernels' epilogue (ActClamp) and the channels-last depthwise
-/// kernels' (over their own vector width).
-template <class V>
-struct BasicActClamp {
-  V lo, hi;
-  static BasicActClamp of(const GemmEpilogue& ep) {
+/// An epilogue's activation (none, Relu or Clip) as one clamp to [lo, hi], NaN passing through:
+/// the channels-last depthwise and Winograd kernels' epilogue.
+struct ActClamp {
+  vmath::vf lo, hi;
+  static ActClamp of(const GemmEpilogue& ep) {
     constexpr float kInf = std::numeric_limits<float>::infinity();
-    if (ep.act == GemmEpilogue::Act::kRelu) return {V{}, V{} + kInf};
-    if (ep.act == GemmEpilogue::Act::kClip) return {V{} + ep.lo, V{} + ep.hi};
-    return {V{} - kInf, V{} + kInf};
+    if (ep.act == GemmEpilogue::Act::kRelu) return {vmath::vf{}, vmath::splat(kInf)};
+    if (ep.act == GemmEpilogue::Act::kClip) return {vmath::splat(ep.lo), vmath::splat(ep.hi)};
+    return {vmath::splat(-kInf), vmath::splat(kInf)};
   }
-  V operator()(V v) const {
-    const V m = lo > v ? lo : v;
-    return hi < m ? hi : m;
-  }
+  vmath::vf operator()(vmath::vf v) const { return vmath::vmin(hi, vmath::vmax(lo, v)); }
 };
-using ActClamp = BasicActClamp<vmath::vf>;
 
 class ConvKernel final : public Kernel {
  public:

@@ -95,37 +95,26 @@ struct PaddedInput {
   }
 };
 
-// The depthwise kernels' vector of channels: vmath's (16 floats with AVX-512, 8 with AVX2, where
-// a strip's accumulators and taps then fit the 16 registers).
-using DwVec = vf;
-constexpr int64_t kDwLanes = kLanes;
-inline DwVec dw_load(const float* p) { return vmath::load(p); }
-inline DwVec dw_load_n(const float* p, int64_t n) { return vmath::load_n(p, n); }
-inline void dw_store_n(float* p, DwVec v, int64_t n) { vmath::store_n(p, v, n); }
-
-inline void dw_store(float* p, DwVec v) { std::memcpy(p, &v, sizeof v); }
-/// `lanes` (1..kDwLanes) floats: a whole vector when all lanes, else masked.
-inline DwVec dw_load_k(const float* p, int64_t lanes) { return lanes == kDwLanes ? dw_load(p) : dw_load_n(p, lanes); }
-inline void dw_store_k(float* p, DwVec v, int64_t lanes) {
-  if (lanes == kDwLanes)
-    dw_store(p, v);
+/// `lanes` (1..kLanes) floats at p: a whole vector when all lanes, else masked.
+inline vf load_k(const float* p, int64_t lanes) { return lanes == kLanes ? vmath::load(p) : vmath::load_n(p, lanes); }
+inline void store_k(float* p, vf v, int64_t lanes) {
+  if (lanes == kLanes)
+    vmath::store(p, v);
   else
-    dw_store_n(p, v, lanes);
+    vmath::store_n(p, v, lanes);
 }
-
-using DwClamp = BasicActClamp<DwVec>;
 
 struct DwGeometry {
   int64_t C, H, W, KH, KW, sh, sw, dh, dw, pt, pl;
 };
 
-/// R output pixels of one row, kDwLanes channels from c0, all of whose taps' columns are inside the
+/// R output pixels of one row, kLanes channels from c0, all of whose taps' columns are inside the
 /// input (no per-pixel checks): each tap's weight vector serves the R accumulators.
 /// With K3 the kernel is 3x3 (its loops unrolled).
 template <int R, bool K3>
-inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow0, int64_t c0, DwVec b,
-                   DwVec (&out)[R]) {
-  DwVec acc[R];
+inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow0, int64_t c0, vf b,
+                   vf (&out)[R]) {
+  vf acc[R];
   for (int p = 0; p < R; ++p) acc[p] = b;
   const int64_t KH = K3 ? 3 : d.KH, KW = K3 ? 3 : d.KW;
   for (int64_t kh = 0; kh < KH; ++kh) {
@@ -133,32 +122,31 @@ inline void dw_run(const DwGeometry& d, const float* xi, const float* wt, int64_
     if (ih < 0 || ih >= d.H) continue;
     const float* xrow = xi + ih * d.W * d.C + c0;
     for (int64_t kw = 0; kw < KW; ++kw) {
-      const DwVec wv = dw_load(wt + (kh * KW + kw) * d.C + c0);
+      const vf wv = vmath::load(wt + (kh * KW + kw) * d.C + c0);
       const float* xs = xrow + (ow0 * d.sw - d.pl + kw * d.dw) * d.C;
       const int64_t step = d.sw * d.C;
-      for (int p = 0; p < R; ++p) acc[p] += dw_load(xs + p * step) * wv;
+      for (int p = 0; p < R; ++p) acc[p] += vmath::load(xs + p * step) * wv;
     }
   }
   for (int p = 0; p < R; ++p) out[p] = acc[p];
 }
 
-/// The 3 x 3, undilated form of dw_run at stride S, `lanes` channels (all kDwLanes when kFull): each
+/// The 3 x 3, undilated form of dw_run at stride S, `lanes` channels (all kLanes when kFull): each
 /// input vector of a row is loaded once and serves every output of the run whose window covers it
 /// (3 of them at stride 1), so a run of R pixels loads 3 ((R - 1) S + 3) input vectors, not 9 R.
 /// `row[kh]` is the input row under tap row kh at the run's first window column and the block's
 /// first channel, or null when that row is in the padding; w: the block's taps.
 template <int R, int S, bool kFull>
-inline void dw3_run(const float* const (&row)[3], int64_t C, const DwVec (&w)[9], int64_t lanes, DwVec b,
-                    DwVec (&out)[R]) {
+inline void dw3_run(const float* const (&row)[3], int64_t C, const vf (&w)[9], int64_t lanes, vf b, vf (&out)[R]) {
   constexpr int kCols = (R - 1) * S + 3;
-  DwVec acc[R];
+  vf acc[R];
   for (int p = 0; p < R; ++p) acc[p] = b;
   for (int kh = 0; kh < 3; ++kh) {
     const float* x = row[kh];
     if (!x) continue;
 #pragma GCC unroll 32
     for (int j = 0; j < kCols; ++j, x += C) {
-      const DwVec v = kFull ? dw_load(x) : dw_load_k(x, lanes);
+      const vf v = kFull ? vmath::load(x) : load_k(x, lanes);
       // Column j is tap kw of output p where j = p S + kw.
       if (j % S == 0 && j / S < R) acc[j / S] += v * w[kh * 3];
       if (j >= 1 && (j - 1) % S == 0 && (j - 1) / S < R) acc[(j - 1) / S] += v * w[kh * 3 + 1];
@@ -169,10 +157,9 @@ inline void dw3_run(const float* const (&row)[3], int64_t C, const DwVec (&w)[9]
 }
 
 /// A channel block's 9 taps and bias (zeros past `lanes`).
-inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0, int64_t lanes, DwVec (&w)[9],
-                      DwVec& b) {
-  for (int t = 0; t < 9; ++t) w[t] = dw_load_k(wt + t * C + c0, lanes);
-  b = bias ? dw_load_k(bias + c0, lanes) : DwVec{};
+inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0, int64_t lanes, vf (&w)[9], vf& b) {
+  for (int t = 0; t < 9; ++t) w[t] = load_k(wt + t * C + c0, lanes);
+  b = bias ? load_k(bias + c0, lanes) : vf{};
 }
 
 /// Output rows [oh0, oh1) of one image for a 3 x 3 undilated kernel at stride S (the columns
@@ -185,16 +172,16 @@ inline void dw3_block(const float* wt, const float* bias, int64_t C, int64_t c0,
 /// image's input, output and sum (or null).
 template <int S>
 void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const float* bias, const float* sum, float* y,
-                int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, DwClamp act) {
+                int64_t OW, int64_t oh0, int64_t oh1, int64_t lo, int64_t hi, ActClamp act) {
   const int64_t C = d.C;
   constexpr int64_t kBandFloats = 32 * 1024;
   const int64_t fit_rows = std::max<int64_t>(3, kBandFloats / std::max<int64_t>(1, d.W * C));
   const int64_t band = (fit_rows - 3) / S + 1;
   for (int64_t b0 = oh0; b0 < oh1; b0 += band) {
     const int64_t b1 = std::min(oh1, b0 + band);
-    for (int64_t c0 = 0; c0 < C; c0 += kDwLanes) {
-      const int64_t lanes = std::min<int64_t>(kDwLanes, C - c0);
-      DwVec w[9], b;
+    for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+      const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
+      vf w[9], b;
       dw3_block(wt, bias, C, c0, lanes, w, b);
       auto strips = [&]<int R, bool kFull>(int64_t ow) {
         for (; ow + R <= hi; ow += R) {
@@ -205,16 +192,16 @@ void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const flo
               const int64_t ih = oh * d.sh - d.pt + kh;
               rc[kh] = ih >= 0 && ih < d.H ? xi + ih * d.W * C + xo : nullptr;
             }
-            DwVec out[R];
+            vf out[R];
             dw3_run<R, S, kFull>(rc, C, w, lanes, b, out);
             const int64_t at = (oh * OW + ow) * C + c0;
             for (int p = 0; p < R; ++p) {
-              DwVec v = out[p];
-              if (sum) v += kFull ? dw_load(sum + at + p * C) : dw_load_k(sum + at + p * C, lanes);
+              vf v = out[p];
+              if (sum) v += kFull ? vmath::load(sum + at + p * C) : load_k(sum + at + p * C, lanes);
               if constexpr (kFull)
-                dw_store(y + at + p * C, act(v));
+                vmath::store(y + at + p * C, act(v));
               else
-                dw_store_k(y + at + p * C, act(v), lanes);
+                store_k(y + at + p * C, act(v), lanes);
             }
           }
         }
@@ -228,7 +215,7 @@ void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const flo
         ow = strips.template operator()<2, kFull>(ow);
         strips.template operator()<1, kFull>(ow);
       };
-      if (lanes == kDwLanes)
+      if (lanes == kLanes)
         all.template operator()<true>();
       else
         all.template operator()<false>();
@@ -244,14 +231,14 @@ void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const flo
           const int64_t iw0 = ow * S - d.pl;
           const int kw0 = static_cast<int>(std::max<int64_t>(0, -iw0)),
                     kw1 = static_cast<int>(std::clamp<int64_t>(d.W - iw0, 0, 3));
-          DwVec acc = b;
+          vf acc = b;
           for (int kh = 0; kh < 3; ++kh) {
             if (!rows[kh]) continue;
-            for (int kw = kw0; kw < kw1; ++kw) acc += dw_load_k(rows[kh] + (iw0 + kw) * C, lanes) * w[kh * 3 + kw];
+            for (int kw = kw0; kw < kw1; ++kw) acc += load_k(rows[kh] + (iw0 + kw) * C, lanes) * w[kh * 3 + kw];
           }
           const int64_t at = (oh * OW + ow) * C + c0;
-          if (sum) acc += dw_load_k(sum + at, lanes);
-          dw_store_k(y + at, act(acc), lanes);
+          if (sum) acc += load_k(sum + at, lanes);
+          store_k(y + at, act(acc), lanes);
         };
         for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
         for (int64_t ow = hi; ow < OW; ++ow) edge(ow);
@@ -261,16 +248,16 @@ void dw3_strips(const DwGeometry& d, const float* xi, const float* wt, const flo
 }
 
 /// One output pixel, `lanes` channels from c0, taps checked against the input's bounds.
-inline DwVec dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t c0,
-                      int64_t lanes, DwVec b) {
-  DwVec acc = b;
+inline vf dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int64_t oh, int64_t ow, int64_t c0,
+                   int64_t lanes, vf b) {
+  vf acc = b;
   for (int64_t kh = 0; kh < d.KH; ++kh) {
     const int64_t ih = oh * d.sh - d.pt + kh * d.dh;
     if (ih < 0 || ih >= d.H) continue;
     for (int64_t kw = 0; kw < d.KW; ++kw) {
       const int64_t iw = ow * d.sw - d.pl + kw * d.dw;
       if (iw < 0 || iw >= d.W) continue;
-      acc += dw_load_k(xi + (ih * d.W + iw) * d.C + c0, lanes) * dw_load_k(wt + (kh * d.KW + kw) * d.C + c0, lanes);
+      acc += load_k(xi + (ih * d.W + iw) * d.C + c0, lanes) * load_k(wt + (kh * d.KW + kw) * d.C + c0, lanes);
     }
   }
   return acc;
@@ -279,7 +266,7 @@ inline DwVec dw_pixel(const DwGeometry& d, const float* xi, const float* wt, int
 /// Depthwise 2-D convolution, channels-last: taps wt[(kh KW + kw) C + c]. Each task takes output
 /// rows. A 3 x 3 undilated kernel at stride 1 or 2 computes them in sliding strips and edge
 /// columns (dw3_strips); other kernels go along each row in runs of interior pixels (8, 7, 4, 2, 1)
-/// that take every block of kDwLanes channels in turn, each tap's weight vector serving the run's
+/// that take every block of kLanes channels in turn, each tap's weight vector serving the run's
 /// accumulators, and compute the pixels whose windows reach into the padding one at a time.
 void depthwise_nhwc(const float* x, const float* wt, const float* bias, const float* sum, float* y, int64_t N, int64_t C,
                     int64_t H, int64_t W, const WindowGeometry& g, const GemmEpilogue& ep, ThreadPool& pool) {
@@ -306,7 +293,7 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
   const int64_t lo = std::min(OW, (d.pl + d.sw - 1) / d.sw);
   const int64_t span = (d.KW - 1) * d.dw;  // ow sw - pl + span < W
   const int64_t hi = std::clamp<int64_t>(d.W - span + d.pl > 0 ? (d.W - span + d.pl - 1) / d.sw + 1 : 0, lo, OW);
-  const DwClamp clamp = DwClamp::of(ep);
+  const ActClamp clamp = ActClamp::of(ep);
   parallel_range(pool, N * OH, OW * C * d.KH * d.KW, [&](int64_t r0, int64_t r1) {
     if (slide) {
       // The interiors, image by image: channel blocks outer, strips down the task's rows.
@@ -327,37 +314,37 @@ void depthwise_nhwc(const float* x, const float* wt, const float* bias, const fl
       const float* xi = x + n * d.H * d.W * C;
       float* yr = y + r * OW * C;
       const float* sr = sum ? sum + r * OW * C : nullptr;
-      auto put = [&](int64_t ow, int64_t c0, int64_t lanes, DwVec v) {
+      auto put = [&](int64_t ow, int64_t c0, int64_t lanes, vf v) {
         const int64_t at = ow * C + c0;
-        if (sr) v += dw_load_k(sr + at, lanes);
-        dw_store_k(yr + at, clamp(v), lanes);
+        if (sr) v += load_k(sr + at, lanes);
+        store_k(yr + at, clamp(v), lanes);
       };
       // Pixel by pixel across the row, all channels of each before the next (a run of pixels
-      // takes every block of kDwLanes channels in turn): the input rows and the output row are each
+      // takes every block of kLanes channels in turn): the input rows and the output row are each
       // read or written once, in order, where block by block along the row they were walked
-      // C / kDwLanes times in vector-sized pieces a pixel apart.
+      // C / kLanes times in vector-sized pieces a pixel apart.
       auto edge = [&](int64_t ow) {
-        for (int64_t c0 = 0; c0 < C; c0 += kDwLanes) {
-          const int64_t lanes = std::min<int64_t>(kDwLanes, C - c0);
-          const DwVec b = bias ? dw_load_k(bias + c0, lanes) : DwVec{};
+        for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+          const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
+          const vf b = bias ? load_k(bias + c0, lanes) : vf{};
           put(ow, c0, lanes, dw_pixel(d, xi, wt, oh, ow, c0, lanes, b));
         }
       };
       auto runs = [&]<int R>(int64_t ow) {
         for (; ow + R <= hi; ow += R) {
           int64_t c0 = 0;
-          for (; c0 + kDwLanes <= C; c0 += kDwLanes) {
-            const DwVec b = bias ? dw_load(bias + c0) : DwVec{};
-            DwVec out[R];
+          for (; c0 + kLanes <= C; c0 += kLanes) {
+            const vf b = bias ? vmath::load(bias + c0) : vf{};
+            vf out[R];
             if (k3x3)
               dw_run<R, true>(d, xi, wt, oh, ow, c0, b, out);
             else
               dw_run<R, false>(d, xi, wt, oh, ow, c0, b, out);
-            for (int p = 0; p < R; ++p) put(ow + p, c0, kDwLanes, out[p]);
+            for (int p = 0; p < R; ++p) put(ow + p, c0, kLanes, out[p]);
           }
           if (c0 < C) {
             const int64_t lanes = C - c0;
-            const DwVec b = bias ? dw_load_k(bias + c0, lanes) : DwVec{};
+            const vf b = bias ? load_k(bias + c0, lanes) : vf{};
             for (int p = 0; p < R; ++p) put(ow + p, c0, lanes, dw_pixel(d, xi, wt, oh, ow + p, c0, lanes, b));
           }
         }
@@ -594,20 +581,20 @@ void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
         const int64_t count = st.count_include_pad ? rows_pad * cols_pad : rows_in * cols_in;
         const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
         float* yo = py + (r * OW + ow) * C;
-        // A vector of channels (the depthwise kernels' width) at a time, its taps in turn; max or
+        // A vector of channels at a time, its taps in turn; max or
         // sum fixed at compile time (on AVX2 the 16-float form's NaN-aware maximum was compiled
         // element by element: ResNet-50's MaxPool took 7.4 ms).
         auto channels = [&]<bool kMax>() {
-          for (int64_t c0 = 0; c0 < C; c0 += kDwLanes) {
-            const int64_t lanes = std::min<int64_t>(kDwLanes, C - c0);
-            DwVec acc = kMax ? DwVec{} - INFINITY : DwVec{};
+          for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+            const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
+            vf acc = kMax ? vf{} - INFINITY : vf{};
             for (int64_t kh = 0; kh < KH; ++kh) {
               const int64_t ih = oh * sh - pt + kh * dh;
               if (ih < 0 || ih >= H) continue;
               for (int64_t kw = 0; kw < KW; ++kw) {
                 const int64_t iw = ow * sw - pl + kw * dw;
                 if (iw < 0 || iw >= W) continue;
-                const DwVec a = dw_load_k(xi + (ih * W + iw) * C + c0, lanes);
+                const vf a = load_k(xi + (ih * W + iw) * C + c0, lanes);
                 if constexpr (kMax)
                   acc = vmath::max_nan(acc, a);
                 else
@@ -615,7 +602,7 @@ void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
               }
             }
             if constexpr (!kMax) acc *= scale;
-            dw_store_k(yo + c0, acc, lanes);
+            store_k(yo + c0, acc, lanes);
           }
         };
         if (is_max)
