@@ -165,9 +165,9 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
       const T* src = static_cast<const T*>(in.raw_data());
       T* dst = static_cast<T*>(out.raw_data());
       if constexpr (sizeof(T) == sizeof(float)) {
-#if !defined(__AVX512F__)
-        // Without AVX-512 (whose two-source shuffles the path below needs; elsewhere the
-        // compiler lowers them to element moves): a plain loop, Cn input rows read in step.
+#if !defined(__AVX512F__) && !defined(__AVX__)
+        // Without AVX (SSE alone, where vmath's 16-lane two-source shuffles below would be
+        // lowered to element moves): a plain loop, Cn input rows read in step.
         if (Cn >= 2 && Cn <= 4) {
           parallel_range(ctx.pool(), batch * R, Cn, [&](int64_t q0, int64_t q1) {
             for (int64_t q = q0; q < q1; ++q) {
@@ -179,10 +179,10 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
         }
 #endif
         if (Cn >= 2 && Cn <= 4) {
-          // Few columns (an image's 3 channels into [HW, 3]): 16 rows at a time, the Cn input
-          // rows' vectors interleaved by two-source shuffles into Cn output vectors (a 16 x 16
+          // Few columns (an image's 3 channels into [HW, 3]): kLanes rows at a time, the Cn input
+          // rows' vectors interleaved by two-source shuffles into Cn output vectors (a kLanes x kLanes
           // register block would be mostly padding, its stores 3 floats each). Output vector j,
-          // lane e holds flat element q = 16 j + e: row q / Cn of input row q % Cn; it is built
+          // lane e holds flat element q = kLanes j + e: row q / Cn of input row q % Cn; it is built
           // over Cn steps, step s bringing in input row s's lanes and keeping those placed.
           using vmath::vi;
           vi idx[4][4];
