@@ -695,6 +695,40 @@ void pack_a_rows(const Operands& o, int64_t r0, int64_t rows, int64_t p0, int64_
     pack_a_block(o.ta, o.a, o.lda, o.m, r0, rows, p0, kc, o.alpha, dst);
 }
 
+/// The kMR x kNR tiles of a gathered-A product over one k-block [p0, p0 + kc): a short product's
+/// only k-block (its epilogue resolved here once) takes the short kernels, whole tiles of a plain
+/// A of a compiled K the plain one, the rest the general gathered kernel.
+struct GatherTiles {
+  const Operands& o;
+  int64_t p0, kc;
+  const GemmEpilogue* ep;
+  std::optional<ShortEpilogue> short_ep;
+  PlainFn plain[2] = {nullptr, nullptr};
+
+  GatherTiles(const Operands& ops, int64_t k0, int64_t kcount, const GemmEpilogue* epilogue)
+      : o(ops), p0(k0), kc(kcount), ep(epilogue) {
+    if (p0 == 0 && kc == o.k && kc <= kShortMaxK) short_ep = ShortEpilogue::of(ep);
+    if (short_ep && o.a_gather->lda == kc) plain[0] = plain_kernel(kc, 1), plain[1] = plain_kernel(kc, 2);
+  }
+
+  /// Tile (i, j), mr x nr, with bp its packed panel of B and c its first element of C.
+  void tile(int64_t i, int64_t j, int64_t mr, int64_t nr, const float* bp, float* c, bool accumulate) const {
+    const AGather& g = *o.a_gather;
+    if (mr == kMR && plain[0]) {
+      plain[nr <= kVec ? 0 : 1](g.base + g.row_off[i], bp, c, o.ldc, nr, accumulate, *short_ep, i, j);
+      return;
+    }
+    const float* rows[kMR];
+    for (int64_t r = 0; r < mr; ++r) rows[r] = g.base + g.row_off[i + r];
+    if (short_ep)
+      (nr <= kVec ? kMicroGatherShortHalf : kMicroGatherShort)[mr - 1](kc, rows, g.koff + p0, bp, c, o.ldc, nr,
+                                                                       accumulate, *short_ep, i, j);
+    else
+      (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, g.koff + p0, bp, c, o.ldc, nr, accumulate, ep, i,
+                                                             j);
+  }
+};
+
 #if defined(__AVX512F__)
 /// Rows [i0, i0 + mc) x columns [jc, jc + nc) of a gathered-A product over the k-range
 /// [p0, p0 + kc), bblock its block of packed B: the columns in pairs of panels by the wide
@@ -725,27 +759,10 @@ void gather_tiles(const Operands& o, int64_t i0, int64_t mc, int64_t jc, int64_t
     for (int64_t i = i0; i < iend; i += kWideMR)
       for (int64_t j = jc; j < wide_end; j += 2 * kNR) wide(i, j);
   }
-  // A short product's only k-block (its epilogue resolved here once) takes the short kernels:
-  // whole tiles of a plain A of a compiled K the plain one.
-  const std::optional<ShortEpilogue> short_ep =
-      p0 == 0 && kc == o.k && kc <= kShortMaxK ? ShortEpilogue::of(ep) : std::nullopt;
-  const bool plain_a = short_ep && g.lda == kc;
-  const PlainFn plain[2] = {plain_a ? plain_kernel(kc, 1) : nullptr, plain_a ? plain_kernel(kc, 2) : nullptr};
+  const GatherTiles tiles(o, p0, kc, ep);
   auto narrow = [&](int64_t i, int64_t j) {
     const int64_t mr = std::min<int64_t>(kMR, iend - i), nr = std::min<int64_t>(kNR, jend - j);
-    const float* bp = bblock + ((j - jc) / kNR) * kNR * kc;
-    if (mr == kMR && plain[0]) {
-      plain[nr <= kVec ? 0 : 1](g.base + g.row_off[i], bp, o.c + i * o.ldc + j, o.ldc, nr, accumulate, *short_ep, i, j);
-      return;
-    }
-    const float* rows[kMR];
-    for (int64_t r = 0; r < mr; ++r) rows[r] = g.base + g.row_off[i + r];
-    if (short_ep)
-      (nr <= kVec ? kMicroGatherShortHalf : kMicroGatherShort)[mr - 1](kc, rows, aoff, bp, o.c + i * o.ldc + j, o.ldc,
-                                                                       nr, accumulate, *short_ep, i, j);
-    else
-      (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, aoff, bp, o.c + i * o.ldc + j, o.ldc, nr,
-                                                             accumulate, ep, i, j);
+    tiles.tile(i, j, mr, nr, bblock + ((j - jc) / kNR) * kNR * kc, o.c + i * o.ldc + j, accumulate);
   };
   if (cols_outer) {
     for (int64_t j = wide_end; j < jend; j += kNR)
@@ -831,14 +848,9 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
           continue;
         }
 #endif
-        // Without AVX-512, a gathered product's only short k-block takes the short kernels too
-        // (its epilogue resolved here once; whole tiles of a plain A of a compiled K the plain one).
-        const std::optional<ShortEpilogue> short_ep =
-            o.a_gather && !o.c_trans && p0 == 0 && kc == o.k && kc <= kShortMaxK
-                ? ShortEpilogue::of(last ? o.ep : nullptr)
-                : std::nullopt;
-        const bool plain_a = short_ep && o.a_gather->lda == kc;
-        const PlainFn plain[2] = {plain_a ? plain_kernel(kc, 1) : nullptr, plain_a ? plain_kernel(kc, 2) : nullptr};
+        // Without AVX-512 a gathered product's tiles all run here.
+        const std::optional<GatherTiles> tiles =
+            o.a_gather ? std::optional<GatherTiles>(std::in_place, o, p0, kc, last ? o.ep : nullptr) : std::nullopt;
         const int64_t outer_end = cols_outer ? jc + nc : i0 + mc, inner_end = cols_outer ? i0 + mc : jc + nc;
         for (int64_t u = cols_outer ? jc : i0; u < outer_end; u += cols_outer ? kNR : kMR)
           for (int64_t v = cols_outer ? i0 : jc; v < inner_end; v += cols_outer ? kMR : kNR) {
@@ -854,20 +866,8 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
               continue;
             }
             const float* bp = o.b_koff ? bblock + (j - jc) : bblock + ((j - jc) / kNR) * kNR * kc;
-            if (o.a_gather) {
-              const AGather& g = *o.a_gather;
-              if (mr == kMR && plain[0]) {
-                plain[nr <= kVec ? 0 : 1](g.base + g.row_off[i], bp, ct, o.ldc, nr, accumulate, *short_ep, i, j);
-                continue;
-              }
-              const float* rows[kMR];
-              for (int64_t r = 0; r < mr; ++r) rows[r] = g.base + g.row_off[i + r];
-              if (short_ep)
-                (nr <= kVec ? kMicroGatherShortHalf : kMicroGatherShort)[mr - 1](kc, rows, g.koff + p0, bp, ct, o.ldc,
-                                                                                 nr, accumulate, *short_ep, i, j);
-              else
-                (nr <= kVec ? kMicroGatherHalf : kMicroGather)[mr - 1](kc, rows, g.koff + p0, bp, ct, o.ldc, nr,
-                                                                       accumulate, last ? o.ep : nullptr, i, j);
+            if (tiles) {
+              tiles->tile(i, j, mr, nr, bp, ct, accumulate);
               continue;
             }
             micro[mr - 1](kc, ap, bp, koff, ct, o.ldc, nr, accumulate, last ? o.ep : nullptr, i, j);
