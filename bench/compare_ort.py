@@ -10,7 +10,7 @@ each, and reports medians; the table gives the median over repetitions and the r
 (below 1 = onyx faster). With --eps, onyx runs once per EP list entry (`cpu` = the CPU EP alone;
 any other name = that EP first, the CPU EP as fallback), each beside the same ORT runs. An entry
 may carry EP options, NAME:KEY=VALUE[:KEY=VALUE...] (e.g. `cpu:prefer_nhwc=false`, the CPU EP
-channels-first).
+channels-first). A model ORT cannot run (bf16 on its CPU EP) is timed in onyx alone.
 """
 import argparse
 import glob
@@ -63,9 +63,14 @@ def main():
         data = os.path.join(d, "test_data_set_0")
         inputs = [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(glob.glob(os.path.join(data, "input_*.pb")))]
         for t in [int(x) for x in a.threads.split(",")]:
-            ort_meds, onyx_meds = [], {e: [] for e in eps}
+            ort_meds, onyx_meds, ort_error = [], {e: [] for e in eps}, None
             for _ in range(a.reps):
-                ort_meds.append(ort_median(model, inputs, t, a.runs, a.warmup)[0])
+                if ort_error is None:
+                    try:
+                        ort_meds.append(ort_median(model, inputs, t, a.runs, a.warmup)[0])
+                    except Exception as ex:  # noqa: BLE001 - ORT cannot run it (bf16 on its CPU EP): onyx alone
+                        ort_error = str(ex).splitlines()[0][:200]
+                        print(f"{os.path.basename(os.path.normpath(d))}: ORT cannot run it ({ort_error})", flush=True)
                 for e in eps:
                     cmd = [a.onyx, "bench", model, "--inputs", data, "--threads", str(t), "--runs", str(a.runs),
                            "--warmup", str(a.warmup), "--json", "--no-progress"]
@@ -76,15 +81,15 @@ def main():
                         cmd += ["--ep-option", f"{name}.{o}"]
                     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
                     onyx_meds[e].append(json.loads(out.stdout)["median_ms"])
-            r = statistics.median(ort_meds)
+            r = statistics.median(ort_meds) if ort_meds else None
             for e in eps:
                 o = statistics.median(onyx_meds[e])
-                rows.append((os.path.basename(os.path.normpath(d)), e, t, o, r, o / r))
-                print(f"{rows[-1][0]:<16} ep={e:<8} threads={t}  onyx {o:9.3f} ms  ort {r:9.3f} ms  ratio {o / r:5.2f}",
-                      flush=True)
+                rows.append((os.path.basename(os.path.normpath(d)), e, t, o, r, o / r if r else None))
+                ort_s, q_s = (f"{r:9.3f} ms", f"{o / r:5.2f}") if r else ("      n/a   ", "  n/a")
+                print(f"{rows[-1][0]:<16} ep={e:<8} threads={t}  onyx {o:9.3f} ms  ort {ort_s}  ratio {q_s}", flush=True)
     print("\n| model | onyx EP | threads | onyx median ms | ORT median ms | onyx/ORT |\n|---|---|---|---|---|---|")
     for m, e, t, o, r, q in rows:
-        print(f"| {m} | {e} | {t} | {o:.2f} | {r:.2f} | {q:.2f} |")
+        print(f"| {m} | {e} | {t} | {o:.2f} | {f'{r:.2f}' if r else 'n/a'} | {f'{q:.2f}' if q else 'n/a'} |")
 
 if __name__ == "__main__":
     sys.exit(main())

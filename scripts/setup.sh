@@ -33,3 +33,11 @@ fi
 
 # The newer ONNX node tests (PyPI's onnx, in a venv under .cache/): never fails the set-up.
 "$(dirname "$0")/../tests/conformance/onnx_node_data.sh"
+
+# ONNX Runtime and its quantization tools (PyPI, in .cache/ort-venv) for the quantized model
+# corpus and bench/compare_ort.py: never fails the set-up.
+"$(dirname "$0")/ort_venv.sh"
+
+# The com.microsoft quantized-op node tests, their outputs from that ONNX Runtime (in
+# .cache/contrib-node-tests): never fails the set-up.
+"$(dirname "$0")/../tests/conformance/contrib_node_data.sh"

@@ -117,6 +117,10 @@ class CPU : public SpecOf<CPU> {
   /// prefer_nhwc, on by default): the optimizer gives them to the CPU EP in that layout and
   /// cancels the transposes between neighbours. Off: every node runs as the model wrote it.
   CPU& with_prefer_nhwc(bool on) { return set("prefer_nhwc", on ? "true" : "false"); }
+  /// Run float16 and bfloat16 nodes as float32 ones (option half_in_float, on by default):
+  /// weights converted once, Casts only where such a region meets the rest of the model. Off:
+  /// they run as written, on reference loops.
+  CPU& with_half_in_float(bool on) { return set("half_in_float", on ? "true" : "false"); }
 };
 
 /// oneDNN (Intel's deep learning library) on the CPU. Module libonyx_ep_onednn.so.

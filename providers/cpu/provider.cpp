@@ -12,6 +12,7 @@ class CpuProvider final : public KernelEp {
   DataLayout preferred_layout() const override {
     return options_.prefer_nhwc ? DataLayout::kChannelsLast : DataLayout::kChannelsFirst;
   }
+  bool computes_half_in_float() const override { return options_.half_in_float; }
   std::string device() const override { return "cpu:0"; }
   const KernelRegistry& registry() const override { return registry_instance(); }
 
@@ -36,6 +37,9 @@ std::vector<ep::OptionInfo> cpu_option_schema() {
        "run 2-d float Conv (group 1 or depthwise, with its fused forms), MaxPool, AveragePool and the global pools "
        "channels-last (NHWC): the optimizer gives them to this EP in that layout and cancels the transposes between "
        "neighbours"},
+      {"half_in_float", "bool", CpuOptions{}.half_in_float ? "true" : "false",
+       "run float16 and bfloat16 nodes as float32 ones (weights converted once, Casts where a region of them meets "
+       "the rest of the model), on the float32 kernels; off: as the model wrote them (slow reference loops)"},
   };
 }
 
@@ -43,6 +47,7 @@ CpuOptions parse_cpu_options(const std::vector<std::pair<std::string, std::strin
   CpuOptions r;
   for (const auto& [k, v] : options)
     if (k == "prefer_nhwc") r.prefer_nhwc = v == "true" || v == "1";
+    else if (k == "half_in_float") r.half_in_float = v == "true" || v == "1";
   return r;
 }
 

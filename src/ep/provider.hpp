@@ -109,6 +109,10 @@ class ExecutionProvider {
   /// node is rewritten to it between Transposes, which the transpose optimizer cancels between
   /// neighbours (docs/optimizer.md). Compiling EPs are not asked. Default: kChannelsFirst.
   virtual DataLayout preferred_layout() const { return DataLayout::kChannelsFirst; }
+  /// Whether the float16 / bfloat16 nodes this EP would take are better run as their float32
+  /// forms (the optimizer then converts them, with Casts at the edges of each such region; see
+  /// optimizer/half_in_float.cpp). The CPU EP's, whose float32 kernels are its fast ones.
+  virtual bool computes_half_in_float() const { return false; }
   /// Accept the node (true) or decline it with a reason.
   virtual bool claim(const ClaimInfo& info, Decline* why) const = 0;
   /// Prepares the kernel for a claimed node.
@@ -149,6 +153,8 @@ struct CpuOptions {
   /// Take the channels-last forms of 2-d convolutions and pools (ops/layout.hpp) that its
   /// kernels run (kernels/conv_nhwc.cpp).
   bool prefer_nhwc = true;
+  /// Run float16 and bfloat16 nodes in float32 (optimizer/half_in_float.cpp).
+  bool half_in_float = true;
 };
 std::vector<ep::OptionInfo> cpu_option_schema();
 /// `options`: effective (defaults overlaid with the user's, validated against the schema).

@@ -25,6 +25,7 @@ void register_einsum_ops(OpRegistry& r);        // ops/einsum.cpp
 void register_layout_ops(OpRegistry& r);        // ops/layout.cpp (channels-last forms)
 void register_transformer_ops(OpRegistry& r);   // ops/transformer.cpp (Attention, RotaryEmbedding, ...)
 void register_ml_ops(OpRegistry& r);            // ops/ml.cpp (domain ai.onnx.ml)
+void register_contrib_quant_ops(OpRegistry& r);  // ops/contrib_quant.cpp (com.microsoft QLinear* ops)
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -47,6 +48,7 @@ inline void register_all_op_families(OpRegistry& r) {
   register_layout_ops(r);
   register_transformer_ops(r);
   register_ml_ops(r);
+  register_contrib_quant_ops(r);
 }
 
 }  // namespace onyx

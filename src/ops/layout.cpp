@@ -12,7 +12,7 @@ namespace onyx {
 namespace {
 
 constexpr const char* kForms[] = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                                  "BatchNormalization", "FusedConv", "FusedConvAdd"};
+                                  "BatchNormalization", "FusedConv", "FusedConvAdd", "QLinearConv"};
 
 bool is_onyx_form(std::string_view op) { return op == "FusedConv" || op == "FusedConvAdd"; }
 

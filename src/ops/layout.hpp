@@ -20,7 +20,7 @@ inline constexpr std::string_view kChannelsLastDomain = "onyx.nhwc";
 
 /// Whether `node` (ai.onnx or onyx) has a channels-last form: Conv, ConvTranspose, MaxPool
 /// (without its Indices output), AveragePool, GlobalAveragePool, GlobalMaxPool,
-/// BatchNormalization (inference), onyx::FusedConv and onyx::FusedConvAdd.
+/// BatchNormalization (inference), QLinearConv, onyx::FusedConv and onyx::FusedConvAdd.
 bool has_channels_last_form(const Node& node);
 /// Whether input `i` of a node of this op (or of its channels-last form) is channels-last in the
 /// form: the data input 0, and FusedConvAdd's sum (input 3, laid out as the output).

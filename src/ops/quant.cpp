@@ -316,6 +316,69 @@ void infer_matmul_integer(InferContext& ctx) {
   infer_qmatmul_shape(ctx, 0, 1, DType::kInt32);
 }
 
+// ---- com.microsoft products over 8-bit operands (ONNX Runtime's quantizers write them) ----
+
+/// QGemm: Y = alpha (A' - a_zp)(B' - b_zp) a_scale b_scale + C (int32, at that scale), A' and B'
+/// transposed by transA / transB; uint8 or int8 Y when y_scale is given (requantised), else
+/// float.
+void infer_qgemm(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kUInt8, DType::kInt8});
+  ctx.require_dtype(3, {DType::kUInt8, DType::kInt8});
+  if (ctx.input_dtype(2) != ctx.input_dtype(0)) ctx.fail_node("a_zero_point (input 2) must have A's type");
+  if (ctx.has_input(5) && ctx.input_dtype(5) != ctx.input_dtype(3)) ctx.fail_node("b_zero_point (input 5) must have B's type");
+  ctx.require_dtype(1, {DType::kFloat});
+  ctx.require_dtype(4, {DType::kFloat});
+  if (ctx.has_input(6)) ctx.require_dtype(6, {DType::kInt32});
+  require_scalar(ctx, 1, "a_scale");
+  require_scalar(ctx, 2, "a_zero_point");
+  DType out = DType::kFloat;
+  if (ctx.has_input(7)) {
+    ctx.require_dtype(7, {DType::kFloat});
+    require_scalar(ctx, 7, "y_scale");
+    out = DType::kUInt8;
+  }
+  if (ctx.has_input(8)) {
+    ctx.require_dtype(8, {DType::kUInt8, DType::kInt8});
+    require_scalar(ctx, 8, "y_zero_point");
+    if (!ctx.has_input(7)) ctx.fail_node("y_zero_point (input 8) is given without y_scale (input 7)");
+    out = ctx.input_dtype(8);
+  }
+  const TypeInfo& a = ctx.input_type(0);
+  const TypeInfo& b = ctx.input_type(3);
+  if (!a.has_shape || !b.has_shape) return ctx.set_output_unranked(0, out);
+  if (a.shape.size() != 2 || b.shape.size() != 2)
+    ctx.fail_node("A and B must be 2-D, got ", a.shape.to_string(), " and ", b.shape.to_string());
+  const bool ta = ctx.node().attr_int("transA", 0) != 0, tb = ctx.node().attr_int("transB", 0) != 0;
+  const int64_t m = a.shape[ta ? 1 : 0], ka = a.shape[ta ? 0 : 1], kb = b.shape[tb ? 1 : 0], n = b.shape[tb ? 0 : 1];
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    ctx.fail_node("inner dimensions differ: A ", a.shape.to_string(), (ta ? " (transposed)" : ""), " x B ", b.shape.to_string(),
+                  (tb ? " (transposed)" : ""));
+  ctx.set_output(0, out, Shape{m, n});
+}
+
+/// DynamicQuantizeMatMul: float A quantized to uint8 per tensor at run time, times int8/uint8 B
+/// (b_scale, b_zero_point per tensor or per column), plus an optional float bias; float Y.
+void infer_dynamic_quantize_matmul(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kFloat});
+  ctx.require_dtype(1, {DType::kUInt8, DType::kInt8});
+  ctx.require_dtype(2, {DType::kFloat});
+  if (ctx.has_input(3) && ctx.input_dtype(3) != ctx.input_dtype(1)) ctx.fail_node("b_zero_point (input 3) must have B's type");
+  if (ctx.has_input(4)) ctx.require_dtype(4, {DType::kFloat});
+  infer_qmatmul_shape(ctx, 0, 1, DType::kFloat);
+}
+
+/// MatMulIntegerToFloat: (A - a_zp)(B - b_zp) a_scale b_scale + bias, float Y.
+void infer_matmul_integer_to_float(InferContext& ctx) {
+  ctx.require_dtype(0, {DType::kUInt8, DType::kInt8});
+  ctx.require_dtype(1, {DType::kUInt8, DType::kInt8});
+  ctx.require_dtype(2, {DType::kFloat});
+  if (ctx.input_dtype(3) != DType::kFloat) ctx.fail_node("b_scale (input 3) must have a_scale's type float");
+  if (ctx.has_input(4) && ctx.input_dtype(4) != ctx.input_dtype(0)) ctx.fail_node("a_zero_point (input 4) must have A's type");
+  if (ctx.has_input(5) && ctx.input_dtype(5) != ctx.input_dtype(1)) ctx.fail_node("b_zero_point (input 5) must have B's type");
+  if (ctx.has_input(6)) ctx.require_dtype(6, {DType::kFloat});
+  infer_qmatmul_shape(ctx, 0, 1, DType::kFloat);
+}
+
 }  // namespace
 
 void register_quant_ops(OpRegistry& r) {
@@ -326,6 +389,9 @@ void register_quant_ops(OpRegistry& r) {
   r.add("", "QLinearMatMul", {10, 21}, infer_qlinear_matmul);
   r.add("", "ConvInteger", {10}, infer_conv_integer);
   r.add("", "MatMulInteger", {10}, infer_matmul_integer);
+  r.add("com.microsoft", "QGemm", {1}, infer_qgemm);
+  r.add("com.microsoft", "DynamicQuantizeMatMul", {1}, infer_dynamic_quantize_matmul);
+  r.add("com.microsoft", "MatMulIntegerToFloat", {1}, infer_matmul_integer_to_float);
 }
 
 }  // namespace onyx

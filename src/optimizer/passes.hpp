@@ -29,9 +29,22 @@ struct PassContext {
   std::function<bool(const Node& node, const Node& channels_last)> may_use_channels_last = [](const Node&, const Node&) {
     return false;
   };
+  /// Whether float16 / bfloat16 `node` may be replaced by `float_form`, its float32 form: the
+  /// session allows it when the EP that would run `node` computes half precision in float32
+  /// (ExecutionProvider::computes_half_in_float) and claims the form. Default: never.
+  std::function<bool(const Node& node, const Node& float_form)> may_compute_in_float = [](const Node&, const Node&) {
+    return false;
+  };
   std::vector<std::string> log;  // one line per change, for verbose logging
 };
 
+/// float16 / bfloat16 nodes whose EP prefers it run as float32 nodes, with Casts where such a
+/// region meets the rest of the graph (half_in_float.cpp). Runs first.
+int compute_half_in_float(Graph& g, PassContext& ctx);
+/// DequantizeLinear -> op -> QuantizeLinear groups (the QDQ form of 8-bit models) become 8-bit
+/// ops, and dynamic quantization's MatMulInteger chains com.microsoft::DynamicQuantizeMatMul
+/// (qdq_fusion.cpp). Runs before constant folding.
+int fuse_qdq(Graph& g, PassContext& ctx);
 /// Replaces nodes computed only from constants by initializers.
 int fold_constants(Graph& g, PassContext& ctx);
 /// Removes Identity (and inference-mode Dropout without a used mask) by rewiring their readers.

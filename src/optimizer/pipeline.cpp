@@ -37,6 +37,12 @@ int run_pass(int (*pass)(Graph&, PassContext&), const char* name, Graph& g, Pass
 int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
   if (level == GraphOptimizationLevel::kDisabled) return 0;
   int changed = 0;
+  // Half precision as float32 first: the passes after it (folding, fusions) see float32 nodes.
+  changed += run_pass(compute_half_in_float, "compute_half_in_float", g, ctx);
+  // Before folding, which would turn the weights' DequantizeLinear into float initializers.
+  // The weights' DequantizeLinear nodes the fused ops no longer read go first.
+  if (level == GraphOptimizationLevel::kAll && run_pass(fuse_qdq, "fuse_qdq", g, ctx) > 0)
+    changed += 1 + run_pass(eliminate_dead_nodes, "eliminate_dead_nodes", g, ctx);
   changed += run_pass(fold_constants, "fold_constants", g, ctx);
   changed += run_pass(eliminate_identities, "eliminate_identities", g, ctx);
   changed += run_pass(eliminate_dead_nodes, "eliminate_dead_nodes", g, ctx);
@@ -46,6 +52,8 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
     changed += run_pass(fuse_attention, "fuse_attention", g, ctx);
     changed += run_pass(fuse_gelu, "fuse_gelu", g, ctx);
     changed += run_pass(fuse_matmul_bias, "fuse_matmul_bias", g, ctx);
+    // What the fusions left unread (a DequantizeLinear whose readers were all fused).
+    changed += run_pass(eliminate_dead_nodes, "eliminate_dead_nodes", g, ctx);
   }
   // Layouts last, so that fused nodes (FusedConv) are offered channels-last as a whole.
   int moved = run_pass(assign_channels_last, "assign_channels_last", g, ctx);

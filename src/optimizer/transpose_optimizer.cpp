@@ -83,15 +83,25 @@ void set_perm(Node& n, const Perm& p) {
 enum class Kind { kNone, kUnary, kBroadcast, kAxis, kReduce };
 
 /// How an op commutes with a transpose of its data. kUnary: input 0 is the data, the others are
-/// scalars; kBroadcast: every input is data, broadcast numpy-style; kAxis: Concat and the
-/// Softmax family (an axis to remap); kReduce: Reduce* keeping dims (axes to remap).
+/// scalars; kBroadcast: every input is data (the data_input() ones, for ONNX Runtime's quantized
+/// ops), broadcast numpy-style; kAxis: Concat and the Softmax family (an axis to remap); kReduce:
+/// Reduce* keeping dims (axes to remap).
 Kind kind_of(const Node& n) {
-  if (!n.domain.empty() || !n.implicit_inputs.empty() || n.outputs.size() != 1 || n.outputs[0] < 0) return Kind::kNone;
+  if (!n.implicit_inputs.empty() || n.outputs.size() != 1 || n.outputs[0] < 0) return Kind::kNone;
+  const std::string& op = n.op_type;
+  if (n.domain == "com.microsoft") {
+    // 8-bit ops whose scales and zero points are per tensor (they must be layout-free scalars).
+    if (op == "QLinearSigmoid" || op == "QLinearLeakyRelu") return Kind::kUnary;
+    if (op == "QLinearAdd" || op == "QLinearMul") return Kind::kBroadcast;
+    if (op == "QLinearConcat") return Kind::kAxis;
+    return Kind::kNone;
+  }
+  if (!n.domain.empty()) return Kind::kNone;
   static const std::set<std::string> unary = {
       "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Elu",
       "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish", "Neg",
       "Not", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt",
-      "Tan", "Tanh", "ThresholdedRelu"};
+      "Tan", "Tanh", "ThresholdedRelu", "QuantizeLinear", "DequantizeLinear"};
   // Multidirectional broadcasting from opset 7 (8 for the variadic ones); earlier versions had
   // the broadcast / axis attributes instead.
   static const std::map<std::string, int> broadcast = {
@@ -99,14 +109,27 @@ Kind kind_of(const Node& n) {
       {"Greater", 7}, {"And", 7}, {"Or", 7}, {"Xor", 7}, {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"Mod", 10},
       {"Max", 8}, {"Min", 8}, {"Sum", 8}, {"Mean", 8}, {"Where", 9}, {"BitwiseAnd", 18}, {"BitwiseOr", 18},
       {"BitwiseXor", 18}, {"BitShift", 11}};
-  const std::string& op = n.op_type;
-  if (unary.count(op)) return op == "Cast" || op == "Clip" || n.opset >= 6 ? Kind::kUnary : Kind::kNone;
+  if (unary.count(op)) {
+    // Blocked quantization's scales have the data's layout.
+    if ((op == "QuantizeLinear" || op == "DequantizeLinear") && n.attr_int("block_size", 0) != 0) return Kind::kNone;
+    return op == "Cast" || op == "Clip" || n.opset >= 6 ? Kind::kUnary : Kind::kNone;
+  }
   auto b = broadcast.find(op);
   if (b != broadcast.end()) return n.opset >= b->second ? Kind::kBroadcast : Kind::kNone;
   if (op == "Concat" && n.opset >= 4) return Kind::kAxis;
   if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && n.opset >= 13) return Kind::kAxis;
   if (op.rfind("Reduce", 0) == 0 && op != "Reduce" && n.attr_int("keepdims", 1) == 1) return Kind::kReduce;
   return Kind::kNone;
+}
+
+/// Whether input i of n (of a kind other than kNone) is data, laid out like the output.
+bool data_input(const Node& n, Kind kind, size_t i) {
+  if (n.domain == "com.microsoft") {
+    if (n.op_type == "QLinearAdd" || n.op_type == "QLinearMul") return i == 0 || i == 3;
+    if (n.op_type == "QLinearConcat") return i >= 2 && (i - 2) % 3 == 0;  // (Y scale, Y zero point, then triples)
+    return i == 0;
+  }
+  return kind == Kind::kUnary || kind == Kind::kReduce ? i == 0 : true;
 }
 
 bool is_constant(const Graph& g, int v) { return v >= 0 && g.values[v].has_initializer && !g.values[v].is_graph_input; }
@@ -258,9 +281,9 @@ class Optimizer {
     const TypeInfo yt = g_.values[y].type;  // (a copy: values are added below)
     if (!yt.is_tensor() || !yt.has_shape) return false;
     const size_t rank = yt.shape.size();
-    const size_t data_inputs = kind == Kind::kUnary || kind == Kind::kReduce ? 1 : n.inputs.size();
     const Perm* perm = nullptr;
-    for (size_t i = 0; i < data_inputs; ++i) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!data_input(n, kind, i)) continue;
       auto s = n.has_input(i) ? sources_.find(n.inputs[i]) : sources_.end();
       if (s != sources_.end()) {
         perm = &s->second.perm;
@@ -281,7 +304,7 @@ class Optimizer {
         continue;
       }
       auto s = sources_.find(v);
-      const bool data = i < data_inputs;
+      const bool data = data_input(n, kind, i);
       if (data && s != sources_.end() && s->second.perm == p) {
         // Elementwise ops: the transposed input has the output's shape (broadcasting could make
         // the output, where the Transpose moves to, bigger). Concat and Reduce* make no bigger.
@@ -311,9 +334,9 @@ class Optimizer {
       set_int_attr(n, key, p[static_cast<size_t>(a)]);
     }
     if (kind == Kind::kReduce && !remap_axes(n, p, rank, &new_inputs)) return false;
-    for (size_t i = 0; i < data_inputs; ++i) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
       const int v = n.inputs[i];
-      if (v < 0) continue;
+      if (v < 0 || !data_input(n, kind, i)) continue;
       if (reads.count(v)) {
         new_inputs.emplace_back(i, sources_[v].input);
       } else if (!layout_free(g_, v)) {

@@ -323,6 +323,13 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     if (e0 == eps.size() || eps[e0]->compiles_regions() || eps[e0]->preferred_layout() != DataLayout::kChannelsLast) return false;
     return claims(e0, form);
   };
+  // And a float16 / bfloat16 node runs as its float32 form only for an EP that asks for that and
+  // takes the form.
+  pass.may_compute_in_float = [this, claims, first_claimer](const Node& node, const Node& float_form) {
+    const size_t e0 = first_claimer(node);
+    if (e0 == eps.size() || eps[e0]->compiles_regions() || !eps[e0]->computes_half_in_float()) return false;
+    return claims(e0, float_form);
+  };
   if (optimize_graph(g, options.level, pass) > 0) infer_all();
   optimizer_log = std::move(pass.log);
   if (log_enabled(LogLevel::kVerbose))

@@ -15,6 +15,8 @@ std::span<const KernelDef> nn_kernels();            // kernels/nn.cpp (normalisa
 std::span<const KernelDef> conv_kernels();          // kernels/conv.cpp
 std::span<const KernelDef> pool_kernels();          // kernels/pool.cpp
 std::span<const KernelDef> conv_nhwc_kernels();     // kernels/conv_nhwc.cpp (onyx.nhwc forms)
+std::span<const KernelDef> qconv_kernels();         // kernels/qconv.cpp (8-bit onyx.nhwc forms)
+std::span<const KernelDef> qmatmul_kernels();       // kernels/qmatmul.cpp (8-bit products on qgemm)
 std::span<const KernelDef> linalg_kernels();        // kernels/linalg.cpp
 std::span<const KernelDef> reduce_kernels();        // kernels/reduce.cpp
 std::span<const KernelDef> control_flow_kernels();  // kernels/control_flow.cpp
@@ -37,6 +39,7 @@ std::span<const KernelDef> ml_kernels();            // kernels/ml.cpp (domain ai
 std::span<const KernelDef> ml_tree_kernels();       // kernels/ml_trees.cpp (ai.onnx.ml tree ensembles)
 std::span<const KernelDef> ml_svm_kernels();        // kernels/ml_svm.cpp (ai.onnx.ml support vector machines)
 std::span<const KernelDef> ml_feature_kernels();    // kernels/ml_features.cpp (Imputer, OneHotEncoder, ...)
+std::span<const KernelDef> qlinear_contrib_kernels();  // kernels/qlinear_contrib.cpp (com.microsoft QLinear* ops)
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels, conv_kernels, pool_kernels,
@@ -45,7 +48,7 @@ inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     rnn_kernels,         quant_kernels,  signal_kernels,       random_kernels,
     training_kernels,    einsum_kernels,  gradient_kernels,     attention_kernels,
     transformer_kernels, ml_kernels,     ml_tree_kernels,      ml_svm_kernels,
-    ml_feature_kernels,  image_decoder_kernels, conv_nhwc_kernels,
+    ml_feature_kernels,  image_decoder_kernels, conv_nhwc_kernels, qconv_kernels, qmatmul_kernels, qlinear_contrib_kernels,
 };
 
 }  // namespace onyx::cpu

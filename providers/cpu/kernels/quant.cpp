@@ -14,6 +14,7 @@
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/qmath.hpp"
 #include "ops/nn.hpp"
 #include "ops/quant.hpp"
 
@@ -140,11 +141,25 @@ inline A divide_in(DType precision, A x, A s) {
   return q;
 }
 
+/// Codecs the vectorised rows (qmath::quantize_row / dequantize_row) handle: 8- and 16-bit integers.
+template <class Q>
+constexpr bool kVectorQ = std::is_same_v<Q, QU8> || std::is_same_v<Q, QI8> || std::is_same_v<Q, IntQ<uint16_t, 0, 65535>> ||
+                          std::is_same_v<Q, IntQ<int16_t, -32768, 32767>>;
+/// ... from float or float16 x with the division in float.
+template <class X, class Q, class A>
+constexpr bool kVectorQuantize = kVectorQ<Q> && std::is_same_v<A, float> && (std::is_same_v<X, float> || std::is_same_v<X, Float16>);
+
 template <class X, class Q, class A>
 void quantize_loop(const X* x, typename Q::storage* y, const A* sc, const A* zp, const QuantSplit& qs, int64_t n,
                    bool sat, DType pr, ThreadPool& pool) {
   if (qs.kind == QuantKind::kPerTensor) {
     const A s = sc[0], z = zp ? zp[0] : A(0);
+    if constexpr (kVectorQuantize<X, Q, A>) {
+      if (pr == DType::kFloat) {
+        parallel_range(pool, n, 1, [&](int64_t i0, int64_t i1) { qmath::quantize_row(x + i0, y + i0, i1 - i0, s, z); });
+        return;
+      }
+    }
     parallel_range(pool, n, 8, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) y[i] = Q::quantize(divide_in(pr, static_cast<A>(to_acc(x[i])), s), z, sat);
     });
@@ -159,6 +174,12 @@ void quantize_loop(const X* x, typename Q::storage* y, const A* sc, const A* zp,
       auto* yr = y + r * inner;
       if (!blocked) {
         const A s = sc[d], z = zp ? zp[d] : A(0);
+        if constexpr (kVectorQuantize<X, Q, A>) {
+          if (pr == DType::kFloat && inner >= qmath::kLanes) {
+            qmath::quantize_row(xr, yr, inner, s, z);
+            continue;
+          }
+        }
         for (int64_t i = 0; i < inner; ++i) yr[i] = Q::quantize(divide_in(pr, static_cast<A>(to_acc(xr[i])), s), z, sat);
       } else {
         const int64_t base = (o * qs.nblocks + d / qs.block) * inner;
@@ -229,8 +250,16 @@ void dequantize_loop(const typename Q::storage* x, Y* y, const float* sc, const 
       return from_acc<Y>(static_cast<float>(static_cast<int64_t>(v) - static_cast<int64_t>(z)) * s);
     }
   };
+  // 8- and 16-bit integers to float or float16: the vectorised rows.
+  constexpr bool vec = kVectorQ<Q> && (std::is_same_v<Y, float> || std::is_same_v<Y, Float16>);
   if (qs.kind == QuantKind::kPerTensor) {
     const float s = sc[0], z = zp ? zp[0] : 0.0f;
+    if constexpr (vec) {
+      parallel_range(pool, n, 1, [&](int64_t i0, int64_t i1) {
+        qmath::dequantize_row(x + i0, y + i0, i1 - i0, s, static_cast<int32_t>(z));
+      });
+      return;
+    }
     parallel_range(pool, n, 4, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) y[i] = one(x[i], s, z);
     });
@@ -245,6 +274,12 @@ void dequantize_loop(const typename Q::storage* x, Y* y, const float* sc, const 
       Y* yr = y + r * inner;
       if (!blocked) {
         const float s = sc[d], z = zp ? zp[d] : 0.0f;
+        if constexpr (vec) {
+          if (inner >= qmath::kLanes) {
+            qmath::dequantize_row(xr, yr, inner, s, static_cast<int32_t>(z));
+            continue;
+          }
+        }
         for (int64_t i = 0; i < inner; ++i) yr[i] = one(xr[i], s, z);
       } else {
         const int64_t base = (o * qs.nblocks + d / qs.block) * inner;
@@ -291,28 +326,10 @@ std::unique_ptr<Kernel> make_dequantize(const KernelCreateInfo&) { return make_f
 
 void dynamic_quantize_compute(const int&, KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const int64_t n = x.numel();
-  const float* px = x.data<float>();
-  // The range always includes 0 so that 0 is exactly representable.
-  float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    lo = std::min(lo, px[i]);
-    hi = std::max(hi, px[i]);
-  }
-  const float scale = (hi - lo) / 255.0f;
-  float zp = 0.0f;
-  if (scale > 0.0f && std::isfinite(scale)) zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
-  if (ctx.has_output(1)) *ctx.output(1).data<float>() = scale;
-  if (ctx.has_output(2)) *ctx.output(2).data<uint8_t>() = static_cast<uint8_t>(zp);
-  if (!ctx.has_output(0)) return;
-  uint8_t* py = ctx.output(0).data<uint8_t>();
-  if (!(scale > 0.0f)) {
-    std::memset(py, 0, static_cast<size_t>(n));
-    return;
-  }
-  parallel_range(ctx.pool(), n, 8, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) py[i] = QU8::quantize(px[i] / scale, zp, true);
-  });
+  uint8_t* py = ctx.has_output(0) ? ctx.output(0).data<uint8_t>() : nullptr;
+  const DynamicQuant q = dynamic_quantize_u8(x.data<float>(), x.numel(), py, ctx.pool());
+  if (ctx.has_output(1)) *ctx.output(1).data<float>() = q.scale;
+  if (ctx.has_output(2)) *ctx.output(2).data<uint8_t>() = static_cast<uint8_t>(q.zero_point);
 }
 
 std::unique_ptr<Kernel> make_dynamic_quantize(const KernelCreateInfo&) { return make_fn_kernel(0, dynamic_quantize_compute); }
@@ -750,13 +767,47 @@ const KernelDef kDefs[] = {
     {"", "DequantizeLinear", 21, 99, {{0, kQ8 | kInt32 | kF8 | kQ21Extra}, {-1, kDeqOut}}, make_dequantize},
     {"", "DynamicQuantizeLinear", 11, 99, {{0, kFloat}}, make_dynamic_quantize},
     {"", "QLinearConv", 10, 99, {{0, kQ8}, {3, kQ8}}, make_qlinear_conv},
-    {"", "QLinearMatMul", 10, 20, {{0, kQ8}, {3, kQ8}}, make_qlinear_matmul},
-    {"", "QLinearMatMul", 21, 99, {{0, kQ8 | kF8}, {3, kQ8 | kF8}}, make_qlinear_matmul},
     {"", "ConvInteger", 10, 99, {{0, kQ8}, {1, kQ8}}, make_conv_integer},
-    {"", "MatMulInteger", 10, 99, {{0, kQ8}, {1, kQ8}}, make_matmul_integer},
 };
 
 }  // namespace
+
+DynamicQuant dynamic_quantize_u8(const float* x, int64_t n, uint8_t* y, ThreadPool& pool) {
+  // The range always includes 0 so that 0 is exactly representable (NaNs are skipped). Per
+  // part of the input, then over the parts.
+  constexpr int64_t kParts = 64;
+  const int64_t per = std::max<int64_t>(1, (n + kParts - 1) / kParts);
+  float part_lo[kParts], part_hi[kParts];
+  parallel_range(pool, kParts, per, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      part_lo[p] = part_hi[p] = 0.0f;
+      const int64_t b = p * per;
+      if (b < n) qmath::min_max(x + b, std::min(per, n - b), part_lo[p], part_hi[p]);
+    }
+  });
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t p = 0; p < kParts; ++p) {
+    lo = std::min(lo, part_lo[p]);
+    hi = std::max(hi, part_hi[p]);
+  }
+  DynamicQuant q;
+  q.scale = (hi - lo) / 255.0f;
+  float zp = 0.0f;
+  if (q.scale > 0.0f && std::isfinite(q.scale)) zp = std::nearbyint(std::clamp(0.0f - lo / q.scale, 0.0f, 255.0f));
+  q.zero_point = static_cast<int32_t>(zp);
+  if (!y) return q;
+  if (!(q.scale > 0.0f)) {
+    std::memset(y, 0, static_cast<size_t>(n));
+    return q;
+  }
+  parallel_range(pool, n, 1, [&](int64_t i0, int64_t i1) { qmath::quantize_row(x + i0, y + i0, i1 - i0, q.scale, zp); });
+  return q;
+}
+
+// The loops behind qmatmul.cpp's kernels, for what those do not take (a batched B, per-row A
+// parameters, float8).
+std::unique_ptr<Kernel> make_matmul_integer_reference(const KernelCreateInfo& info) { return make_matmul_integer(info); }
+std::unique_ptr<Kernel> make_qlinear_matmul_reference(const KernelCreateInfo& info) { return make_qlinear_matmul(info); }
 
 std::span<const KernelDef> quant_kernels() { return kDefs; }
 

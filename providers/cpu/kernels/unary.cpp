@@ -445,6 +445,61 @@ void cast_narrow(const Tensor& in, Tensor& out, const NarrowCast& how) {
   }
 }
 
+/// float32 <-> float16 / bfloat16, `n` elements, vectorised (F16C / AVX-512 conversions for
+/// float16, integer rounding to nearest even for bfloat16: the same bits as Float16::from_float
+/// and BFloat16::from_float give, NaN included). False for other type pairs.
+bool cast_half(DType from, DType to, const void* src, void* dst, int64_t n, ThreadPool& pool) {
+  const bool to_half = from == DType::kFloat && (to == DType::kFloat16 || to == DType::kBFloat16);
+  const bool from_half = to == DType::kFloat && (from == DType::kFloat16 || from == DType::kBFloat16);
+  if (!to_half && !from_half) return false;
+  const bool bf16 = from == DType::kBFloat16 || to == DType::kBFloat16;
+  constexpr int64_t kBlock = 1024;
+  parallel_range(pool, (n + kBlock - 1) / kBlock, kBlock, [&](int64_t b0, int64_t b1) {
+    const int64_t i0 = b0 * kBlock, i1 = std::min(n, b1 * kBlock);
+    int64_t i = i0;
+    if (from_half) {
+      const auto* s = static_cast<const uint16_t*>(src);
+      float* d = static_cast<float*>(dst);
+      if (bf16) {
+        for (; i < i1; ++i) {
+          const uint32_t u = static_cast<uint32_t>(s[i]) << 16;  // exact; the compiler vectorises it
+          std::memcpy(d + i, &u, 4);
+        }
+        return;
+      }
+#if defined(__AVX512F__)
+      for (; i + 16 <= i1; i += 16)
+        _mm512_storeu_ps(d + i, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
+#elif defined(__F16C__)
+      for (; i + 8 <= i1; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+#endif
+      for (; i < i1; ++i) d[i] = Float16::to_float(s[i]);
+      return;
+    }
+    const float* s = static_cast<const float*>(src);
+    auto* d = static_cast<uint16_t*>(dst);
+    if (bf16) {
+      for (; i < i1; ++i) {  // BFloat16::from_float, written so that it vectorises
+        uint32_t u;
+        std::memcpy(&u, s + i, 4);
+        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        const uint32_t nan = ((u >> 16) & 0x8000u) | 0x7fc0u;
+        d[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+      }
+      return;
+    }
+#if defined(__AVX512F__)
+    for (; i + 16 <= i1; i += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#elif defined(__F16C__)
+    for (; i + 8 <= i1; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < i1; ++i) d[i] = Float16::from_float(s[i]);
+  });
+  return true;
+}
+
 void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, const NarrowCast& how) {
   const DType from = in.dtype(), to = out.dtype();
   const int64_t n = in.numel();
@@ -456,6 +511,7 @@ void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, const NarrowCa
     cast_narrow(in, out, how);
     return;
   }
+  if (cast_half(from, to, in.raw_data(), out.raw_data(), n, pool)) return;
   if (to == DType::kString) {
     auto* d = static_cast<std::string*>(out.raw_data());
     dispatch_numeric(from, [&]<class S>() {

@@ -114,7 +114,7 @@ inline vf sigmoid(vf x) {
 /// Square root per lane (correctly rounded, NaN below zero, as std::sqrt).
 inline vf vsqrt(vf x) {
 #if defined(__AVX512F__)
-  return _mm512_sqrt_ps(x);
+  return _mm512_maskz_sqrt_ps(0xffff, x);  // (the masked form: the plain one passes GCC 12 an undefined source it warns about)
 #elif defined(__AVX__)
   return reinterpret_cast<vf>(_mm256_sqrt_ps(reinterpret_cast<__m256>(x)));
 #else

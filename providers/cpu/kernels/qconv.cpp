@@ -1,0 +1,512 @@
+// CPU kernels for 8-bit convolutions channels-last (the onyx.nhwc form of QLinearConv, and the
+// int8 MaxPool form): x [N, H, W, C] and y [N, OH, OW, M], uint8 or int8, weights int8 or uint8
+// per tensor or per output channel.
+// - Group 1: one integer GEMM (qgemm.hpp) with pixels as rows, the windows read in place from the
+//   input (a copy padded with the input's zero point only where windows reach outside it, or
+//   where C is not a multiple of 4), the requantisation in the GEMM's epilogue.
+// - Depthwise: per output pixel, a vector of channels at a time, in float32 (every partial sum
+//   of at most 258 taps of products of 9-bit integers is an integer below 2^24, so exact); the
+//   bias is added as an integer and the result requantised as the GEMM's epilogue does.
+// Requantisation: q = clamp(round_half_even((acc + bias) * x_scale * w_scale / y_scale) + y_zp),
+// the multiplier computed in float32 in that order (as ONNX Runtime does).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/common.hpp"
+#include "kernels/manifest.hpp"
+#include "kernels/qgemm.hpp"
+#include "kernels/qmath.hpp"
+#include "kernels/vmath.hpp"
+#include "ops/layout.hpp"
+#include "ops/nn.hpp"
+
+namespace onyx::cpu {
+
+namespace {
+
+using vmath::kLanes;
+using vmath::vf;
+using vmath::vi;
+
+const TypeInfo* type_at(const std::vector<const TypeInfo*>& types, size_t i) {
+  return i < types.size() ? types[i] : nullptr;
+}
+
+bool accepts_qconv(const Node& node, const std::vector<const TypeInfo*>& in, Decline* why) {
+  const TypeInfo* x = type_at(in, 0);
+  const TypeInfo* w = type_at(in, 3);
+  if (!x || !x->has_shape || x->shape.size() != 4)
+    return decline(why, DeclineCode::kUnsupportedType, "channels-last QLinearConv on the CPU is 2-D only (rank-4 input)");
+  if (x->shape[3] <= 0) return decline(why, DeclineCode::kDynamicShape, "channels-last QLinearConv needs its channel count");
+  if (!w || !w->has_shape || w->shape.size() != 4 || w->shape[0] <= 0 || w->shape[1] <= 0)
+    return decline(why, DeclineCode::kDynamicShape, "channels-last QLinearConv on the CPU needs a 4-d weight of known shape");
+  const int64_t group = node.attr_int("group", 1), C = x->shape[3];
+  if (group == 1 || (w->shape[1] == 1 && group == C && w->shape[0] == C)) return true;
+  return decline(why, DeclineCode::kUnsupportedAttribute,
+                 str("channels-last QLinearConv on the CPU: group 1 or depthwise only (group ", group, ")"));
+}
+
+bool accepts_qpool(const Node& node, const std::vector<const TypeInfo*>& in, Decline* why) {
+  const TypeInfo* x = type_at(in, 0);
+  if (!x || !x->has_shape || x->shape.size() != 4)
+    return decline(why, DeclineCode::kUnsupportedType, "channels-last 8-bit MaxPool on the CPU is 2-D only (rank-4 input)");
+  if (x->shape[3] <= 0) return decline(why, DeclineCode::kDynamicShape, "channels-last MaxPool needs its channel count");
+  return true;
+}
+
+/// A scalar or per-channel float parameter (scales) as `count` values.
+void read_params(const Tensor& t, int64_t count, float* out, const char* name, int idx, const Node& node) {
+  if (!(t.numel() == 1 || (t.rank() == 1 && t.numel() == count)))
+    fail(ErrorCode::kInvalidArgument, node.label(), ": ", name, " (input ", idx, ") must be a scalar or have ", count,
+         " values, got shape ", t.shape().to_string());
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t k = t.numel() == 1 ? 0 : i;
+    switch (t.dtype()) {
+      case DType::kFloat: out[i] = t.data<float>()[k]; break;
+      case DType::kFloat16: out[i] = Float16::to_float(t.data<Float16>()[k]); break;
+      case DType::kBFloat16: out[i] = BFloat16::to_float(t.data<BFloat16>()[k]); break;
+      default: fail(ErrorCode::kInvalidArgument, node.label(), ": ", name, " (input ", idx, ") must be float, got ", dtype_name(t.dtype()));
+    }
+  }
+}
+
+/// A scalar or per-channel 8-bit zero point (of `dt`) as int32 values.
+void read_zps(const Tensor* t, DType dt, int64_t count, int32_t* out, const char* name, int idx, const Node& node) {
+  if (!t) {
+    std::fill(out, out + count, 0);
+    return;
+  }
+  if (t->dtype() != dt)
+    fail(ErrorCode::kInvalidArgument, node.label(), ": ", name, " (input ", idx, ") has type ", dtype_name(t->dtype()),
+         ", its tensor ", dtype_name(dt));
+  if (!(t->numel() == 1 || (t->rank() == 1 && t->numel() == count)))
+    fail(ErrorCode::kInvalidArgument, node.label(), ": ", name, " (input ", idx, ") must be a scalar or have ", count,
+         " values, got shape ", t->shape().to_string());
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t raw = static_cast<const uint8_t*>(t->raw_data())[t->numel() == 1 ? 0 : i];
+    out[i] = dt == DType::kInt8 ? static_cast<int32_t>(static_cast<int8_t>(raw)) : static_cast<int32_t>(raw);
+  }
+}
+
+bool is_q8(DType t) { return t == DType::kUInt8 || t == DType::kInt8; }
+
+/// The zero-padded input of a channels-last window: the rows and columns the windows span from
+/// (-top, -left), channels rounded up to `cp`, filled with the zero point; `needed` when the
+/// windows reach outside the input or the channels are rounded up (else the input is read as it
+/// is, H and W its own).
+struct QPadded {
+  int64_t H = 0, W = 0, top = 0, left = 0, cp = 0;
+  bool needed = false;
+  static QPadded of(const WindowGeometry& g, int64_t in_h, int64_t in_w, int64_t c, int64_t cp) {
+    QPadded p;
+    p.H = (g.out[0] - 1) * g.stride[0] + (g.kernel[0] - 1) * g.dilation[0] + 1;
+    p.W = (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
+    p.top = g.pad_begin[0];
+    p.left = g.pad_begin[1];
+    p.cp = cp;
+    p.needed = p.top > 0 || p.left > 0 || p.H > in_h || p.W > in_w || cp != c;
+    if (!p.needed) {
+      p.H = in_h;
+      p.W = in_w;
+    }
+    return p;
+  }
+  /// Writes the copy of n_images images [h, w, c] to dst ([n_images, H, W, cp]).
+  void copy(const uint8_t* src, int64_t n_images, int64_t h, int64_t w, int64_t c, uint8_t fill, uint8_t* dst,
+            ThreadPool& pool) const {
+    // Columns [lo, hi) of a padded row come from the input (column j is input column j - left).
+    const int64_t lo = std::min(left, W), hi = std::clamp(w + left, lo, W);
+    parallel_range(pool, n_images * H, W * cp, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / H, ih = r % H - top;
+        uint8_t* d = dst + r * W * cp;
+        if (ih < 0 || ih >= h || cp != c) std::memset(d, fill, static_cast<size_t>(W * cp));
+        if (ih < 0 || ih >= h) continue;
+        const uint8_t* s = src + ((n * h + ih) * w + lo - left) * c;
+        if (cp == c) {
+          std::memset(d, fill, static_cast<size_t>(lo * cp));
+          std::memcpy(d + lo * cp, s, static_cast<size_t>((hi - lo) * c));
+          std::memset(d + hi * cp, fill, static_cast<size_t>((W - hi) * cp));
+          continue;
+        }
+        for (int64_t j = lo; j < hi; ++j) std::memcpy(d + j * cp, s + (j - lo) * c, static_cast<size_t>(c));
+      }
+    });
+  }
+};
+
+// ---- depthwise, in float32 ----
+
+/// kLanes (or `lanes` < kLanes) bytes at p as floats, read as int8 when kSigned.
+template <bool kSigned>
+inline vf load_bytes(const uint8_t* p, int64_t lanes) {
+  using S = std::conditional_t<kSigned, int8_t, uint8_t>;
+  const S* q = reinterpret_cast<const S*>(p);
+  return __builtin_convertvector(lanes == kLanes ? qmath::load_int(q) : qmath::load_int_n(q, lanes), vf);
+}
+
+struct DwArgs {
+  const float* taps;     // [T][C]: w - w_zp
+  const float* tap_sum;  // [C]: x_zp * sum over taps (taken off the raw sum)
+  const int32_t* bias;   // [C] or null
+  const float* mult;     // [C]
+  int32_t y_zp, lo, hi;
+};
+
+/// Requantises kLanes (or `lanes`) exact sums of channels c.. and stores them at y + c.
+template <bool kYSigned>
+inline void dw_store(const DwArgs& a, vf acc, int64_t c, int64_t lanes, uint8_t* y) {
+  vi s = __builtin_convertvector(acc, vi);
+  if (a.bias) {
+    vi b{};
+    std::memcpy(&b, a.bias + c, static_cast<size_t>(lanes) * 4);
+    s += b;
+  }
+  const vf m = lanes == kLanes ? vmath::load(a.mult + c) : vmath::load_n(a.mult + c, lanes);
+  vf f = __builtin_convertvector(s, vf) * m;
+  f = qmath::clamp(f, vmath::splat(static_cast<float>(a.lo - a.y_zp)), vmath::splat(static_cast<float>(a.hi - a.y_zp)));
+  const vi q = qmath::round_even(f) + a.y_zp;
+  using S = std::conditional_t<kYSigned, int8_t, uint8_t>;
+  S* dst = reinterpret_cast<S*>(y + c);
+  if (lanes == kLanes)
+    qmath::store_int(dst, q);
+  else
+    qmath::store_int_n(dst, q, lanes);
+}
+
+/// `lanes` (< kLanes) channels from c of one output pixel whose taps are at win + toff[t]: the
+/// sum over taps of x w' - x_zp sum w' (exact), requantised.
+template <bool kXSigned, bool kYSigned>
+inline void dw_pixel_tail(const DwArgs& a, const uint8_t* win, const int64_t* toff, int64_t T, int64_t C, int64_t c,
+                          int64_t lanes, uint8_t* y) {
+  vf acc{};
+  for (int64_t t = 0; t < T; ++t) acc += load_bytes<kXSigned>(win + toff[t] + c, lanes) * vmath::load_n(a.taps + t * C + c, lanes);
+  acc -= vmath::load_n(a.tap_sum + c, lanes);
+  dw_store<kYSigned>(a, acc, c, lanes, y);
+}
+
+/// A whole vector of channels from c along one output row: the taps' weights stay in registers
+/// (kT of them; 0: T at run time) while the row's pixels go by.
+template <bool kXSigned, bool kYSigned, int kT>
+inline void dw_row_block(const DwArgs& a, const uint8_t* row, int64_t sw, const int64_t* toff, int64_t T, int64_t C, int64_t c,
+                         int64_t OW, uint8_t* y) {
+  constexpr int kMax = kT > 0 ? kT : 1;
+  vf w[kMax];
+  if constexpr (kT > 0)
+    for (int t = 0; t < kT; ++t) w[t] = vmath::load(a.taps + t * C + c);
+  const vf ts = vmath::load(a.tap_sum + c);
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const uint8_t* win = row + ow * sw * C + c;
+    vf acc = -ts;
+    if constexpr (kT > 0) {
+      for (int t = 0; t < kT; ++t) acc += load_bytes<kXSigned>(win + toff[t], kLanes) * w[t];
+    } else {
+      for (int64_t t = 0; t < T; ++t) acc += load_bytes<kXSigned>(win + toff[t], kLanes) * vmath::load(a.taps + t * C + c);
+    }
+    dw_store<kYSigned>(a, acc, c, kLanes, y + ow * C);
+  }
+}
+
+template <bool kXSigned, bool kYSigned>
+void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t images, int64_t C, const WindowGeometry& g,
+                 uint8_t* y, ThreadPool& pool) {
+  const int64_t OH = g.out[0], OW = g.out[1], KH = g.kernel[0], KW = g.kernel[1], T = KH * KW;
+  int64_t toff[64];
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t kw = 0; kw < KW; ++kw) toff[kh * KW + kw] = (kh * g.dilation[0] * pad.W + kw * g.dilation[1]) * C;
+  parallel_range(pool, images * OH, OW * C * T, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      const uint8_t* row = xp + (n * pad.H + oh * g.stride[0]) * pad.W * C;
+      uint8_t* yr = y + r * OW * C;
+      int64_t c = 0;
+      for (; c + kLanes <= C; c += kLanes) {
+        if (T == 9)
+          dw_row_block<kXSigned, kYSigned, 9>(a, row, g.stride[1], toff, T, C, c, OW, yr);
+        else
+          dw_row_block<kXSigned, kYSigned, 0>(a, row, g.stride[1], toff, T, C, c, OW, yr);
+      }
+      if (c < C)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          dw_pixel_tail<kXSigned, kYSigned>(a, row + ow * g.stride[1] * C, toff, T, C, c, C - c, yr + ow * C);
+    }
+  });
+}
+
+/// Largest kernel volume of the float32 depthwise path (exact sums; the tap pointer array).
+constexpr int64_t kMaxDwTaps = 64;
+
+class QConvNhwcKernel final : public Kernel {
+ public:
+  explicit QConvNhwcKernel(const KernelCreateInfo& info)
+      : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), group_(info.node.attr_int("group", 1)) {
+    if (group_ <= 0) fail(ErrorCode::kInvalidGraph, node_.label(), ": group must be positive");
+    const Tensor* w = info.constant(3);
+    const Tensor* wz = info.node.has_input(5) ? info.constant(5) : nullptr;
+    const bool wz_ok = !info.node.has_input(5) || wz;
+    if (w && w->rank() == 4 && is_q8(w->dtype()) && wz_ok) prepared_ = prepare(*w, wz);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& xs = ctx.input(1);
+    const Tensor* xz = ctx.optional_input(2);
+    const Tensor& w = ctx.input(3);
+    const Tensor& ws = ctx.input(4);
+    const Tensor* wz = ctx.optional_input(5);
+    const Tensor& ys = ctx.input(6);
+    const Tensor* yz = ctx.optional_input(7);
+    const Tensor* bias = ctx.optional_input(8);
+    Tensor& y = ctx.output(0);
+    if (x.rank() != 4 || w.rank() != 4)
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": channels-last QLinearConv needs a 4-d input and weight, got ",
+           x.shape().to_string(), " and ", w.shape().to_string());
+    if (!is_q8(x.dtype()) || !is_q8(w.dtype()) || !is_q8(y.dtype()))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": x, w and y must be uint8 or int8");
+    const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), M = w.dim(0);
+    if (w.dim(1) * group_ != C || (group_ != 1 && (group_ != C || M != C)))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": input channels ", C, " and weight ", w.shape().to_string(),
+           " do not fit group ", group_);
+    if (bias && (bias->dtype() != DType::kInt32 || bias->rank() != 1 || bias->dim(0) != M))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": B (input 8) must be int32 with ", M, " values, got ",
+           dtype_name(bias->dtype()), bias->shape().to_string());
+    const int64_t KH = w.dim(2), KW = w.dim(3);
+    const WindowGeometry g = window_geometry(attrs_, node_, Shape{H, W}, Shape{KH, KW});
+    int32_t xzv = 0, yzv = 0;
+    float xsv = 0, ysv = 0;
+    read_zps(xz, x.dtype(), 1, &xzv, "x_zero_point", 2, node_);
+    read_zps(yz, y.dtype(), 1, &yzv, "y_zero_point", 7, node_);
+    read_params(xs, 1, &xsv, "x_scale", 1, node_);
+    read_params(ys, 1, &ysv, "y_scale", 6, node_);
+    if (y.numel() == 0) return;
+    const bool depthwise = group_ != 1;
+    if (depthwise && KH * KW > kMaxDwTaps)
+      fail(ErrorCode::kNotImplemented, node_.label(), ": channels-last depthwise QLinearConv takes at most ", kMaxDwTaps,
+           " taps, got ", KH, "x", KW);
+    // Weights: prepared at creation (constant), else now.
+    Prepared now;
+    const Prepared* p = &prepared_;
+    if (p->M != M || p->C != C || p->KH != KH || p->KW != KW || p->w_dtype != w.dtype()) {
+      now = prepare(w, wz);
+      p = &now;
+    }
+    float* mult = nullptr;
+    float* wsv = nullptr;
+    float* tap_sum = nullptr;
+    carve(Workspace::kQuant, [&](Carver& c) {
+      mult = c.take<float>(M);
+      wsv = c.take<float>(M);
+      tap_sum = depthwise ? c.take<float>(M) : nullptr;
+    });
+    read_params(ws, M, wsv, "w_scale", 4, node_);
+    for (int64_t m = 0; m < M; ++m) mult[m] = xsv * wsv[m] / ysv;
+    const bool y_signed = y.dtype() == DType::kInt8, x_signed = x.dtype() == DType::kInt8;
+    const int32_t lo = y_signed ? -128 : 0, hi = y_signed ? 127 : 255;
+    const int32_t* pb = bias ? bias->data<int32_t>() : nullptr;
+    const auto* px = static_cast<const uint8_t*>(x.raw_data());
+    auto* py = static_cast<uint8_t*>(y.raw_data());
+    const int64_t OH = g.out[0], OW = g.out[1], pixels = OH * OW;
+    const int64_t cp = depthwise ? C : (C + 3) / 4 * 4;
+    const QPadded pad = QPadded::of(g, H, W, C, cp);
+    // Images in groups whose padded copy and pixel offsets stay within about 64 MiB.
+    const int64_t per_image = (pad.needed ? pad.H * pad.W * cp : 0) + 8 * pixels;
+    const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 26) / std::max<int64_t>(1, per_image), 1, N);
+    const int64_t quads = KH * KW * cp / 4;
+    uint8_t* xp = nullptr;
+    int64_t* row_off = nullptr;
+    int64_t* quad_off = nullptr;
+    carve(Workspace::kConv, [&](Carver& c) {
+      xp = pad.needed ? c.take<uint8_t>(chunk * pad.H * pad.W * cp) : nullptr;
+      row_off = depthwise ? nullptr : c.take<int64_t>(chunk * pixels);
+      quad_off = depthwise ? nullptr : c.take<int64_t>(quads);
+    });
+    if (depthwise) {
+      for (int64_t ch = 0; ch < C; ++ch) {
+        float s = 0;
+        for (int64_t t = 0; t < KH * KW; ++t) s += p->taps[static_cast<size_t>(t * C + ch)];
+        tap_sum[ch] = static_cast<float>(xzv) * s;  // exact: integers below 2^24
+      }
+    } else {
+      for (int64_t q = 0, kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw)
+          for (int64_t c4 = 0; c4 < cp; c4 += 4) quad_off[q++] = (kh * g.dilation[0] * pad.W + kw * g.dilation[1]) * cp + c4;
+    }
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t images = std::min(chunk, N - n0);
+      const uint8_t* base = px + n0 * H * W * C;
+      if (pad.needed) {
+        pad.copy(base, images, H, W, C, static_cast<uint8_t>(xzv), xp, ctx.pool());
+        base = xp;
+      }
+      uint8_t* yb = py + n0 * pixels * M;
+      if (depthwise) {
+        const DwArgs a{p->taps.data(), tap_sum, pb, mult, yzv, lo, hi};
+        auto run = [&]<bool XS, bool YS>() { depthwise_q<XS, YS>(a, base, pad, images, C, g, yb, ctx.pool()); };
+        if (x_signed)
+          y_signed ? run.template operator()<true, true>() : run.template operator()<true, false>();
+        else
+          y_signed ? run.template operator()<false, true>() : run.template operator()<false, false>();
+        continue;
+      }
+      for (int64_t i = 0, n = 0; n < images; ++n)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * pad.H + oh * g.stride[0]) * pad.W + ow * g.stride[1]) * cp;
+      QGemmA a;
+      a.base = base;
+      a.is_signed = x_signed;
+      a.zero_point = xzv;
+      // A 1x1 window at stride 1 over an unpadded input: A is the input itself, [pixels, C].
+      if (KH == 1 && KW == 1 && g.stride[0] == 1 && g.stride[1] == 1 && !pad.needed) {
+        a.lda = cp;
+      } else {
+        a.row_off = row_off;
+        a.quad_off = quad_off;
+      }
+      QGemmOut o;
+      o.kind = QGemmOut::Kind::kQuant8;
+      o.c = yb;
+      o.ldc = M;
+      o.bias_i = pb;
+      o.scale = mult;
+      o.out_zp = yzv;
+      o.lo = lo;
+      o.hi = hi;
+      o.out_signed = y_signed;
+      qgemm(a, p->packed, images * pixels, o, &ctx.pool());
+    }
+  }
+
+ private:
+  struct Prepared {
+    int64_t M = -1, C = -1, KH = -1, KW = -1;
+    DType w_dtype = DType::kUndefined;
+    QPackedB packed;          // group 1: B[(kh KW + kw) cp + c][m]
+    std::vector<float> taps;  // depthwise: taps[(kh KW + kw) C + c] = w - w_zp
+  };
+
+  Prepared prepare(const Tensor& w, const Tensor* wz) const {
+    Prepared p;
+    p.M = w.dim(0);
+    p.KH = w.dim(2);
+    p.KW = w.dim(3);
+    p.w_dtype = w.dtype();
+    const int64_t M = p.M, Cg = w.dim(1), T = p.KH * p.KW;
+    p.C = Cg * group_;
+    std::vector<int32_t> zp(static_cast<size_t>(M));
+    read_zps(wz, w.dtype(), M, zp.data(), "w_zero_point", 5, node_);
+    const auto* pw = static_cast<const uint8_t*>(w.raw_data());
+    const bool w_signed = w.dtype() == DType::kInt8;
+    if (group_ != 1) {
+      p.taps.assign(static_cast<size_t>(T * M), 0.0f);
+      for (int64_t c = 0; c < M; ++c)
+        for (int64_t t = 0; t < T; ++t) {
+          const int32_t v = w_signed ? static_cast<int8_t>(pw[c * T + t]) : pw[c * T + t];
+          p.taps[static_cast<size_t>(t * M + c)] = static_cast<float>(v - zp[static_cast<size_t>(c)]);
+        }
+      return p;
+    }
+    // B[k][m] with k = (tap, channel rounded up to 4): the padded channels' rows hold the
+    // weights' zero point (their value minus it is 0).
+    const int64_t cp = (Cg + 3) / 4 * 4, K = T * cp;
+    std::vector<uint8_t> b(static_cast<size_t>(K * M));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t c = 0; c < cp; ++c)
+          b[static_cast<size_t>((t * cp + c) * M + m)] =
+              c < Cg ? pw[(m * Cg + c) * T + t] : static_cast<uint8_t>(zp[static_cast<size_t>(m)]);
+    const bool per_channel = wz && wz->numel() != 1;
+    p.packed = qpack_b(b.data(), !w_signed, K, M, M, 1, zp.data(), per_channel ? M : 1);
+    return p;
+  }
+
+  const Node& node_;
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  Prepared prepared_;
+};
+
+std::unique_ptr<Kernel> make_qconv_nhwc(const KernelCreateInfo& info) { return std::make_unique<QConvNhwcKernel>(info); }
+
+// ---- MaxPool over 8-bit values, channels-last ----
+
+struct QMaxPoolNhwc {
+  WindowAttrs attrs;
+  Shape kernel;
+};
+
+/// Running maximum of n bytes: y = max(y, x), as T (uint8 or int8), a register at a time.
+template <class T>
+inline void max_bytes(T* __restrict y, const T* __restrict x, int64_t n) {
+  typedef T vb __attribute__((vector_size(32)));
+  int64_t c = 0;
+  for (; c + 32 <= n; c += 32) {
+    vb a, b;
+    std::memcpy(&a, y + c, 32);
+    std::memcpy(&b, x + c, 32);
+    a = a > b ? a : b;
+    std::memcpy(y + c, &a, 32);
+  }
+  for (; c < n; ++c) y[c] = std::max(y[c], x[c]);
+}
+
+template <class T>
+void qmaxpool(const QMaxPoolNhwc& st, const Node& node, const Tensor& x, Tensor& y, ThreadPool& pool) {
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+  const WindowGeometry g = window_geometry(st.attrs, node, Shape{H, W}, st.kernel);
+  const int64_t OH = g.out[0], OW = g.out[1];
+  const T* px = static_cast<const T*>(x.raw_data());
+  T* py = static_cast<T*>(y.raw_data());
+  parallel_range(pool, N * OH, OW * C * g.kernel.numel(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        T* yp = py + (r * OW + ow) * C;
+        std::fill(yp, yp + C, std::numeric_limits<T>::lowest());
+        for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+            const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
+            if (iw < 0 || iw >= W) continue;
+            max_bytes(yp, px + ((n * H + ih) * W + iw) * C, C);
+          }
+        }
+      }
+    }
+  });
+}
+
+void qmaxpool_compute(const QMaxPoolNhwc& st, KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (x.rank() != 4) fail(ErrorCode::kInvalidArgument, ctx.node().label(), ": channels-last MaxPool needs a 4-d input");
+  if (y.numel() == 0) return;
+  if (x.dtype() == DType::kUInt8)
+    qmaxpool<uint8_t>(st, ctx.node(), x, y, ctx.pool());
+  else
+    qmaxpool<int8_t>(st, ctx.node(), x, y, ctx.pool());
+}
+
+std::unique_ptr<Kernel> make_qmaxpool_nhwc(const KernelCreateInfo& info) {
+  QMaxPoolNhwc st{WindowAttrs::of(info.node, true), Shape(info.node.attr_ints("kernel_shape"))};
+  if (st.kernel.size() != 2)
+    fail(ErrorCode::kInvalidGraph, info.node.label(), ": kernel_shape must have 2 values for a 2-d MaxPool");
+  return make_fn_kernel(st, qmaxpool_compute);
+}
+
+using namespace types;
+constexpr TypeMask kQ8 = type_mask({DType::kUInt8, DType::kInt8});
+constexpr const char* kNhwc = "onyx.nhwc";
+
+const KernelDef kDefs[] = {
+    {kNhwc, "QLinearConv", 10, 99, {{0, kQ8}, {3, kQ8}}, make_qconv_nhwc, accepts_qconv},
+    {kNhwc, "MaxPool", 12, 99, {{0, kQ8}}, make_qmaxpool_nhwc, accepts_qpool},
+};
+
+}  // namespace
+
+std::span<const KernelDef> qconv_kernels() { return kDefs; }
+
+}  // namespace onyx::cpu

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Makes .cache/ort-venv: ONNX Runtime, onnx and onnxconverter-common from PyPI at pinned versions,
+# for the quantized and reduced-precision corpus (tests/models/make_quant_corpus.py, the CTest
+# quant_corpus) and for bench/compare_ort.py. Idempotent: a venv that already holds these versions
+# is kept. Called by scripts/setup.sh; never fails the set-up: the quant_corpus test skips (saying
+# why) when the venv is missing, e.g. when PyPI cannot be reached. About 60 MB to download, 300 MB
+# installed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=.cache/ort-venv
+LOG=.cache/ort-venv.log
+PINS=(
+  onnxruntime==1.32.0 onnx==1.23.2 onnxconverter-common==1.16.0 numpy==2.4.6
+  sympy==1.14.0      # ORT's quant_pre_process (symbolic shape inference)
+  ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19 packaging==26.4 mpmath==1.3.0 typing_extensions==4.16.0
+)
+mkdir -p .cache
+
+pinned() {
+  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "${PINS[@]}" 2>/dev/null <<'EOF'
+import importlib.metadata as md
+import sys
+for pin in sys.argv[1:]:
+    name, version = pin.split("==")
+    if md.version(name) != version:
+        sys.exit(1)
+EOF
+}
+
+if pinned; then
+  echo "ort venv: $VENV present"
+  exit 0
+fi
+{
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check "${PINS[@]}"
+} >"$LOG" 2>&1
+if pinned; then
+  echo "ort venv: made $VENV ($(du -sh "$VENV" | cut -f1))"
+else
+  echo "ort venv: not made (the quant_corpus test will be skipped); see $LOG:"
+  tail -5 "$LOG"
+fi
+exit 0
