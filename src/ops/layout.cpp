@@ -48,7 +48,15 @@ void infer_channels_last(InferContext& ctx) {
 
 }  // namespace
 
+bool has_native_channels_last(const Node& node) {
+  return node.domain == "com.microsoft" && (node.op_type == "QLinearAveragePool" || node.op_type == "QLinearGlobalAveragePool") &&
+         node.attr_int("channels_last", 0) == 0;
+}
+
 bool has_channels_last_form(const Node& node) {
+  if (has_native_channels_last(node))
+    return !node.inputs.empty() && node.inputs[0] >= 0 && node.has_output(0) && node.outputs.size() == 1 &&
+           node.implicit_inputs.empty();
   if (!node.domain.empty() && node.domain != "onyx") return false;
   if ((node.domain == "onyx") != is_onyx_form(node.op_type)) return false;
   bool known = false;

@@ -319,8 +319,9 @@ void infer_matmul_integer(InferContext& ctx) {
 // ---- com.microsoft products over 8-bit operands (ONNX Runtime's quantizers write them) ----
 
 /// QGemm: Y = alpha (A' - a_zp)(B' - b_zp) a_scale b_scale + C (int32, at that scale), A' and B'
-/// transposed by transA / transB; uint8 or int8 Y when y_scale is given (requantised), else
-/// float.
+/// transposed by transA / transB, divided by y_scale when it is given; requantised to y_zero_point's
+/// type (uint8 or int8) when y_zero_point is given, else float (as ONNX Runtime: y_scale alone gives
+/// a float Y in units of y_scale).
 void infer_qgemm(InferContext& ctx) {
   ctx.require_dtype(0, {DType::kUInt8, DType::kInt8});
   ctx.require_dtype(3, {DType::kUInt8, DType::kInt8});
@@ -335,7 +336,6 @@ void infer_qgemm(InferContext& ctx) {
   if (ctx.has_input(7)) {
     ctx.require_dtype(7, {DType::kFloat});
     require_scalar(ctx, 7, "y_scale");
-    out = DType::kUInt8;
   }
   if (ctx.has_input(8)) {
     ctx.require_dtype(8, {DType::kUInt8, DType::kInt8});

@@ -56,7 +56,20 @@ int assign_channels_last(Graph& g, PassContext& ctx) {
       continue;
     }
     Node form = n;
-    form.domain = std::string(kChannelsLastDomain);
+    if (has_native_channels_last(n)) {
+      bool set = false;
+      for (Attribute& a : form.attrs)
+        if (a.name == "channels_last") a.i = 1, set = true;
+      if (!set) {
+        Attribute a;
+        a.name = "channels_last";
+        a.type = AttrType::kInt;
+        a.i = 1;
+        form.attrs.push_back(a);
+      }
+    } else {
+      form.domain = std::string(kChannelsLastDomain);
+    }
     for (size_t i : moved) {
       const int v = n.inputs[i];
       const TypeInfo t = g.values[v].type;  // (a copy: values grow)
@@ -69,7 +82,7 @@ int assign_channels_last(Graph& g, PassContext& ctx) {
       nodes.push_back(std::move(n));
       continue;
     }
-    ctx.log.push_back(str(n.label(), " runs channels-last (", kChannelsLastDomain, "::", n.op_type, ")"));
+    ctx.log.push_back(str(n.label(), " runs channels-last (", form.domain, "::", n.op_type, ")"));
     for (size_t i : moved)
       nodes.push_back(transpose_node(n.name + (i == 0 ? "_to_nhwc" : "_sum_to_nhwc"), n.inputs[i], form.inputs[i], to_last));
     nodes.push_back(std::move(form));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "model_builder.hpp"
@@ -172,5 +173,45 @@ TEST(CpuQLinearConvNhwc, MaxPoolOnBytes) {
       ys.emplace_back(p, p + y.numel());
     }
     EXPECT_EQ(ys[0], ys[1]) << dtype_name(dt);
+  }
+}
+
+TEST(CpuQLinearConvNhwc, ByteAndHalfTransposesMatchTheDefinition) {
+  // The 8- and 16-bit paths of Transpose (register blocks of 16 x 16 bytes or 8 x 8 halves, the
+  // 2-4 channel interleave, and their edges) against the definition, both layout directions.
+  const std::vector<int64_t> shapes[] = {{2, 37, 19, 23}, {1, 3, 17, 33}, {1, 40, 8, 8}, {3, 2, 5, 7}, {1, 33, 16, 16}};
+  for (DType dt : {DType::kUInt8, DType::kFloat16}) {
+    for (const auto& shape : shapes) {
+      for (const std::vector<int64_t>& perm : {std::vector<int64_t>{0, 2, 3, 1}, std::vector<int64_t>{0, 3, 1, 2}}) {
+        GraphSpec g;
+        g.inputs.push_back({"x", dt, shape});
+        g.nodes.push_back({"Transpose", {"x"}, {"y"}, {attr_ints("perm", perm)}, "t"});
+        g.outputs.push_back({"y", dt, {}, {}, true});
+        const std::string m = encode_model(g, 13);
+        Tensor x(dt, Shape(shape));
+        const size_t es = dt == DType::kUInt8 ? 1 : 2;
+        std::mt19937 rng(7);
+        auto* px = static_cast<uint8_t*>(x.raw_data());
+        for (int64_t i = 0; i < x.numel() * static_cast<int64_t>(es); ++i) px[i] = static_cast<uint8_t>(rng());
+        Session s = Session::builder().commit_from_memory(m.data(), m.size());
+        const Tensor y = s.run({{"x", Value(x)}})[0].tensor();
+        ASSERT_EQ(y.numel(), x.numel());
+        std::vector<int64_t> out_shape, in_stride(4, 1);
+        for (int k = 2; k >= 0; --k) in_stride[k] = in_stride[k + 1] * shape[k + 1];
+        for (int64_t p : perm) out_shape.push_back(shape[p]);
+        const auto* py = static_cast<const uint8_t*>(y.raw_data());
+        int64_t o = 0;
+        for (int64_t a = 0; a < out_shape[0]; ++a)
+          for (int64_t b = 0; b < out_shape[1]; ++b)
+            for (int64_t c = 0; c < out_shape[2]; ++c)
+              for (int64_t d = 0; d < out_shape[3]; ++d, ++o) {
+                const int64_t idx[4] = {a, b, c, d};
+                int64_t src = 0;
+                for (int k = 0; k < 4; ++k) src += idx[k] * in_stride[perm[k]];
+                ASSERT_EQ(std::memcmp(py + o * es, px + src * es, es), 0)
+                    << dtype_name(dt) << " shape " << Shape(shape).to_string() << " element " << o;
+              }
+      }
+    }
   }
 }

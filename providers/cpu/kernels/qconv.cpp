@@ -20,6 +20,9 @@
 #include "kernels/qmath.hpp"
 #include "kernels/vmath.hpp"
 #include "ops/layout.hpp"
+#if defined(__SSSE3__)
+#include <tmmintrin.h>
+#endif
 #include "ops/nn.hpp"
 
 namespace onyx::cpu {
@@ -131,7 +134,23 @@ struct QPadded {
           std::memset(d + hi * cp, fill, static_cast<size_t>((W - hi) * cp));
           continue;
         }
-        for (int64_t j = lo; j < hi; ++j) std::memcpy(d + j * cp, s + (j - lo) * c, static_cast<size_t>(c));
+        if (c == 3 && cp == 4) {  // an image's 3 channels (the stem convolution)
+          int64_t j = lo;
+#if defined(__SSSE3__)
+          // 4 pixels at a time: their 12 bytes spread to 16, the fourth byte of each the fill.
+          const __m128i spread = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+          const __m128i fourth = _mm_setr_epi8(0, 0, 0, static_cast<char>(fill), 0, 0, 0, static_cast<char>(fill), 0, 0, 0,
+                                               static_cast<char>(fill), 0, 0, 0, static_cast<char>(fill));
+          for (; j + 6 <= hi; j += 4) {  // (reads 16 bytes: 4 pixels and 4 of the next ones)
+            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + (j - lo) * 3));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j * 4), _mm_or_si128(_mm_shuffle_epi8(v, spread), fourth));
+          }
+#endif
+          for (; j < hi; ++j)
+            for (int64_t k = 0; k < 3; ++k) d[j * 4 + k] = s[(j - lo) * 3 + k];
+        } else {
+          for (int64_t j = lo; j < hi; ++j) std::memcpy(d + j * cp, s + (j - lo) * c, static_cast<size_t>(c));
+        }
       }
     });
   }
@@ -209,6 +228,51 @@ inline void dw_row_block(const DwArgs& a, const uint8_t* row, int64_t sw, const 
   }
 }
 
+/// R output pixels of a 3 x 3 undilated kernel at stride S, a whole vector of channels from c:
+/// each input vector of a tap row is loaded and converted once and serves every output whose
+/// window covers it (3 at stride 1), the 9 taps' weights in registers. `row`: the window row of the
+/// run's first output at channel 0; `W`: the padded input's width.
+template <bool kXSigned, int S, int R>
+__attribute__((always_inline)) inline void dw3_run(const uint8_t* row, int64_t W, int64_t C, int64_t c, const vf (&w)[9], vf ts,
+                                                   vf (&out)[8]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) out[r] = -ts;
+#pragma GCC unroll 3
+  for (int kh = 0; kh < 3; ++kh) {
+    const uint8_t* p = row + kh * W * C + c;
+#pragma GCC unroll 24
+    for (int q = 0; q < (R - 1) * S + 3; ++q) {
+      const vf x = load_bytes<kXSigned>(p + q * C, kLanes);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int kw = q - r * S;
+        if (kw >= 0 && kw < 3) out[r] += x * w[kh * 3 + kw];
+      }
+    }
+  }
+}
+
+/// A whole vector of channels from c along one output row of a 3 x 3 undilated kernel at stride
+/// S: runs of 8 outputs, then of 4, 2, 1 (dw3_run).
+template <bool kXSigned, bool kYSigned, int S>
+void dw3_row_block(const DwArgs& a, const uint8_t* row, int64_t W, int64_t C, int64_t c, int64_t OW, uint8_t* y) {
+  vf w[9];
+  for (int t = 0; t < 9; ++t) w[t] = vmath::load(a.taps + t * C + c);
+  const vf ts = vmath::load(a.tap_sum + c);
+  vf out[8];
+  int64_t ow = 0;
+  auto run = [&]<int R>() {
+    for (; ow + R <= OW; ow += R) {
+      dw3_run<kXSigned, S, R>(row + ow * S * C, W, C, c, w, ts, out);
+      for (int r = 0; r < R; ++r) dw_store<kYSigned>(a, out[r], c, kLanes, y + (ow + r) * C);
+    }
+  };
+  run.template operator()<8>();
+  run.template operator()<4>();
+  run.template operator()<2>();
+  run.template operator()<1>();
+}
+
 template <bool kXSigned, bool kYSigned>
 void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t images, int64_t C, const WindowGeometry& g,
                  uint8_t* y, ThreadPool& pool) {
@@ -216,6 +280,8 @@ void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t
   int64_t toff[64];
   for (int64_t kh = 0; kh < KH; ++kh)
     for (int64_t kw = 0; kw < KW; ++kw) toff[kh * KW + kw] = (kh * g.dilation[0] * pad.W + kw * g.dilation[1]) * C;
+  // 3 x 3 without dilation (MobileNet's) slides along the rows (dw3_row_block).
+  const bool dw3 = KH == 3 && KW == 3 && g.dilation[0] == 1 && g.dilation[1] == 1;
   parallel_range(pool, images * OH, OW * C * T, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / OH, oh = r % OH;
@@ -223,7 +289,11 @@ void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t
       uint8_t* yr = y + r * OW * C;
       int64_t c = 0;
       for (; c + kLanes <= C; c += kLanes) {
-        if (T == 9)
+        if (dw3 && g.stride[1] == 1)
+          dw3_row_block<kXSigned, kYSigned, 1>(a, row, pad.W, C, c, OW, yr);
+        else if (dw3 && g.stride[1] == 2)
+          dw3_row_block<kXSigned, kYSigned, 2>(a, row, pad.W, C, c, OW, yr);
+        else if (T == 9)
           dw_row_block<kXSigned, kYSigned, 9>(a, row, g.stride[1], toff, T, C, c, OW, yr);
         else
           dw_row_block<kXSigned, kYSigned, 0>(a, row, g.stride[1], toff, T, C, c, OW, yr);

@@ -265,10 +265,51 @@ using BElem = int16_t;
 #endif
 
 /// One micro-tile: `rows` valid rows from i0, the panel's `pcols` columns from j0 (NV registers).
+#if defined(ONYX_QGEMM_VNNI512)
+/// The requantising epilogue of a whole tile, the column registers' constants (mask, correction,
+/// multiplier) loaded once for all its rows: with a short k (a 1x1 convolution over 16 to 32
+/// channels) the epilogue is most of a tile's work.
+template <int NV>
+__attribute__((always_inline)) inline void quant8_tile(const EpiArgs& e, AccV (&acc)[kMR][kMaxNV], int64_t i0, int rows,
+                                                       int64_t j0, int64_t n) {
+  const QGemmOut& o = *e.out;
+  __mmask16 mask[NV];
+  __m512i corr[NV];
+  __m512 scale[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const int64_t cols = n - (j0 + v * kVec);
+    mask[v] = cols >= 16 ? __mmask16(0xFFFF) : cols <= 0 ? __mmask16(0) : __mmask16((1u << cols) - 1);
+    corr[v] = _mm512_maskz_loadu_epi32(mask[v], e.corr + j0 + v * kVec);
+    scale[v] = _mm512_maskz_loadu_ps(mask[v], o.scale + j0 + v * kVec);
+  }
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(o.lo - o.out_zp)), hi = _mm512_set1_ps(static_cast<float>(o.hi - o.out_zp));
+  const __m512i zp = _mm512_set1_epi32(o.out_zp);
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r) {
+    if (r >= rows) break;
+    uint8_t* c = static_cast<uint8_t*>(o.c) + (i0 + r) * o.ldc + j0;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_add_epi32(acc[r][v], corr[v])), scale[v]);
+      f = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, f, lo), hi);
+      const __m512i q = _mm512_add_epi32(_mm512_maskz_cvtps_epi32(0xFFFF, f), zp);
+      _mm512_mask_cvtepi32_storeu_epi8(c + v * kVec, mask[v], q);
+    }
+  }
+}
+#endif
+
 template <int NV, bool kFlip, bool kPlain>
 void tile(const TileA& t, int64_t kp, const BElem* bp, const EpiArgs& e, int64_t i0, int rows, int64_t j0, int64_t n) {
   AccV acc[kMR][kMaxNV];
   micro<NV, kFlip, kPlain>(t, kp, bp, acc);
+#if defined(ONYX_QGEMM_VNNI512)
+  if (e.out->kind == QGemmOut::Kind::kQuant8 && !e.d) {
+    quant8_tile<NV>(e, acc, i0, rows, j0, n);
+    return;
+  }
+#endif
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r) {
     if (r >= rows) break;

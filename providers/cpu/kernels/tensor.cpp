@@ -7,6 +7,9 @@
 #include "kernels/common.hpp"
 #include "kernels/manifest.hpp"
 #include "kernels/vmath.hpp"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "ops/tensor.hpp"
 
 namespace onyx::cpu {
@@ -121,6 +124,34 @@ struct TransposeState {
   std::vector<int64_t> perm;  // empty = reverse
 };
 
+#if defined(__SSE2__)
+/// A block of 16 x 16 bytes (or 8 x 8 16-bit values) transposed in registers: kN rows of src
+/// (stride ss elements) into kN rows of dst (stride ds). log2(kN) rounds that each interleave row
+/// i with row i + kN / 2 element by element (unpack low into row 2i, high into 2i + 1) leave row i
+/// holding column i.
+template <class T>
+inline void transpose_block_sse(const T* src, int64_t ss, T* dst, int64_t ds) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2);
+  constexpr int kN = 16 / sizeof(T);
+  __m128i r[kN];
+  for (int i = 0; i < kN; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * ss));
+  for (int round = 0; round < (sizeof(T) == 1 ? 4 : 3); ++round) {
+    __m128i t[kN];
+    for (int i = 0; i < kN / 2; ++i) {
+      if constexpr (sizeof(T) == 1) {
+        t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + kN / 2]);
+        t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + kN / 2]);
+      } else {
+        t[2 * i] = _mm_unpacklo_epi16(r[i], r[i + kN / 2]);
+        t[2 * i + 1] = _mm_unpackhi_epi16(r[i], r[i + kN / 2]);
+      }
+    }
+    for (int i = 0; i < kN; ++i) r[i] = t[i];
+  }
+  for (int i = 0; i < kN; ++i) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i * ds), r[i]);
+}
+#endif
+
 void transpose_compute(const TransposeState& st, KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   Tensor& out = ctx.output(0);
@@ -213,6 +244,26 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
           return;
         }
       }
+      if constexpr (sizeof(T) <= 2) {
+        // Few columns of 8- or 16-bit values (a quantized image's 3 channels into [HW, 3]): the
+        // Cn input rows interleaved in one pass, the column count a constant of the loop.
+        if (Cn >= 2 && Cn <= 4) {
+          auto interleave = [&]<int kC>() {
+            parallel_range(ctx.pool(), batch, R * kC, [&](int64_t b0, int64_t b1) {
+              for (int64_t b = b0; b < b1; ++b) {
+                const T* sb = src + b * R * kC;
+                T* db = dst + b * R * kC;
+                for (int64_t i = 0; i < R; ++i)
+                  for (int j = 0; j < kC; ++j) db[i * kC + j] = sb[j * R + i];
+              }
+            });
+          };
+          if (Cn == 2) interleave.template operator()<2>();
+          else if (Cn == 3) interleave.template operator()<3>();
+          else interleave.template operator()<4>();
+          return;
+        }
+      }
       parallel_range(ctx.pool(), batch * row_tiles, kTile * Cn, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t b = t / row_tiles, i0 = t % row_tiles * kTile, i1 = std::min(R, i0 + kTile);
@@ -243,6 +294,18 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
                 }
               }
             }
+#if defined(__SSE2__)
+            if constexpr (sizeof(T) <= 2) {
+              // 8- and 16-bit values (quantized, half-precision tensors): register blocks.
+              constexpr int64_t kN = 16 / sizeof(T);
+              for (; done_i + kN <= i1; done_i += kN) {
+                int64_t j = j0;
+                for (; j + kN <= j1; j += kN) transpose_block_sse(sb + j * R + done_i, R, db + done_i * Cn + j, Cn);
+                for (; j < j1; ++j)
+                  for (int64_t i = done_i; i < done_i + kN; ++i) db[i * Cn + j] = sb[j * R + i];
+              }
+            }
+#endif
             for (int64_t i = done_i; i < i1; ++i)
               for (int64_t j = j0; j < j1; ++j) db[i * Cn + j] = sb[j * R + i];
           }
