@@ -8,7 +8,7 @@ Each round profiles onyx (`onyx bench --profile`, 5 runs) and then ORT (its prof
 random inputs; a node's time is its minimum over all rounds (the least disturbed by other tenants
 of the machine). Both runtimes fuse activations and residual adds into their convolutions but
 name the results differently, so the convolutions are matched by order: the i-th convolution
-node of onyx's plan beside the i-th `Conv` kernel of ORT's. The script stops with an error when
+node of onyx's plan beside the i-th `Conv` (or `QLinearConv`) kernel of ORT's. The script stops with an error when
 the two counts differ (a model whose graphs the two optimise differently). `--ep-option
 NAME.KEY=VALUE` (repeatable) passes an option to onyx's EP NAME (`cpu.prefer_nhwc=false`: the CPU
 EP channels-first).
@@ -76,7 +76,7 @@ def main():
             for k, (op, t) in ort_profile(a.model, a.threads, d).items():
                 theirs.setdefault(k, (op, []))[1].extend(t)
     oc = [(k, c, min(t)) for k, (c, t) in mine.items() if "Conv" in c]
-    rc = [(k, c, min(t)) for k, (c, t) in theirs.items() if c == "Conv"]
+    rc = [(k, c, min(t)) for k, (c, t) in theirs.items() if c in ("Conv", "QLinearConv")]
     if len(oc) != len(rc):
         sys.exit(f"onyx has {len(oc)} convolution nodes, ORT {len(rc)} Conv kernels: they cannot be matched by order")
     print(f"{'onyx ms':>8} {'ORT ms':>8} {'ratio':>6}  onyx node")

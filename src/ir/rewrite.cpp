@@ -61,6 +61,21 @@ Node transpose_node(std::string name, int in, int out, std::vector<int64_t> perm
   return t;
 }
 
+Node cast_node(std::string name, int in, int out, DType to) {
+  Node c;
+  c.name = std::move(name);
+  c.op_type = "Cast";
+  c.opset = 13;
+  c.inputs = {in};
+  c.outputs = {out};
+  Attribute a;
+  a.name = "to";
+  a.type = AttrType::kInt;
+  a.i = static_cast<int64_t>(to);
+  c.attrs.push_back(std::move(a));
+  return c;
+}
+
 void recompute_producers(Graph& g) {
   for (auto& v : g.values) v.producer = -1;
   for (size_t i = 0; i < g.nodes.size(); ++i)

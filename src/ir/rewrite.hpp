@@ -27,6 +27,9 @@ std::string unused_value_name(const Graph& g, const std::string& base);
 /// An ai.onnx Transpose node (opset 13) of value `in` into value `out` with `perm`.
 Node transpose_node(std::string name, int in, int out, std::vector<int64_t> perm);
 
+/// An ai.onnx Cast node (opset 13) of value `in` into value `out`, to element type `to`.
+Node cast_node(std::string name, int in, int out, DType to);
+
 /// Sets every value's producer index from the node list (after nodes were inserted or reordered).
 void recompute_producers(Graph& g);
 

@@ -88,8 +88,8 @@ void set_activation(Node& n, const std::string& kind, const std::vector<float>& 
 }
 
 bool commit_fusion(Graph& g, std::vector<char>& dead, size_t at, std::span<const Node* const> members, Node fused,
-                   PassContext& ctx) {
-  if (!ctx.may_fuse_group(members, fused)) return false;
+                   PassContext& ctx, bool quantized_form) {
+  if (!(quantized_form ? ctx.may_quantize_group(members, fused) : ctx.may_fuse_group(members, fused))) return false;
   for (const Node* n : members) {
     const size_t k = static_cast<size_t>(n - g.nodes.data());
     if (k != at) dead[k] = 1;

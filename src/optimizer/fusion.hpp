@@ -36,7 +36,8 @@ Node onyx_node(std::string name, const char* op, std::vector<int> inputs, std::v
 void set_activation(Node& n, const std::string& kind, const std::vector<float>& params);
 /// When the session allows it (ctx.may_fuse_group), puts `fused` in place of node `at` (one of
 /// `members`), marks the other members dead, logs, and returns true; else changes nothing.
+/// With `quantized_form` the session is asked through ctx.may_quantize_group instead.
 bool commit_fusion(Graph& g, std::vector<char>& dead, size_t at, std::span<const Node* const> members, Node fused,
-                   PassContext& ctx);
+                   PassContext& ctx, bool quantized_form = false);
 
 }  // namespace onyx

@@ -63,21 +63,6 @@ Tensor to_float(const Tensor& h) {
   return f;
 }
 
-Node cast_node(std::string name, int in, int out, DType to) {
-  Node c;
-  c.name = std::move(name);
-  c.op_type = "Cast";
-  c.opset = 13;
-  c.inputs = {in};
-  c.outputs = {out};
-  Attribute a;
-  a.name = "to";
-  a.type = AttrType::kInt;
-  a.i = static_cast<int64_t>(to);
-  c.attrs.push_back(a);
-  return c;
-}
-
 }  // namespace
 
 int compute_half_in_float(Graph& g, PassContext& ctx) {

@@ -23,6 +23,11 @@ struct PassContext {
   /// a fusion never moves work to another EP. Compiling EPs (regions) are left their nodes.
   std::function<bool(std::span<const Node* const> members, const Node& fused)> may_fuse_group =
       [](std::span<const Node* const>, const Node&) { return true; };
+  /// The same question for the QDQ fusion (qdq_fusion.cpp), whose fused ops are the 8-bit form
+  /// of what the QDQ nodes say: compiling EPs are asked too (an EP that takes QLinearConv is
+  /// better given one than left to find the DequantizeLinear / QuantizeLinear pattern itself).
+  std::function<bool(std::span<const Node* const> members, const Node& fused)> may_quantize_group =
+      [](std::span<const Node* const>, const Node&) { return true; };
   /// Whether `node` may be replaced by `channels_last`, its form in domain onyx.nhwc (whose input
   /// 0 and output 0 are values of the graph, typed): the session allows it when the EP that
   /// would run `node` prefers channels-last and claims the form. Default: never.

@@ -18,7 +18,8 @@
 // up to the rounding of the float sums (1 unit of the output's scale where a sum falls near a
 // rounding boundary), as ONNX Runtime's own QDQ fusions do. A DequantizeLinear read by other
 // nodes stays for them. Runs before constant folding (which would otherwise turn the weights'
-// DequantizeLinear into float initializers) and only where the session's EPs take the fused op.
+// DequantizeLinear into float initializers) and only where the session's EPs take the fused op
+// (PassContext::may_quantize_group: compiling EPs too, unlike the other fusions).
 #include <cmath>
 #include <cstring>
 
@@ -156,7 +157,7 @@ class QdqFusion {
 
   bool commit(size_t at, std::vector<const Node*> members, Node fused) {
     fused.name = g_.nodes[at].name;
-    return commit_fusion(g_, dead_, at, members, std::move(fused), ctx_);
+    return commit_fusion(g_, dead_, at, members, std::move(fused), ctx_, true);
   }
 
   /// A constant 8-bit weight behind a DequantizeLinear whose scale and zero point are constant
@@ -415,7 +416,7 @@ class QdqFusion {
     // At the position of the last member (the bias Add or the Mul), after every input is made.
     const size_t at = static_cast<size_t>((bias >= 0 ? members[4] : mul) - g_.nodes.data());
     fused.name = mm.name;
-    return commit_fusion(g_, dead_, at, members, std::move(fused), ctx_);
+    return commit_fusion(g_, dead_, at, members, std::move(fused), ctx_, true);
   }
 
   Graph& g_;

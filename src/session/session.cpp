@@ -306,16 +306,21 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     return eps.size();
   };
   // A fusion never moves work to another EP: the EP that would take every replaced node must
-  // take the fused node too (and not be a compiling EP, which fuses within its regions).
-  pass.may_fuse_group = [this, claims, first_claimer](std::span<const Node* const> members, const Node& fused) {
-    if (members.empty()) return false;
-    const size_t e0 = first_claimer(*members[0]);
-    // Compiling EPs (oneDNN, XNNPACK) see the nodes as written and fuse inside their regions.
-    if (e0 == eps.size() || eps[e0]->compiles_regions()) return false;
-    for (const Node* n : members.subspan(1))
-      if (first_claimer(*n) != e0) return false;
-    return claims(e0, fused);
+  // take the fused node too. Compiling EPs (oneDNN, XNNPACK) see the nodes as written and fuse
+  // inside their regions, except for the QDQ fusion's 8-bit ops: QLinearConv is the form of a
+  // DequantizeLinear -> Conv -> QuantizeLinear group that such an EP's claim can judge.
+  auto group_rule = [this, claims, first_claimer](bool compiling_eps_too) {
+    return [this, claims, first_claimer, compiling_eps_too](std::span<const Node* const> members, const Node& fused) {
+      if (members.empty()) return false;
+      const size_t e0 = first_claimer(*members[0]);
+      if (e0 == eps.size() || (!compiling_eps_too && eps[e0]->compiles_regions())) return false;
+      for (const Node* n : members.subspan(1))
+        if (first_claimer(*n) != e0) return false;
+      return claims(e0, fused);
+    };
   };
+  pass.may_fuse_group = group_rule(false);
+  pass.may_quantize_group = group_rule(true);
   // Likewise a node goes channels-last only for the EP that would run it, if that EP prefers
   // channels-last and takes the channels-last form.
   pass.may_use_channels_last = [this, claims, first_claimer](const Node& node, const Node& form) {
