@@ -2,10 +2,12 @@
 """Makes the small example models that ship with onyx, with reference outputs.
 
 Run with Debian's python3 (python3-onnx, python3-numpy, python3-torch):
-    /usr/bin/python3 examples/models/make_tiny_models.py
-Writes <name>.onnx and <name>_test_data/{input_0,output_0}.pb beside this script.
+    /usr/bin/python3 examples/models/make_tiny_models.py [NAME...]
+Writes <name>.onnx and <name>_test_data/{input_0,output_0}.pb beside this script, for every model
+or only those named.
 """
 import os
+import sys
 
 import numpy as np
 import onnx
@@ -162,9 +164,89 @@ def tiny_cnn():
     onnx.save_tensor(numpy_helper.from_array(y, "probabilities"), os.path.join(d, "output_0.pb"))
 
 
+def tiny_qdq():
+    """A small CNN in the QDQ form that ONNX Runtime's static quantizer writes (QuantizeLinear ->
+    DequantizeLinear around every op, uint8 activations, int8 weights per output channel, int32
+    biases at x_scale * w_scale): Conv 3x3, MaxPool, Conv 1x1, GlobalAveragePool. The optimizer's
+    QDQ fusion makes it QLinearConv, an 8-bit MaxPool, QLinearConv and QLinearGlobalAveragePool
+    (docs/optimizer.md). No test data: its reference is the same model at the basic level."""
+    rng = np.random.default_rng(11)
+    u8 = lambda v: np.array(v, np.uint8)
+    f32 = lambda v: np.array(v, np.float32)
+    inits, nodes = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def q(x, scale, zp, name):
+        nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_scale", f32(scale)), const(name + "_zp", u8(zp))],
+                                      [name + "_q"], name=name + "_quantize"))
+        nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_scale", name + "_zp"], [name + "_dq"],
+                                      name=name + "_dequantize"))
+        return name + "_dq"
+
+    def conv(x, x_scale, cin, cout, k, name):
+        w_scale = rng.uniform(0.002, 0.01, cout).astype(np.float32)
+        w = rng.integers(-127, 128, (cout, cin, k, k)).astype(np.int8)
+        b = rng.integers(-2000, 2000, cout).astype(np.int32)
+        nodes.append(helper.make_node("DequantizeLinear", [const(name + "_w", w), const(name + "_w_scale", w_scale),
+                                                           const(name + "_w_zp", np.zeros(cout, np.int8))],
+                                      [name + "_w_dq"], name=name + "_w_dequantize", axis=0))
+        nodes.append(helper.make_node("DequantizeLinear", [const(name + "_b", b), const(name + "_b_scale", f32(x_scale * w_scale)),
+                                                           const(name + "_b_zp", np.zeros(cout, np.int32))],
+                                      [name + "_b_dq"], name=name + "_b_dequantize", axis=0))
+        nodes.append(helper.make_node("Conv", [x, name + "_w_dq", name + "_b_dq"], [name + "_y"], name=name,
+                                      pads=[k // 2] * 4))
+        return name + "_y"
+
+    x = q("image", 1 / 255, 0, "image")
+    y = q(conv(x, 1 / 255, 3, 8, 3, "conv1"), 0.05, 128, "conv1")
+    nodes.append(helper.make_node("MaxPool", [y], ["pool_y"], name="pool", kernel_shape=[2, 2], strides=[2, 2]))
+    y = q("pool_y", 0.05, 128, "pool")
+    y = q(conv(y, 0.05, 8, 8, 1, "conv2"), 0.1, 128, "conv2")
+    nodes.append(helper.make_node("GlobalAveragePool", [y], ["gap_y"], name="gap"))
+    y = q("gap_y", 0.02, 128, "gap")
+    nodes.append(helper.make_node("Flatten", [y], ["features"], name="flatten"))
+    graph = helper.make_graph(
+        nodes, "tiny_qdq", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onyx-examples")
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(HERE, "tiny_qdq.onnx"))
+
+
+def tiny_half():
+    """A small float16 CNN: Conv 3x3, Relu, Conv 1x1, GlobalAveragePool, Flatten. The CPU EP runs it
+    as float32 between one Cast in and one out (its option half_in_float, docs/execution-providers.md).
+    No test data."""
+    rng = np.random.default_rng(12)
+    h = lambda shape: (rng.standard_normal(shape) * 0.3).astype(np.float16)
+    nodes = [
+        helper.make_node("Conv", ["image", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2"),
+        helper.make_node("GlobalAveragePool", ["c2"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["features"], name="flatten"),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny_half", [helper.make_tensor_value_info("image", TensorProto.FLOAT16, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT16, [1, 8])],
+        [numpy_helper.from_array(a, n) for n, a in [("w1", h((8, 3, 3, 3))), ("b1", h(8)), ("w2", h((8, 8, 1, 1)))]])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onyx-examples")
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(HERE, "tiny_half.onnx"))
+
+
+MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half]
+
 if __name__ == "__main__":
-    tiny_normalize()
-    tiny_ml()
-    tiny_classifier()
-    decode_image()
-    tiny_cnn()
+    names = sys.argv[1:] or [m.__name__ for m in MODELS]
+    unknown = set(names) - {m.__name__ for m in MODELS}
+    if unknown:
+        sys.exit(f"unknown models: {', '.join(sorted(unknown))}")
+    for m in MODELS:
+        if m.__name__ in names:
+            m()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CTest conformance_cpu_contrib: the com.microsoft node tests with ONNX Runtime's outputs
 # (tests/conformance/contrib_node_data.sh makes them) against tests/conformance/cpu-contrib.expect.
-# Skipped (exit 77), with the reason, when the data was not made. Integer outputs must match ONNX
-# Runtime's exactly (docs/conformance.md says why that is the bar).
+# Skipped (exit 77), with the reason, when the data was not made. Outputs must match ONNX Runtime's
+# exactly, the float ones (QGemm without y_zero_point, DynamicQuantizeMatMul, MatMulIntegerToFloat)
+# too: --rtol 0 --atol 0 (docs/conformance.md says why that is the bar).
 # Usage: contrib_node_tests.sh RUNNER REPO_DIR [RUNNER OPTIONS...]
 set -u
 RUNNER=$1
@@ -13,4 +14,4 @@ if [ ! -f "$DATA/.complete" ]; then
   echo "skipped: no com.microsoft node tests in $DATA (tests/conformance/contrib_node_data.sh makes them with the ONNX Runtime venv .cache/ort-venv)"
   exit 77
 fi
-exec "$RUNNER" --expect "$REPO/tests/conformance/cpu-contrib.expect" "$@" "$DATA/node"
+exec "$RUNNER" --expect "$REPO/tests/conformance/cpu-contrib.expect" --rtol 0 --atol 0 "$@" "$DATA/node"

@@ -11,8 +11,15 @@ thread). Cases cover QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, Q
 QLinearAveragePool, QLinearGlobalAveragePool and QLinearConcat over uint8 and int8: shapes that
 broadcast, sizes that are not multiples of a vector, random scales and zero points (omitted
 optional zero points too), channels_last both ways, padding, ceil_mode, count_include_pad, and
-scales given as graph inputs rather than initializers (the kernels' per-run paths). The data are
-drawn from a fixed seed, so the same ONNX Runtime gives the same files.
+scales given as graph inputs rather than initializers (the kernels' per-run paths). Then the 8-bit
+products: QGemm (transA / transB, alpha, C absent or of each shape ONNX Runtime broadcasts, 8-bit
+and float Y, y_scale without y_zero_point, per-column B parameters, B packed once or per run,
+ties), DynamicQuantizeMatMul (A of rank 1 to 3, all zero, all positive or negative, per-tensor and
+per-column B parameters, bias, B int8 and uint8, A values at and near rounding ties),
+MatMulIntegerToFloat (zero points absent or given, bias, per-column B parameters) and the 2-D-B
+paths of ai.onnx MatMulInteger and QLinearMatMul, over the type pairs ONNX Runtime's CPU kernels
+take. Float outputs are compared exactly too (contrib_node_tests.sh). The data are drawn from a
+fixed seed, so the same ONNX Runtime gives the same files.
 """
 import os
 import shutil
@@ -27,7 +34,8 @@ MS = "com.microsoft"
 rng = np.random.default_rng(20261204)
 
 NP_OF = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8, TensorProto.FLOAT: np.float32}
-ELEM_OF = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8, np.dtype(np.float32): TensorProto.FLOAT}
+ELEM_OF = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8, np.dtype(np.float32): TensorProto.FLOAT,
+           np.dtype(np.int32): TensorProto.INT32}
 
 
 def qdata(dtype, shape):
@@ -47,12 +55,13 @@ def scale(lo=0.002, hi=0.1):
 class Case:
     """One node; `feeds` become graph inputs (with data), `consts` initializers."""
 
-    def __init__(self, name, op, inputs, attrs=None, out_dtype=None):
+    def __init__(self, name, op, inputs, attrs=None, out_dtype=None, domain=MS):
         self.name = name
         self.op = op
         self.inputs = inputs  # list of (name, array, is_feed) or None for an omitted input
         self.attrs = attrs or {}
         self.out_dtype = out_dtype
+        self.domain = domain
 
 
 def build_model(case):
@@ -68,7 +77,7 @@ def build_model(case):
             feeds[name] = value
         else:
             inits.append(numpy_helper.from_array(value, name))
-    node = helper.make_node(case.op, node_inputs, ["y"], domain=MS, **case.attrs)
+    node = helper.make_node(case.op, node_inputs, ["y"], domain=case.domain, **case.attrs)
     out = helper.make_tensor_value_info("y", case.out_dtype, None)
     graph = helper.make_graph([node], case.name, graph_inputs, [out], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
@@ -376,13 +385,318 @@ def concat_cases():
                    ELEM_OF[np.dtype(dt)])
 
 
+# ---- 8-bit matrix products: com.microsoft QGemm, DynamicQuantizeMatMul, MatMulIntegerToFloat, and
+# the 2-D-B paths of ai.onnx MatMulInteger and QLinearMatMul ----
+
+F32 = np.float32
+
+
+def f32(v):
+    return np.array(v, dtype=F32)
+
+
+def centered(q):
+    """The quantized values as int64, for the exact integer products."""
+    return q.astype(np.int64)
+
+
+def q_params(dtype, n=None):
+    """A zero point (one, or n per column) of `dtype`."""
+    info = np.iinfo(dtype)
+    if n is None:
+        return zero_point(dtype)
+    return rng.integers(info.min, info.max + 1, size=n).astype(dtype)
+
+
+def col_scales(n, lo=0.002, hi=0.02):
+    return rng.uniform(lo, hi, size=n).astype(F32)
+
+
+def int_product(a, za, b, zb):
+    """(A - za)(B - zb) exactly, B 2-D, za a scalar, zb a scalar or one per column."""
+    return np.matmul(centered(a) - int(za), centered(b) - np.asarray(zb, np.int64))
+
+
+def fit_scale(values, steps=40.0):
+    """An output scale putting most of `values` within +-steps of the zero point (some saturate)."""
+    return f32(max(float(np.std(values)), 1e-3) / steps)
+
+
+QGEMM_TYPES = [(np.uint8, np.int8), (np.uint8, np.uint8), (np.int8, np.int8)]  # ONNX Runtime's CPU kernels
+
+
+def qgemm_case(name, a, b, trans_a=0, trans_b=0, alpha=None, c=None, out="quant", per_column=False, feed_b=False,
+               scales=None, zps=None):
+    """QGemm(A, a_scale, a_zp, B, b_scale, b_zp[, C][, y_scale[, y_zp]]). `out`: "quant" (y_scale and
+    y_zero_point: 8-bit Y of A's type), "float" (neither), "scaled" (y_scale alone: float Y in units of
+    y_scale). b_zero_point is always given (ONNX Runtime requires it) with b_scale's shape."""
+    ta, tb = a.dtype, b.dtype
+    n = b.shape[0] if trans_b else b.shape[1]
+    if scales is None:
+        a_s = scale(0.01, 0.05)
+        b_s = col_scales(n) if per_column else scale(0.002, 0.02)
+    else:
+        a_s, b_s = scales
+    if zps is None:
+        za, zb = zero_point(ta), q_params(tb, n if per_column else None)
+    else:
+        za, zb = zps
+    attrs = {}
+    if trans_a:
+        attrs["transA"] = 1
+    if trans_b:
+        attrs["transB"] = 1
+    if alpha is not None:
+        attrs["alpha"] = float(alpha)
+    inputs = [("a", a, True), ("a_scale", a_s, False), ("a_zero_point", za, False), ("b", b, feed_b),
+              ("b_scale", b_s, False), ("b_zero_point", zb, False)]
+    inputs.append(("c", c, False) if c is not None else None)
+    if out == "float":
+        return Case(name, "QGemm", inputs, attrs, TensorProto.FLOAT)
+    am, bm = (a.T if trans_a else a), (b.T if trans_b else b)
+    acc = int_product(am, za, bm, zb)
+    if c is not None:
+        acc = acc + c.astype(np.int64)
+    y_s = fit_scale(acc * float(alpha or 1.0) * float(a_s) * np.asarray(b_s, np.float64))
+    inputs.append(("y_scale", y_s, False))
+    if out == "scaled":
+        return Case(name, "QGemm", inputs, attrs, TensorProto.FLOAT)
+    inputs.append(("y_zero_point", zero_point(ta), False))
+    return Case(name, "QGemm", inputs, attrs, ELEM_OF[np.dtype(ta)])
+
+
+def c_input(kind, m, n):
+    """QGemm's C (int32, at the scale a_scale * b_scale) of each shape ONNX Runtime broadcasts."""
+    shapes = {"scalar": [], "one": [1], "row": [n], "row2d": [1, n], "col": [m, 1], "matrix": [m, n]}
+    return rng.integers(-20000, 20000, size=shapes[kind]).astype(np.int32)
+
+
+def qgemm_cases():
+    for ta, tb in QGEMM_TYPES:
+        tag = tname(ta) + tname(tb)
+        m, k, n = 5, 37, 19
+        for trans_a in (0, 1):
+            for trans_b in (0, 1):
+                a = qdata(ta, [k, m] if trans_a else [m, k])
+                b = qdata(tb, [n, k] if trans_b else [k, n])
+                yield qgemm_case(f"test_qgemm_{tag}_trans{trans_a}{trans_b}", a, b, trans_a, trans_b, c=c_input("row", m, n))
+        a, b = qdata(ta, [m, k]), qdata(tb, [k, n])
+        # C of every shape, with an 8-bit and a float Y.
+        for kind in ("scalar", "one", "row", "row2d", "col", "matrix"):
+            for out in ("quant", "float"):
+                yield qgemm_case(f"test_qgemm_{tag}_c_{kind}_{out}", a, b, c=c_input(kind, m, n), out=out)
+        yield qgemm_case(f"test_qgemm_{tag}_no_c_quant", a, b)
+        yield qgemm_case(f"test_qgemm_{tag}_no_c_float", a, b, out="float")
+        # y_scale without y_zero_point: ONNX Runtime gives a float Y divided by y_scale.
+        yield qgemm_case(f"test_qgemm_{tag}_y_scale_only", a, b, c=c_input("row", m, n), out="scaled")
+        yield qgemm_case(f"test_qgemm_{tag}_alpha_quant", a, b, alpha=rng.uniform(0.2, 3.0), c=c_input("row", m, n))
+        yield qgemm_case(f"test_qgemm_{tag}_alpha_float", a, b, alpha=rng.uniform(0.2, 3.0), c=c_input("matrix", m, n),
+                         out="float")
+        # Per-column b_scale and b_zero_point, B as written and transposed.
+        for trans_b in (0, 1):
+            bt = qdata(tb, [n, k] if trans_b else [k, n])
+            for out in ("quant", "float"):
+                yield qgemm_case(f"test_qgemm_{tag}_per_column_trans{trans_b}_{out}", a, bt, trans_b=trans_b,
+                                 c=c_input("row", m, n), out=out, per_column=True)
+        # B a graph input (packed at each run), one row, and a product of several k-blocks and panels.
+        yield qgemm_case(f"test_qgemm_{tag}_b_fed", a, b, trans_b=0, c=c_input("col", m, n), feed_b=True)
+        yield qgemm_case(f"test_qgemm_{tag}_one_row", qdata(ta, [1, 300]), qdata(tb, [300, 33]), c=c_input("row", 1, 33))
+        big_a, big_b = qdata(ta, [64, 300]), qdata(tb, [70, 300])
+        yield qgemm_case(f"test_qgemm_{tag}_big", big_a, big_b, trans_b=1, c=c_input("row", 64, 70), per_column=True)
+        yield qgemm_case(f"test_qgemm_{tag}_big_float", big_a, big_b, trans_b=1, alpha=0.5, out="float")
+    yield from qgemm_rounding_cases()
+
+
+def qgemm_rounding_cases():
+    """QGemm's requantisation at ties: the multiplier a power of two and the sums odd, so that half
+    of the outputs are exact halves (rounded half to even). The order in which the multiplier
+    alpha * a_scale * b_scale / y_scale is computed (ONNX Runtime: (((alpha a_scale) b_scale) /
+    y_scale)) is checked by the float outputs, compared exactly: another order moves them by an
+    ulp (an 8-bit output only where a product lands on a tie, about one in a million)."""
+    for ta, tb in QGEMM_TYPES:
+        tag = tname(ta) + tname(tb)
+        ia, ib = np.iinfo(ta), np.iinfo(tb)
+        za, zb = np.array(ia.min + 100, ta), np.array(ib.min + 120, tb)
+        a = (rng.integers(-6, 7, size=[9, 8]) + int(za)).astype(ta)
+        b = (rng.integers(-6, 7, size=[8, 23]) + int(zb)).astype(tb)
+        # multiplier 0.5: (2^-3 * 2^-4) / 2^-6; C none, per column, and a whole matrix (its own path)
+        for kind in (None, "row", "matrix"):
+            c = None if kind is None else rng.integers(-20, 21, size=[9, 23] if kind == "matrix" else [23]).astype(np.int32)
+            case = qgemm_case(f"test_qgemm_{tag}_ties{'_c_' + kind if kind else ''}", a, b, c=c,
+                              scales=(f32(0.125), f32(0.0625)), zps=(za, zb))
+            case.inputs[-2] = ("y_scale", f32(0.015625), False)
+            yield case
+
+
+def ort_dynamic_quantize(x):
+    """DynamicQuantizeMatMul's quantization of A as ONNX Runtime computes it (float32 steps): scale,
+    zero point, and x / scale rounded half to even."""
+    lo, hi = min(F32(x.min()) if x.size else F32(0), F32(0)), max(F32(x.max()) if x.size else F32(0), F32(0))
+    s = F32(1) if hi == lo else F32(F32(hi - lo) / F32(255))
+    zp = np.rint(np.clip(F32(F32(0) - F32(lo / s)), 0, 255))
+    return s, zp, np.clip(np.rint((x / s).astype(F32)), -zp, 255 - zp) + zp
+
+
+def dqmm_case(name, a, b, per_column=False, b_zp="scalar", bias=True, feed_b=False):
+    """DynamicQuantizeMatMul(A, B, b_scale[, b_zero_point][, bias]); b_zp: None, "scalar" or "column"."""
+    n = b.shape[-1]
+    inputs = [("a", a, True), ("b", b, feed_b), ("b_scale", col_scales(n) if per_column else scale(0.002, 0.02), False)]
+    if b_zp is None:
+        inputs.append(None)
+    else:
+        inputs.append(("b_zero_point", q_params(b.dtype, n if b_zp == "column" else None), False))
+    inputs.append(("bias", rng.uniform(-2, 2, size=n).astype(F32), False) if bias else None)
+    while inputs[-1] is None:
+        inputs.pop()
+    return Case(name, "DynamicQuantizeMatMul", inputs, {}, TensorProto.FLOAT)
+
+
+def floats(shape, lo=-3.0, hi=3.0):
+    return rng.uniform(lo, hi, size=shape).astype(F32)
+
+
+def dqmm_cases():
+    for tb in (np.int8, np.uint8):
+        t = tname(tb)
+        k, n = 37, 19
+        b = qdata(tb, [k, n])
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_2d", floats([5, k]), b, b_zp=None, bias=False)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_2d_zero_point_bias", floats([5, k]), b)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_3d_per_column", floats([2, 5, k]), b, per_column=True, b_zp="column")
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_per_column_scale_only", floats([4, k]), b, per_column=True, b_zp=None)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_per_column_scalar_zero_point", floats([4, k]), b, per_column=True)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_1d_a", floats([k]), b)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_b_fed", floats([3, k]), b, per_column=True, b_zp="column", feed_b=True)
+        # A all zero (ONNX Runtime's scale is then 1: Y is the bias), all positive (zero point 0),
+        # all negative (zero point 255).
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_zero_a", np.zeros([3, k], F32), b)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_positive_a", floats([3, k], 0.5, 4.0), b)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_negative_a", floats([3, k], -4.0, -0.5), b)
+        yield dqmm_case(f"test_dynamicquantizematmul_{t}_big", floats([64, 300]), qdata(tb, [300, 70]), per_column=True,
+                        b_zp="column")
+    yield from dqmm_rounding_cases()
+
+
+def tie_neighbours(s, zp, lo, hi):
+    """float32 values within (lo, hi), a few ulps either side of the rounding ties (j + 1/2) s of a
+    quantization at scale s with zero point zp."""
+    j = np.arange(-int(zp), 256 - int(zp))
+    bits = ((j + 0.5) * np.float64(s)).astype(F32).view(np.int32)
+    c = np.concatenate([(bits + d).view(F32) for d in range(-3, 4)])
+    return c[(c > lo) & (c < hi)]
+
+
+def dqmm_rounding_cases():
+    """DynamicQuantizeMatMul where A's quantization decides: (1) every value of A a rounding tie
+    (scale 1/32, values (j + 1/2) / 32: half to even); (2) A drawn (from the seeded generator), with
+    a few values near ties put in where computing ONNX Runtime's float32 steps another way moves
+    the quantized value: x times 1 / scale instead of x / scale, or the scale as (max - min) times
+    1/255 instead of divided by 255."""
+    b = qdata(np.int8, [40, 17])
+    j = rng.integers(-96, 159, size=[6, 40])
+    a = ((j + 0.5) / 32.0).astype(F32)
+    a[0, 0], a[0, 1] = F32(-3.0), F32(255 / 32 - 3.0)  # min -3, max 4.96875: scale exactly 1/32, zero point 96
+    yield dqmm_case("test_dynamicquantizematmul_s8_ties", a, b)
+    for vname in ("reciprocal", "scale_times_inverse"):
+        for _ in range(2000):
+            x = floats([8, 40], -2.5, 2.5)
+            s, zp, q = ort_dynamic_quantize(x)
+            lo, hi = min(F32(x.min()), F32(0)), max(F32(x.max()), F32(0))
+            if vname == "reciprocal":
+                other = lambda v: np.rint((v * F32(F32(1) / s)).astype(F32))
+            else:
+                s2 = F32(F32(hi - lo) * F32(1 / 255))
+                if s2 == s:
+                    continue
+                other = lambda v: np.rint((v / s2).astype(F32))
+            c = tie_neighbours(s, zp, lo, hi)
+            c = c[np.rint((c / s).astype(F32)) != other(c)]
+            if c.size == 0:
+                continue
+            flat = x.reshape(-1)
+            keep = {int(np.argmin(flat)), int(np.argmax(flat))}
+            spots = [i for i in rng.permutation(flat.size) if i not in keep][:min(8, c.size)]
+            flat[spots] = rng.choice(c, size=len(spots), replace=False)
+            s_check, _, q = ort_dynamic_quantize(x)
+            assert s_check == s
+            if vname == "reciprocal":
+                moved = np.clip(other(x), -zp, 255 - zp) + zp
+            else:
+                zp2 = np.rint(np.clip(F32(F32(0) - F32(lo / s2)), 0, 255))
+                moved = np.clip(other(x), -zp2, 255 - zp2) + zp2
+            if (moved != q).any():
+                yield dqmm_case(f"test_dynamicquantizematmul_s8_rounding_{vname}", x, b)
+                break
+        else:
+            sys.exit(f"no DynamicQuantizeMatMul rounding case for {vname}")
+
+
+def mmitf_cases():
+    """MatMulIntegerToFloat(A, B, a_scale, b_scale[, a_zero_point][, b_zero_point][, bias]): ONNX
+    Runtime's CPU kernels take uint8 A with uint8 or int8 B, and int8 A with int8 B."""
+    for ta, tb in QGEMM_TYPES:
+        tag = tname(ta) + tname(tb)
+        k, n = 37, 19
+        a, b = qdata(ta, [5, k]), qdata(tb, [k, n])
+        for za in (False, True):
+            for zb in (False, True):
+                for bias in (False, True):
+                    inputs = [("a", a, True), ("b", b, False), ("a_scale", scale(0.01, 0.05), False),
+                              ("b_scale", scale(0.002, 0.02), False),
+                              ("a_zero_point", zero_point(ta), False) if za else None,
+                              ("b_zero_point", zero_point(tb), False) if zb else None,
+                              ("bias", floats([n]), False) if bias else None]
+                    while inputs[-1] is None:
+                        inputs.pop()
+                    yield Case(f"test_matmulintegertofloat_{tag}_{'az' if za else 'no_az'}_{'bz' if zb else 'no_bz'}"
+                               f"{'_bias' if bias else ''}", "MatMulIntegerToFloat", inputs, {}, TensorProto.FLOAT)
+        yield Case(f"test_matmulintegertofloat_{tag}_3d_per_column", "MatMulIntegerToFloat",
+                   [("a", qdata(ta, [2, 3, k]), True), ("b", b, False), ("a_scale", scale(0.01, 0.05), False),
+                    ("b_scale", col_scales(n), False), ("a_zero_point", zero_point(ta), False),
+                    ("b_zero_point", q_params(tb, n), False), ("bias", floats([n]), False)], {}, TensorProto.FLOAT)
+        yield Case(f"test_matmulintegertofloat_{tag}_b_fed", "MatMulIntegerToFloat",
+                   [("a", qdata(ta, [6, 300]), True), ("b", qdata(tb, [300, 70]), True), ("a_scale", scale(0.01, 0.05), False),
+                    ("b_scale", col_scales(70), False), ("a_zero_point", zero_point(ta), False),
+                    ("b_zero_point", q_params(tb, 70), False), ("bias", floats([70]), False)], {}, TensorProto.FLOAT)
+
+
+def onnx_matmul_cases():
+    """The 2-D-B paths of ai.onnx MatMulInteger and QLinearMatMul: A of rank 2 and 3, per-column
+    parameters of B, B a graph input."""
+    for ta, tb in QGEMM_TYPES + [(np.int8, np.uint8)]:
+        tag = tname(ta) + tname(tb)
+        k, n = 37, 19
+        b = qdata(tb, [k, n])
+        for rank in (2, 3):
+            a = qdata(ta, [5, k] if rank == 2 else [2, 3, k])
+            yield Case(f"test_matmulinteger_{tag}_{rank}d_per_column", "MatMulInteger",
+                       [("a", a, True), ("b", b, False), ("a_zero_point", zero_point(ta), False),
+                        ("b_zero_point", q_params(tb, n), False)], {}, TensorProto.INT32, domain="")
+        yield Case(f"test_matmulinteger_{tag}_b_fed", "MatMulInteger",
+                   [("a", qdata(ta, [4, k]), True), ("b", b, True), ("a_zero_point", zero_point(ta), False),
+                    ("b_zero_point", zero_point(tb), False)], {}, TensorProto.INT32, domain="")
+        if ta == np.int8 and tb == np.uint8:
+            continue  # (ONNX Runtime has no int8 x uint8 QLinearMatMul)
+        for rank, per_column in ((2, False), (2, True), (3, True)):
+            a = qdata(ta, [5, k] if rank == 2 else [2, 3, k])
+            za = zero_point(ta)
+            bs = col_scales(n) if per_column else scale(0.002, 0.02)
+            zb = q_params(tb, n if per_column else None)
+            a_s = scale(0.01, 0.05)
+            y = int_product(a.reshape(-1, k), za, b, zb) * float(a_s) * np.asarray(bs, np.float64)
+            yield Case(f"test_qlinearmatmul_{tag}_{rank}d{'_per_column' if per_column else ''}", "QLinearMatMul",
+                       [("a", a, True), ("a_scale", a_s, False), ("a_zero_point", za, False), ("b", b, False),
+                        ("b_scale", bs, False), ("b_zero_point", zb, False), ("y_scale", fit_scale(y), False),
+                        ("y_zero_point", zero_point(ta), False)], {}, ELEM_OF[np.dtype(ta)], domain="")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_contrib_tests.py OUT_DIR")
     out = sys.argv[1]
     count = 0
     for gen in (binary_cases, rounding_sensitive_cases, lookup_cases, softmax_cases, pool_cases, global_pool_cases,
-                concat_cases):
+                concat_cases, qgemm_cases, dqmm_cases, mmitf_cases, onnx_matmul_cases):
         for case in gen():
             write_case(out, case)
             count += 1

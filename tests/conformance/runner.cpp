@@ -1,8 +1,12 @@
 // Conformance runner over ONNX backend test data (model.onnx + test_data_set_N/{input,output}_K.pb).
 //
 //   onyx_conformance [--expect FILE] [--filter SUBSTR] [--jobs N] [--timeout SEC] [--verbose]
-//                    [--list-failures] [--write-expect FILE] [--ep NAME] [--ep-option NAME.KEY=VALUE]... DIR...
+//                    [--list-failures] [--write-expect FILE] [--ep NAME] [--ep-option NAME.KEY=VALUE]...
+//                    [--rtol R] [--atol A] DIR...
 //
+// Float outputs pass where |got - expected| <= atol + rtol |expected| (defaults 1e-3 and 1e-7,
+// the ONNX backend's); `--rtol 0 --atol 0` asks for equality (the com.microsoft node tests).
+// Other outputs are compared exactly.
 // --ep-option sets an option of the EP under test (of the CPU EP without --ep: `--ep-option
 // cpu.prefer_nhwc=false` runs the suite with the CPU EP channels-first).
 // Each DIR is a test directory or a directory of tests. Every test runs in a child process
@@ -18,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
@@ -426,6 +431,16 @@ int main(int argc, char** argv) {
     else if (a == "--filter") filter = next();
     else if (a == "--jobs") jobs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--timeout") timeout = std::atof(next().c_str());
+    else if (a == "--rtol" || a == "--atol") {
+      const std::string v = next();
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(d >= 0)) {
+        std::fprintf(stderr, "%s expects a number >= 0, got '%s'\n", a.c_str(), v.c_str());
+        return 2;
+      }
+      (a == "--rtol" ? rtol : atol) = d;
+    }
     else if (a == "--write-expect") write_expect = next();
     else if (a == "--results") results_path = next();
     else if (a == "--ep") ep = next();

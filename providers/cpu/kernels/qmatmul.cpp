@@ -216,18 +216,22 @@ class QGemmKernel final : public Kernel {
       fail(ErrorCode::kInvalidArgument, node.label(), ": inner dimensions differ: A ", a.shape().to_string(), " and B ",
            ctx.input(3).shape().to_string());
     const int64_t nbs = per_column_count(bs, n, node, "b_scale", 4);
-    const bool quantized = ys != nullptr;
-    if (quantized) {
-      require_one(*ys, node, "y_scale", 7);
-      if (yz) require_one(*yz, node, "y_zero_point", 8);
+    // As in ONNX Runtime: Y is requantised when y_zero_point is given; y_scale alone divides a
+    // float Y.
+    const bool quantized = yz != nullptr;
+    if (ys) require_one(*ys, node, "y_scale", 7);
+    if (yz) {
+      if (!ys) fail(ErrorCode::kInvalidArgument, node.label(), ": y_zero_point (input 8) is given without y_scale (input 7)");
+      require_one(*yz, node, "y_zero_point", 8);
     }
-    // C: int32, one value, one per column, or a whole (m, n) matrix.
-    int c_mode = 0;  // 0 none, 1 scalar, 2 per column, 3 matrix
+    // C: int32, one value, one per column, a whole (m, n) matrix, or one per row (m, 1).
+    int c_mode = 0;  // 0 none, 1 scalar, 2 per column, 3 matrix, 4 per row
     if (c) {
       if (c->dtype() != DType::kInt32) fail(ErrorCode::kInvalidArgument, node.label(), ": C (input 6) must be int32");
-      if (c->numel() == 1) c_mode = 1;
+      if (c->numel() == 1 && c->rank() <= 2) c_mode = 1;
       else if (c->numel() == n && c->dim(static_cast<int>(c->rank()) - 1) == n && (c->rank() == 1 || c->dim(0) == 1)) c_mode = 2;
       else if (c->rank() == 2 && c->dim(0) == m && c->dim(1) == n) c_mode = 3;
+      else if (c->rank() == 2 && c->dim(0) == m && c->dim(1) == 1) c_mode = 4;
       else
         fail(ErrorCode::kInvalidArgument, node.label(), ": C (input 6) of shape ", c->shape().to_string(),
              " does not broadcast to (", m, ", ", n, ")");
@@ -241,13 +245,13 @@ class QGemmKernel final : public Kernel {
       mult = cv.take<float>(n);
       bias = cv.take<int32_t>(n);
       at = trans_a_ ? cv.take<uint8_t>(m * k) : nullptr;
-      acc = c_mode == 3 ? cv.take<int32_t>(m * n) : nullptr;
+      acc = c_mode >= 3 ? cv.take<int32_t>(m * n) : nullptr;
     });
     const float a_scale = float_at(as, 0);
-    const float y_scale = quantized ? float_at(*ys, 0) : 1.0f;
+    const float y_scale = ys ? float_at(*ys, 0) : 1.0f;
     for (int64_t j = 0; j < n; ++j) {
       const float s = alpha_ * a_scale * float_at(bs, nbs == 1 ? 0 : j);
-      mult[j] = quantized ? s / y_scale : s;
+      mult[j] = ys ? s / y_scale : s;
       bias[j] = c_mode == 1 ? c->data<int32_t>()[0] : c_mode == 2 ? c->data<int32_t>()[j] : 0;
     }
     const auto* pa = static_cast<const uint8_t*>(a.raw_data());
@@ -266,15 +270,16 @@ class QGemmKernel final : public Kernel {
     o.scale = mult;
     const bool y_signed = y.dtype() == DType::kInt8;
     const int32_t zy = yz ? q8_value(*yz, 0) : 0;
-    if (c_mode == 3) {
-      // A whole C matrix: int32 sums first, then C and the epilogue element by element.
+    if (c_mode >= 3) {
+      // A whole C matrix or a column: int32 sums first, then C and the epilogue element by element.
       o.kind = QGemmOut::Kind::kInt32;
       o.c = acc;
       o.ldc = n;
       qgemm(qa, pb, m, o, &ctx.pool());
       const int32_t* pc = c->data<int32_t>();
       for (int64_t i = 0; i < m * n; ++i) {
-        const int32_t s = static_cast<int32_t>(static_cast<uint32_t>(acc[i]) + static_cast<uint32_t>(pc[i]));
+        const int32_t ci = pc[c_mode == 3 ? i : i / n];
+        const int32_t s = static_cast<int32_t>(static_cast<uint32_t>(acc[i]) + static_cast<uint32_t>(ci));
         const float f = static_cast<float>(s) * mult[i % n];
         if (!quantized) {
           y.data<float>()[i] = f;
