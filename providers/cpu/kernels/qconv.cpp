@@ -423,27 +423,13 @@ class QConvNhwcKernel final : public Kernel {
       for (int64_t i = 0, n = 0; n < images; ++n)
         for (int64_t oh = 0; oh < OH; ++oh)
           for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * pad.H + oh * g.stride[0]) * pad.W + ow * g.stride[1]) * cp;
-      QGemmA a;
-      a.base = base;
-      a.is_signed = x_signed;
-      a.zero_point = xzv;
       // A 1x1 window at stride 1 over an unpadded input: A is the input itself, [pixels, C].
-      if (KH == 1 && KW == 1 && g.stride[0] == 1 && g.stride[1] == 1 && !pad.needed) {
-        a.lda = cp;
-      } else {
+      QGemmA a = QGemmA::matrix(base, cp, x_signed, xzv);
+      if (!(KH == 1 && KW == 1 && g.stride[0] == 1 && g.stride[1] == 1 && !pad.needed)) {
         a.row_off = row_off;
         a.quad_off = quad_off;
       }
-      QGemmOut o;
-      o.kind = QGemmOut::Kind::kQuant8;
-      o.c = yb;
-      o.ldc = M;
-      o.bias_i = pb;
-      o.scale = mult;
-      o.out_zp = yzv;
-      o.lo = lo;
-      o.hi = hi;
-      o.out_signed = y_signed;
+      const QGemmOut o = QGemmOut::quant8(yb, M, mult, yzv, y_signed, pb);
       qgemm(a, p->packed, images * pixels, o, &ctx.pool());
     }
   }

@@ -76,6 +76,16 @@ struct QGemmA {
   const int64_t* quad_off = nullptr;
   bool is_signed = false;  // int8 values (else uint8)
   int32_t zero_point = 0;
+
+  /// A plain row-major matrix of row stride lda.
+  static QGemmA matrix(const void* base, int64_t lda, bool is_signed, int32_t zero_point) {
+    QGemmA a;
+    a.base = static_cast<const uint8_t*>(base);
+    a.lda = lda;
+    a.is_signed = is_signed;
+    a.zero_point = zero_point;
+    return a;
+  }
 };
 
 /// What qgemm writes. With acc(i, j) the exact sum over k of (A - a_zp)(B - b_zp) plus bias_i[j]:
@@ -93,6 +103,33 @@ struct QGemmOut {
   const float* bias_f = nullptr;    // per column (kFloat)
   int32_t out_zp = 0, lo = 0, hi = 255;
   bool out_signed = false;
+
+  static QGemmOut int32(void* c, int64_t ldc, const int32_t* bias_i = nullptr) {
+    QGemmOut o;
+    o.c = c;
+    o.ldc = ldc;
+    o.bias_i = bias_i;
+    return o;
+  }
+  static QGemmOut to_float(void* c, int64_t ldc, const float* scale, const float* bias_f = nullptr) {
+    QGemmOut o = int32(c, ldc);
+    o.kind = Kind::kFloat;
+    o.scale = scale;
+    o.bias_f = bias_f;
+    return o;
+  }
+  /// Requantised to the whole range of the 8-bit type.
+  static QGemmOut quant8(void* c, int64_t ldc, const float* scale, int32_t zp, bool out_signed,
+                         const int32_t* bias_i = nullptr) {
+    QGemmOut o = int32(c, ldc, bias_i);
+    o.kind = Kind::kQuant8;
+    o.scale = scale;
+    o.out_zp = zp;
+    o.out_signed = out_signed;
+    o.lo = out_signed ? -128 : 0;
+    o.hi = out_signed ? 127 : 255;
+    return o;
+  }
 };
 
 /// C = A B for m rows, with B's k and n, and the epilogue `out`. `pool` may be null.

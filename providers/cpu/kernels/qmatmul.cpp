@@ -117,16 +117,8 @@ class MatMulIntegerKernel final : public Kernel {
     const int64_t m = rows_of(a, pb.k(), ctx.node(), b.shape());
     if (za && za->dtype() != a.dtype()) fail(ErrorCode::kInvalidArgument, ctx.node().label(), ": a_zero_point (input 2) must have A's type");
     if (y.numel() == 0) return;
-    QGemmA qa;
-    qa.base = static_cast<const uint8_t*>(a.raw_data());
-    qa.lda = pb.k();
-    qa.is_signed = a.dtype() == DType::kInt8;
-    qa.zero_point = za ? q8_value(*za, 0) : 0;
-    QGemmOut o;
-    o.kind = QGemmOut::Kind::kInt32;
-    o.c = y.raw_data();
-    o.ldc = pb.n();
-    qgemm(qa, pb, m, o, &ctx.pool());
+    const QGemmA qa = QGemmA::matrix(a.raw_data(), pb.k(), a.dtype() == DType::kInt8, za ? q8_value(*za, 0) : 0);
+    qgemm(qa, pb, m, QGemmOut::int32(y.raw_data(), pb.n()), &ctx.pool());
   }
 
  private:
@@ -164,21 +156,8 @@ class QLinearMatMulKernel final : public Kernel {
     carve(Workspace::kQuant, [&](Carver& c) { mult = c.take<float>(n); });
     const float a_scale = float_at(as, 0), y_scale = float_at(ys, 0);
     for (int64_t j = 0; j < n; ++j) mult[j] = a_scale * float_at(bs, nbs == 1 ? 0 : j) / y_scale;
-    QGemmA qa;
-    qa.base = static_cast<const uint8_t*>(a.raw_data());
-    qa.lda = pb.k();
-    qa.is_signed = a.dtype() == DType::kInt8;
-    qa.zero_point = q8_value(az, 0);
-    QGemmOut o;
-    o.kind = QGemmOut::Kind::kQuant8;
-    o.c = y.raw_data();
-    o.ldc = n;
-    o.scale = mult;
-    o.out_zp = q8_value(yz, 0);
-    o.out_signed = y.dtype() == DType::kInt8;
-    o.lo = o.out_signed ? -128 : 0;
-    o.hi = o.out_signed ? 127 : 255;
-    qgemm(qa, pb, m, o, &ctx.pool());
+    const QGemmA qa = QGemmA::matrix(a.raw_data(), pb.k(), a.dtype() == DType::kInt8, q8_value(az, 0));
+    qgemm(qa, pb, m, QGemmOut::quant8(y.raw_data(), n, mult, q8_value(yz, 0), y.dtype() == DType::kInt8), &ctx.pool());
   }
 
  private:
@@ -260,22 +239,12 @@ class QGemmKernel final : public Kernel {
         for (int64_t p = 0; p < k; ++p) at[i * k + p] = pa[p * m + i];
       pa = at;
     }
-    QGemmA qa;
-    qa.base = pa;
-    qa.lda = k;
-    qa.is_signed = a.dtype() == DType::kInt8;
-    qa.zero_point = q8_value(az, 0);
-    QGemmOut o;
-    o.bias_i = bias;
-    o.scale = mult;
+    const QGemmA qa = QGemmA::matrix(pa, k, a.dtype() == DType::kInt8, q8_value(az, 0));
     const bool y_signed = y.dtype() == DType::kInt8;
     const int32_t zy = yz ? q8_value(*yz, 0) : 0;
     if (c_mode >= 3) {
       // A whole C matrix or a column: int32 sums first, then C and the epilogue element by element.
-      o.kind = QGemmOut::Kind::kInt32;
-      o.c = acc;
-      o.ldc = n;
-      qgemm(qa, pb, m, o, &ctx.pool());
+      qgemm(qa, pb, m, QGemmOut::int32(acc, n, bias), &ctx.pool());
       const int32_t* pc = c->data<int32_t>();
       for (int64_t i = 0; i < m * n; ++i) {
         const int32_t ci = pc[c_mode == 3 ? i : i / n];
@@ -291,17 +260,8 @@ class QGemmKernel final : public Kernel {
       }
       return;
     }
-    o.c = y.raw_data();
-    o.ldc = n;
-    if (quantized) {
-      o.kind = QGemmOut::Kind::kQuant8;
-      o.out_zp = zy;
-      o.out_signed = y_signed;
-      o.lo = y_signed ? -128 : 0;
-      o.hi = y_signed ? 127 : 255;
-    } else {
-      o.kind = QGemmOut::Kind::kFloat;
-    }
+    QGemmOut o = quantized ? QGemmOut::quant8(y.raw_data(), n, mult, zy, y_signed) : QGemmOut::to_float(y.raw_data(), n, mult);
+    o.bias_i = bias;
     qgemm(qa, pb, m, o, &ctx.pool());
   }
 
@@ -347,17 +307,7 @@ class DynamicQuantizeMatMulKernel final : public Kernel {
     });
     const DynamicQuant q = dynamic_quantize_u8(a.data<float>(), a.numel(), aq, ctx.pool());
     for (int64_t j = 0; j < n; ++j) mult[j] = q.scale * float_at(bs, nbs == 1 ? 0 : j);
-    QGemmA qa;
-    qa.base = aq;
-    qa.lda = k;
-    qa.zero_point = q.zero_point;
-    QGemmOut o;
-    o.kind = QGemmOut::Kind::kFloat;
-    o.c = y.raw_data();
-    o.ldc = n;
-    o.scale = mult;
-    o.bias_f = bias;
-    qgemm(qa, pb, m, o, &ctx.pool());
+    qgemm(QGemmA::matrix(aq, k, false, q.zero_point), pb, m, QGemmOut::to_float(y.raw_data(), n, mult, bias), &ctx.pool());
   }
 
  private:
@@ -392,18 +342,8 @@ class MatMulIntegerToFloatKernel final : public Kernel {
     carve(Workspace::kQuant, [&](Carver& c) { mult = c.take<float>(n); });
     const float a_scale = float_at(as, 0);
     for (int64_t j = 0; j < n; ++j) mult[j] = a_scale * float_at(bs, nbs == 1 ? 0 : j);
-    QGemmA qa;
-    qa.base = static_cast<const uint8_t*>(a.raw_data());
-    qa.lda = k;
-    qa.is_signed = a.dtype() == DType::kInt8;
-    qa.zero_point = az ? q8_value(*az, 0) : 0;
-    QGemmOut o;
-    o.kind = QGemmOut::Kind::kFloat;
-    o.c = y.raw_data();
-    o.ldc = n;
-    o.scale = mult;
-    o.bias_f = bias;
-    qgemm(qa, pb, m, o, &ctx.pool());
+    const QGemmA qa = QGemmA::matrix(a.raw_data(), k, a.dtype() == DType::kInt8, az ? q8_value(*az, 0) : 0);
+    qgemm(qa, pb, m, QGemmOut::to_float(y.raw_data(), n, mult, bias), &ctx.pool());
   }
 
  private:
