@@ -37,7 +37,10 @@ constexpr int64_t kVec = 8;
 #endif
 /// VNNI reads A's bytes in place; the int16 paths pack each tile of A to int16 first.
 constexpr bool kPacksA = kQGroup == 2;
-constexpr int kMR = 6;  // rows of a micro-tile
+// Rows of a micro-tile: 6 with VNNI (its dot products accumulate in place: 6 x 4 registers of 32,
+// or 6 x 2 of 16), 4 for the int16 kernels (each vpmaddwd needs a register before its add: 6 x 2
+// accumulators spilled).
+constexpr int kMR = kQGroup == 4 ? 6 : 4;
 constexpr int64_t kMaxNV = kQPanel / kVec;
 
 inline int32_t load_quad(const uint8_t* p) {
@@ -300,11 +303,53 @@ __attribute__((always_inline)) inline void quant8_tile(const EpiArgs& e, AccV (&
 }
 #endif
 
+#if defined(ONYX_QGEMM_AVXVNNI) || defined(ONYX_QGEMM_AVX2)
+/// The requantising epilogue of a tile on 256-bit registers (as quant8_tile): column constants
+/// once, then each row's registers converted, clamped, packed to bytes and stored.
+template <int NV>
+__attribute__((always_inline)) inline void quant8_tile(const EpiArgs& e, AccV (&acc)[kMR][kMaxNV], int64_t i0, int rows,
+                                                       int64_t j0, int64_t n) {
+  const QGemmOut& o = *e.out;
+  __m256i corr[NV];
+  __m256 scale[NV];
+  int64_t cols[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    cols[v] = std::clamp<int64_t>(n - (j0 + v * kVec), 0, 8);
+    const __m256i mask = mask8(cols[v]);
+    corr[v] = _mm256_maskload_epi32(e.corr + j0 + v * kVec, mask);
+    scale[v] = _mm256_maskload_ps(o.scale + j0 + v * kVec, mask);
+  }
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(o.lo - o.out_zp)), hi = _mm256_set1_ps(static_cast<float>(o.hi - o.out_zp));
+  const __m256i zp = _mm256_set1_epi32(o.out_zp);
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r) {
+    if (r >= rows) break;
+    uint8_t* c = static_cast<uint8_t*>(o.c) + (i0 + r) * o.ldc + j0;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc[r][v], corr[v])), scale[v]);
+      f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+      const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), zp);
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      const __m128i b = o.out_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+      if (cols[v] == 8) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(c + v * kVec), b);
+      } else if (cols[v] > 0) {
+        uint8_t tmp[16];
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(tmp), b);
+        std::memcpy(c + v * kVec, tmp, static_cast<size_t>(cols[v]));
+      }
+    }
+  }
+}
+#endif
+
 template <int NV, bool kFlip, bool kPlain>
 void tile(const TileA& t, int64_t kp, const BElem* bp, const EpiArgs& e, int64_t i0, int rows, int64_t j0, int64_t n) {
   AccV acc[kMR][kMaxNV];
   micro<NV, kFlip, kPlain>(t, kp, bp, acc);
-#if defined(ONYX_QGEMM_VNNI512)
+#if defined(ONYX_QGEMM_VNNI512) || defined(ONYX_QGEMM_AVXVNNI) || defined(ONYX_QGEMM_AVX2)
   if (e.out->kind == QGemmOut::Kind::kQuant8 && !e.d) {
     quant8_tile<NV>(e, acc, i0, rows, j0, n);
     return;
@@ -340,6 +385,25 @@ TileFn tile_for(int64_t nv) {
 TileFn pick_tile(bool flip, bool plain, int64_t nv) {
   if (flip) return plain ? tile_for<true, true>(nv) : tile_for<true, false>(nv);
   return plain ? tile_for<false, true>(nv) : tile_for<false, false>(nv);
+}
+
+/// One row of A for the int16 kernels: its kp values (quad by quad, read as A reads them) minus
+/// the zero point, as int16.
+inline void pack_a_row(const uint8_t* row, const int64_t* quad_off, int64_t kp, bool is_signed, int32_t zp, int16_t* dst) {
+#if defined(__SSE4_1__)
+  const __m128i z = _mm_set1_epi16(static_cast<int16_t>(zp));
+  for (int64_t q = 0; q < kp / 4; ++q) {
+    const __m128i b = _mm_cvtsi32_si128(load_quad(row + (quad_off ? quad_off[q] : 4 * q)));
+    const __m128i w = _mm_sub_epi16(is_signed ? _mm_cvtepi8_epi16(b) : _mm_cvtepu8_epi16(b), z);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + 4 * q), w);
+  }
+#else
+  for (int64_t q = 0; q < kp / 4; ++q) {
+    const uint8_t* p = row + (quad_off ? quad_off[q] : 4 * q);
+    for (int e = 0; e < 4; ++e)
+      dst[4 * q + e] = static_cast<int16_t>((is_signed ? static_cast<int32_t>(static_cast<int8_t>(p[e])) : p[e]) - zp);
+  }
+#endif
 }
 
 }  // namespace
@@ -466,8 +530,7 @@ void qgemm(const QGemmA& a, const QPackedB& b, int64_t m, const QGemmOut& out, T
             return a.is_signed ? static_cast<int32_t>(static_cast<int8_t>(raw)) : static_cast<int32_t>(raw);
           };
           if constexpr (kPacksA) {
-            for (int r = 0; r < kMR; ++r)
-              for (int64_t kk = 0; kk < kp; ++kk) apack[r * kp + kk] = static_cast<int16_t>(byte_at(r, kk) - a.zero_point);
+            for (int r = 0; r < kMR; ++r) pack_a_row(ta.rows[r], av.quad_off, kp, a.is_signed, a.zero_point, apack + r * kp);
             ta.packed = apack;
           }
           if (d)
