@@ -9,8 +9,8 @@
 //   DQ(x) -> GlobalAveragePool | AveragePool -> Q   com.microsoft::QLinearGlobalAveragePool | ...
 //   DQ(x) -> Sigmoid | LeakyRelu -> Q         com.microsoft::QLinearSigmoid | QLinearLeakyRelu
 //   DQ(x...) -> Concat -> Q                   com.microsoft::QLinearConcat
-//   DQ(x) -> MaxPool | Reshape | ... -> Q     the op itself on the 8-bit tensor, when DQ and Q
-//                                             have the same scale and zero point
+//   DQ(x) -> MaxPool | Reshape | Resize (nearest) | ... -> Q   the op itself on the 8-bit tensor,
+//                                             when DQ and Q have the same scale and zero point
 // and ONNX Runtime's dynamic quantization (DynamicQuantizeLinear -> MatMulInteger -> Cast ->
 // Mul by the scales [-> Add bias]) becomes com.microsoft::DynamicQuantizeMatMul.
 //
@@ -348,10 +348,12 @@ class QdqFusion {
   /// and a QuantizeLinear of the same parameters run on the 8-bit tensor.
   bool passthrough(size_t i) {
     const Node& n = g_.nodes[i];
-    static const char* const kOps[] = {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze",
-                                       "Identity", "SpaceToDepth", "DepthToSpace", "Slice", "Gather", "Expand"};
+    static const char* const kOps[] = {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity",
+                                       "SpaceToDepth", "DepthToSpace", "Slice", "Gather", "Expand", "Tile", "Resize"};
     bool known = false;
     for (const char* op : kOps) known |= n.op_type == op;
+    // Resize picks input values only in its nearest mode (the others interpolate).
+    if (n.op_type == "Resize" && n.attr_string("mode", "nearest") != "nearest") return false;
     if (!known || n.inputs.empty() || n.outputs.size() != 1) return false;
     QParams x, y;
     if (!dq_of(g_, dead_, n.inputs[0], &x) || !q_after(view_, n.outputs[0], &y) || !same_params(g_, x, y)) return false;

@@ -658,6 +658,25 @@ TEST(QdqFusion, DataMovementRunsOnTheQuantizedTensor) {
   expect_equal(p.fused.out[0], p.plain.out[0], "data movement");
 }
 
+TEST(QdqFusion, ResizeNearestRunsOnTheQuantizedTensorLinearDoesNot) {
+  // Resize in nearest mode picks input values: it runs on the uint8 tensor; in linear mode it
+  // interpolates, so its DequantizeLinear / QuantizeLinear stay.
+  for (const char* mode : {"nearest", "linear"}) {
+    SCOPED_TRACE(mode);
+    Builder b;
+    const std::string x = b.dq(b.input("x", DType::kUInt8, {1, 3, 5, 7}), 0.1f, 100, DType::kUInt8);
+    const std::string y = b.node("Resize", {x, "", b.constant("scales", Tensor::from_vector<float>(Shape{4}, {1, 1, 2, 2}))},
+                                 {attr_string("mode", mode)});
+    b.output(b.q(y, 0.1f, 100, DType::kUInt8), DType::kUInt8);
+    const Feeds feeds{{"x", Value(ints8(DType::kUInt8, Shape{1, 3, 5, 7}, 0, 255, 73))}};
+    const Pair p = run_both(b.model(), feeds);
+    const bool nearest = std::string(mode) == "nearest";
+    EXPECT_EQ(p.fused.count("DequantizeLinear"), nearest ? 0 : 1) << ops_of(p.fused);
+    EXPECT_EQ(p.fused.count("QuantizeLinear"), nearest ? 0 : 1) << ops_of(p.fused);
+    expect_equal(p.fused.out[0], p.plain.out[0], "resize");
+  }
+}
+
 TEST(QdqFusion, DataMovementBetweenDifferentParametersIsNotFused) {
   struct Params {
     const char* what;
