@@ -70,7 +70,9 @@ int compute_half_in_float(Graph& g, PassContext& ctx) {
   std::vector<Node> nodes;
   nodes.reserve(g.nodes.size());
   int changed = 0;
-  for (Node& n : g.nodes) {
+  // The nodes are copied, not moved, into the new list: EPs asked through ctx.may_compute_in_float
+  // look at a node's producers in g (a Clip's Constant bounds, a Conv's weights), which must stay intact.
+  for (const Node& n : g.nodes) {
     bool half = false, inside = false;
     for (int v : n.inputs) {
       half |= half_tensor(g, v);
@@ -78,7 +80,7 @@ int compute_half_in_float(Graph& g, PassContext& ctx) {
     }
     for (int v : n.outputs) half |= half_tensor(g, v);
     if (!half || left_as_written(n) || (moves_data(n) && !inside)) {
-      nodes.push_back(std::move(n));
+      nodes.push_back(n);
       continue;
     }
     // The float32 form, with new values for the inputs and outputs that have no stand-in yet.
@@ -119,7 +121,7 @@ int compute_half_in_float(Graph& g, PassContext& ctx) {
         g.by_name.erase(g.values.back().name);
         g.values.pop_back();
       }
-      nodes.push_back(std::move(n));
+      nodes.push_back(n);
       continue;
     }
     for (const auto& [h, fv] : made_inputs) {

@@ -165,3 +165,65 @@ TEST(NoAlloc, QuantizedOperatorsAfterWarmup) {
     EXPECT_EQ(allocations_in_10_runs(s, b), 0) << threads << " threads";
   }
 }
+
+TEST(NoAlloc, IntegerProductsAndHalfRegionsAfterWarmup) {
+  // The integer GEMM behind QLinearConv (channels-last, group 1 and depthwise), QLinearMatMul,
+  // com.microsoft QGemm and DynamicQuantizeMatMul (constant weights packed once), and a float16
+  // Conv that half_in_float runs as float32 between Casts.
+  GraphSpec g;
+  auto scalar_u8 = [](uint8_t v) {
+    Tensor t(DType::kUInt8, Shape{});
+    *t.data<uint8_t>() = v;
+    return t;
+  };
+  auto weights = [](DType dt, Shape s) {
+    Tensor t(dt, s);
+    auto* p = static_cast<uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel() * static_cast<int64_t>(dtype_size(dt)); ++i) p[i] = static_cast<uint8_t>(i * 37 % 251);
+    if (dt == DType::kFloat16)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<Float16>()[i].bits = Float16::from_float(0.01f * static_cast<float>(i % 7));
+    return t;
+  };
+  g.initializers.push_back({"s", Tensor::scalar(0.05f)});
+  g.initializers.push_back({"z", scalar_u8(128)});
+  Tensor wz(DType::kInt8, Shape{});
+  *wz.data<int8_t>() = 0;
+  g.initializers.push_back({"wz", wz});
+  g.initializers.push_back({"w1", weights(DType::kInt8, Shape{16, 8, 3, 3})});
+  g.initializers.push_back({"w2", weights(DType::kInt8, Shape{16, 1, 3, 3})});
+  g.initializers.push_back({"b", weights(DType::kInt8, Shape{16, 10})});
+  g.initializers.push_back({"b2", weights(DType::kInt8, Shape{10, 8})});
+  g.initializers.push_back({"hw", weights(DType::kFloat16, Shape{4, 8, 3, 3})});
+  g.nodes.push_back({"QuantizeLinear", {"x", "s", "z"}, {"q"}});
+  g.nodes.push_back({"QLinearConv", {"q", "s", "z", "w1", "s", "wz", "s", "z"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})}});
+  g.nodes.push_back(
+      {"QLinearConv", {"c1", "s", "z", "w2", "s", "wz", "s", "z"}, {"c2"}, {attr_ints("pads", {1, 1, 1, 1}), attr_int("group", 16)}});
+  g.nodes.push_back({"Flatten", {"c2"}, {"f"}, {attr_int("axis", 2)}});
+  g.nodes.push_back({"Reshape", {"f", "shape"}, {"r"}});
+  g.nodes.push_back({"QLinearMatMul", {"r", "s", "z", "b", "s", "wz", "s", "z"}, {"mm"}});
+  NodeSpec qg{"QGemm", {"r", "s", "z", "b", "s", "wz", "", "s", "z"}, {"qg"}, {attr_int("transB", 0)}};
+  qg.domain = "com.microsoft";
+  g.nodes.push_back(qg);
+  g.nodes.push_back({"DequantizeLinear", {"qg", "s", "z"}, {"dq"}});
+  NodeSpec dm{"DynamicQuantizeMatMul", {"dq", "b2", "s", "wz"}, {"y1"}};
+  dm.domain = "com.microsoft";
+  g.nodes.push_back(dm);
+  g.nodes.push_back({"Cast", {"x"}, {"xh"}, {attr_int("to", static_cast<int64_t>(DType::kFloat16))}});
+  g.nodes.push_back({"Conv", {"xh", "hw"}, {"ch"}, {attr_ints("pads", {1, 1, 1, 1})}});
+  g.nodes.push_back({"Relu", {"ch"}, {"y2"}});
+  // c2 is [1, 16, 10, 10]: Flatten(axis 2) gives [16, 100], reshaped to [100, 16] against B [16, 10].
+  g.initializers.push_back({"shape", Tensor::from_vector<int64_t>(Shape{2}, {100, 16})});
+  g.inputs.push_back({"x", DType::kFloat, {1, 8, 10, 10}});
+  g.outputs.push_back({"mm", DType::kUInt8, {}});
+  g.outputs.push_back({"y1", DType::kFloat, {}});
+  g.outputs.push_back({"y2", DType::kFloat16, {}});
+  const std::string m = encode_model(g, 17, 8, {{"com.microsoft", 1}});
+  for (int threads : {1, 2}) {
+    Session s = Session::builder().with_intra_threads(threads).commit_from_memory(m.data(), m.size());
+    Tensor x(DType::kFloat, Shape{1, 8, 10, 10});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.37f * static_cast<float>(i % 29) - 5.0f;
+    Binding b(s);
+    b.bind_input("x", x);
+    EXPECT_EQ(allocations_in_10_runs(s, b), 0) << threads << " threads";
+  }
+}
