@@ -215,3 +215,40 @@ TEST(CpuQLinearConvNhwc, ByteAndHalfTransposesMatchTheDefinition) {
     }
   }
 }
+
+TEST(CpuQLinearConvNhwc, KernelShapeThatDisagreesWithTheWeightsIsAnError) {
+  // A kernel_shape attribute that is not W's spatial shape: an error naming the node, in both
+  // layouts (never a read past the weights): W constant (found at load) or fed with its shape
+  // unknown until the run.
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool nhwc = mode & 1, fed = mode & 2;
+    GraphSpec g;
+    g.inputs.push_back({"x", DType::kUInt8, {1, 4, 6, 6}});
+    g.initializers.emplace_back("xs", Tensor::from_vector<float>(Shape{}, {0.1f}));
+    g.initializers.emplace_back("xz", q8_values(DType::kUInt8, Shape{}, {128}));
+    const Tensor w = random_q8(DType::kInt8, Shape{8, 4, 3, 3}, 3);
+    if (fed) {
+      ValueSpec wv{"w", DType::kInt8};
+      wv.no_shape = true;
+      g.inputs.push_back(wv);
+    } else {
+      g.initializers.emplace_back("w", w);
+    }
+    g.initializers.emplace_back("ws", Tensor::from_vector<float>(Shape{}, {0.01f}));
+    g.initializers.emplace_back("wz", q8_values(DType::kInt8, Shape{}, {0}));
+    g.initializers.emplace_back("ys", Tensor::from_vector<float>(Shape{}, {0.2f}));
+    g.initializers.emplace_back("yz", q8_values(DType::kUInt8, Shape{}, {128}));
+    g.nodes.push_back({"QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"}, {attr_ints("kernel_shape", {5, 5})}, "qc"});
+    g.outputs.push_back({"y", DType::kUInt8, {}, {}, true});
+    const std::string m = encode_model(g, 19);
+    try {
+      Session s = Session::builder().with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()}).commit_from_memory(m.data(), m.size());
+      std::vector<std::pair<std::string, Value>> feeds{{"x", Value(random_q8(DType::kUInt8, Shape{1, 4, 6, 6}, 4))}};
+      if (fed) feeds.emplace_back("w", Value(w));
+      s.run(feeds);
+      ADD_FAILURE() << "no error (nhwc " << nhwc << ", w fed " << fed << ")";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("kernel_shape"), std::string::npos) << e.what();
+    }
+  }
+}

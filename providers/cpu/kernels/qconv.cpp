@@ -311,7 +311,10 @@ constexpr int64_t kMaxDwTaps = 64;
 class QConvNhwcKernel final : public Kernel {
  public:
   explicit QConvNhwcKernel(const KernelCreateInfo& info)
-      : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), group_(info.node.attr_int("group", 1)) {
+      : node_(info.node),
+        attrs_(WindowAttrs::of(info.node, false)),
+        group_(info.node.attr_int("group", 1)),
+        kernel_shape_(info.node.attr_ints("kernel_shape")) {
     if (group_ <= 0) fail(ErrorCode::kInvalidGraph, node_.label(), ": group must be positive");
     const Tensor* w = info.constant(3);
     const Tensor* wz = info.node.has_input(5) ? info.constant(5) : nullptr;
@@ -343,6 +346,9 @@ class QConvNhwcKernel final : public Kernel {
       fail(ErrorCode::kInvalidArgument, node_.label(), ": B (input 8) must be int32 with ", M, " values, got ",
            dtype_name(bias->dtype()), bias->shape().to_string());
     const int64_t KH = w.dim(2), KW = w.dim(3);
+    if (!kernel_shape_.empty() && !(kernel_shape_ == Shape{KH, KW}))
+      fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape ", kernel_shape_.to_string(), " does not match w (input 3) ",
+           w.shape().to_string());
     const WindowGeometry g = window_geometry(attrs_, node_, Shape{H, W}, Shape{KH, KW});
     int32_t xzv = 0, yzv = 0;
     float xsv = 0, ysv = 0;
@@ -480,6 +486,7 @@ class QConvNhwcKernel final : public Kernel {
   const Node& node_;
   WindowAttrs attrs_;
   int64_t group_ = 1;
+  Shape kernel_shape_;  // the attribute (empty when absent)
   Prepared prepared_;
 };
 
