@@ -4,6 +4,7 @@
 // tests (the build machine's ISA: AVX-512 VNNI here) and into onyx_isa_fallback_tests (AVX2).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -192,4 +193,26 @@ TEST(QGemm, BigSumsStayExact) {
   qgemm(qa, pb, m, o, &pool);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) ASSERT_EQ(out[i * n + j], (j == 5 ? 127 : -128) * 255 * k) << i << "," << j;
+}
+
+TEST(QGemm, HugeMultipliersStillSaturate) {
+  // Multipliers so large that the scaled sums leave int32: the epilogue must clamp in float before
+  // rounding (the saturating-pack form is only taken where the sums stay far inside int32).
+  ThreadPool pool(2);
+  const int64_t m = 13, n = 128, k = 300;
+  std::vector<uint8_t> a = random_bytes(static_cast<size_t>(m * k), 91), b = random_bytes(static_cast<size_t>(k * n), 92);
+  const QPackedB pb = qpack_b(b.data(), false, k, n, n, 1, nullptr, 0);
+  const QGemmA qa = QGemmA::matrix(a.data(), k, false, 100);
+  std::vector<int32_t> want32(static_cast<size_t>(m * n));
+  qgemm(qa, pb, m, QGemmOut::int32(want32.data(), n), &pool);
+  for (float scale : {1e3f, 1e6f, -1e6f, 3e-4f}) {
+    std::vector<float> sc(static_cast<size_t>(n), scale);
+    std::vector<uint8_t> out(static_cast<size_t>(m * n));
+    qgemm(qa, pb, m, QGemmOut::quant8(out.data(), n, sc.data(), 7, false), &pool);
+    for (int64_t i = 0; i < m * n; ++i) {
+      const float ff = static_cast<float>(want32[i]) * scale;
+      const int32_t q = ff > 1e9f ? 255 : ff < -1e9f ? 0 : std::clamp(static_cast<int32_t>(std::nearbyint(ff)) + 7, 0, 255);
+      ASSERT_EQ(out[i], q) << "scale " << scale << " at " << i << " sum " << want32[i];
+    }
+  }
 }
