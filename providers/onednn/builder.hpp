@@ -27,14 +27,19 @@ using MD = dnnl::memory::desc;
 using Dims = dnnl::memory::dims;
 using Alg = dnnl::algorithm;
 using Tag = dnnl::memory::format_tag;
-constexpr auto kF32 = dnnl::memory::data_type::f32;
+using DT = dnnl::memory::data_type;
+constexpr auto kF32 = DT::f32;
 
 /// ONNX shape as oneDNN dims (a scalar becomes {1}).
 Dims to_dims(const Shape& s);
-/// Dense row-major f32 descriptor of `d`.
-MD plain_md(const Dims& d);
-/// Strided f32 descriptor.
-MD strided_md(const Dims& d, const Dims& strides);
+/// oneDNN's type for an onyx element type: f32, bf16, s8, u8 or s32; undef for the others.
+DT dnnl_type(DType t);
+/// Dense row-major descriptor of `d` (float32 unless `t` says otherwise).
+MD plain_md(const Dims& d, DT t = kF32);
+/// Strided descriptor.
+MD strided_md(const Dims& d, const Dims& strides, DT t = kF32);
+/// `m` with its elements of type `t` (same dims and layout: blocking, strides).
+MD with_type(const MD& m, DT t);
 /// True when `m` is dense row-major (no blocking, padding or offset; size-1 dims ignored).
 bool is_plain(const MD& m);
 int64_t numel_of(const Dims& d);
@@ -106,7 +111,7 @@ struct RegionDesc {
   std::vector<int> uses;        // per value id: reads by region nodes
   std::vector<std::vector<int>> readers;  // per value id: region nodes reading it (once each)
   std::vector<const Tensor*> constants;   // per value id: initializer or null
-  std::vector<int> keyed;  // run-time inputs read as constants (Reduce axes): their values key entries
+  std::vector<int> keyed;  // run-time inputs read as constants (compile_time_inputs): their values key entries
   bool arena = true;       // intermediates share scratch by lifetime (the EP's "arena" option)
 };
 
@@ -121,6 +126,8 @@ class Builder {
   const Graph& graph() const { return r_.graph; }
   const Node& node(int i) const { return r_.graph.nodes[i]; }
   const Shape& shape(int v) const { return shapes_[v]; }
+  /// oneDNN type of value `v`'s elements (its constant's, else its inferred type's).
+  DT type(int v) const;
   bool is_output(int v) const { return r_.is_output[v] != 0; }
   const Tensor* constant(int v) const {
     if (v < 0) return nullptr;
@@ -158,9 +165,12 @@ class Builder {
   /// Destination for value `v`: its frame buffer when `v` leaves the region and `m` is plain,
   /// else scratch.
   int out_view(int v, const MD& m);
-  /// A compile-time constant from host floats laid out densely row-major in `m`.
+  /// A compile-time constant from host floats laid out densely row-major in `m` (a float32
+  /// descriptor; other element types: host_bytes).
   int host_const(const MD& m, const std::vector<float>& data);
-  /// Plain host copy of a constant view's data (dims of its descriptor).
+  /// A compile-time constant from `m.get_size()` host bytes laid out as `m` says.
+  int host_bytes(const MD& m, const void* data);
+  /// Plain host copy of a constant view's data as floats (dims of its descriptor).
   std::vector<float> const_data(int view);
   bool same_slot(int a, int c) const { return e_.views[a].slot == e_.views[c].slot; }
   bool is_const(int view) const { return e_.slots[e_.views[view].slot].kind == SlotKind::kConst; }
@@ -184,8 +194,9 @@ class Builder {
   static dnnl::primitive_attr attr();
   /// Appends a primitive; its scratchpad (if any) gets its own scratch view.
   void step(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd, std::vector<std::pair<int, int>> args);
-  /// Adds a reorder step from `src` to `dst` views.
+  /// Adds a reorder step from `src` to `dst` views (with `a`'s scales and zero points).
   void copy(int src, int dst);
+  void copy(int src, int dst, const dnnl::primitive_attr& a);
 
   [[noreturn]] void unsupported(const std::string& what) const;
 
@@ -209,7 +220,17 @@ class Builder {
   int pos_ = -1;  // index of node_ in the region
 };
 
+/// A MatMul's operands as oneDNN dims of equal rank (a vector operand made a matrix, batch dims
+/// broadcast; with b shared by every batch, a's batch dims folded into its rows), and N.
+struct MatDims {
+  Dims a, w, out;
+  int64_t n;
+};
+MatDims matmul_dims(const Builder& b, const Node& n, const Shape& as, const Shape& ws);
+
 /// Op emitters (ops.cpp). Each reads its inputs through the builder and defines its outputs.
 void emit_node(Builder& b, int node);
+/// The 8-bit ops and Cast (qops.cpp): false when `node` is none of them.
+bool emit_quantized(Builder& b, int node);
 
 }  // namespace onyx::onednn

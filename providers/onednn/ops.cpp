@@ -137,6 +137,40 @@ bool fused_conv_activation(const Node& n, std::vector<Elt>* out, std::string* wh
   return false;
 }
 
+MatDims matmul_dims(const Builder& b, const Node& n, const Shape& as, const Shape& ws) {
+  if (as.empty() || ws.empty()) b.unsupported("scalar operands");
+  Dims ad = to_dims(as), wd = to_dims(ws);
+  if (as.size() == 1) ad = {1, as[0]};
+  if (ws.size() == 1) wd = {ws[0], 1};
+  const size_t r = std::max(ad.size(), wd.size());
+  if (r > 12) b.unsupported(str("rank ", r, " (oneDNN takes at most 12)"));
+  ad = pad_front(ad, r);
+  wd = pad_front(wd, r);
+  if (ad[r - 1] != wd[r - 2])
+    fail(ErrorCode::kInvalidArgument, n.label(), ": inner dims differ (", as.to_string(), " x ", ws.to_string(), ")");
+  Dims od(r);
+  for (size_t k = 0; k + 2 < r; ++k) {
+    if (ad[k] != wd[k] && ad[k] != 1 && wd[k] != 1)
+      fail(ErrorCode::kInvalidArgument, n.label(), ": batch dims do not broadcast (", as.to_string(), " x ",
+           ws.to_string(), ")");
+    od[k] = ad[k] == 1 ? wd[k] : ad[k];
+  }
+  od[r - 2] = ad[r - 2];
+  od[r - 1] = wd[r - 1];
+  const int64_t N = od[r - 1];
+  // Weights shared by every batch: fold the batch dims into M (one 2-D product with packed
+  // weights instead of many small ones).
+  bool shared = true;
+  for (size_t k = 0; k + 2 < r; ++k) shared &= wd[k] == 1;
+  if (shared && r > 2) {
+    const int64_t rows = numel_of(ad) / ad[r - 1];
+    ad = {rows, ad[r - 1]};
+    wd = {wd[r - 2], wd[r - 1]};
+    od = {rows, N};
+  }
+  return {ad, wd, od, N};
+}
+
 namespace {
 
 constexpr auto kInfer = dnnl::prop_kind::forward_inference;
@@ -287,13 +321,15 @@ void emit_conv(Builder& b, int ni) {
   std::string why;
   if (fused && !fused_conv_activation(n, &pre, &why)) b.unsupported(why);
   Tail t = plan_tail(b, y, !fused);
+  const DT ft = b.type(y);  // float32 or bfloat16 throughout
   using PD = dnnl::convolution_forward::primitive_desc;
   auto make = [&](const Tail* tail) {
-    const MD s(src_d, kF32, Tag::any), wm(wd, kF32, Tag::any), d(dst_d, kF32, Tag::any);
+    const MD s(src_d, ft, Tag::any), wm(wd, ft, Tag::any), d(dst_d, ft, Tag::any);
     const Dims st = window_dims(g.stride), dil = minus_one(g.dilation), pl = window_dims(g.pad_begin),
                pr = window_dims(g.pad_end);
     if (bias >= 0)
-      return PD(dnnl::convolution_forward::desc(kInfer, Alg::convolution_direct, s, wm, MD({M}, kF32, Tag::x), d, st, dil, pl, pr),
+      return PD(dnnl::convolution_forward::desc(kInfer, Alg::convolution_direct, s, wm, MD({M}, ft, Tag::x), d, st, dil,
+                                                pl, pr),
                 attr_with(pre, tail), b.engine());
     return PD(dnnl::convolution_forward::desc(kInfer, Alg::convolution_direct, s, wm, d, st, dil, pl, pr), attr_with(pre, tail),
               b.engine());
@@ -346,13 +382,15 @@ void emit_conv_transpose(Builder& b, int ni) {
     dst_d.push_back(out[k + 2]);
   }
   Tail t = plan_tail(b, y, true);
+  const DT ft = b.type(y);
   using PD = dnnl::deconvolution_forward::primitive_desc;
   auto make = [&](const Tail* tail) {
-    const MD s(src_d, kF32, Tag::any), wm(wd, kF32, Tag::any), d(dst_d, kF32, Tag::any);
+    const MD s(src_d, ft, Tag::any), wm(wd, ft, Tag::any), d(dst_d, ft, Tag::any);
     const Dims st = window_dims(g.stride), dil = minus_one(g.dilation), pl = window_dims(g.pad_begin),
                pr = window_dims(g.pad_end);
     if (bias >= 0)
-      return PD(dnnl::deconvolution_forward::desc(kInfer, Alg::deconvolution_direct, s, wm, MD({M}, kF32, Tag::x), d, st, dil, pl, pr),
+      return PD(dnnl::deconvolution_forward::desc(kInfer, Alg::deconvolution_direct, s, wm, MD({M}, ft, Tag::x), d, st,
+                                                  dil, pl, pr),
                 attr_with({}, tail), b.engine());
     return PD(dnnl::deconvolution_forward::desc(kInfer, Alg::deconvolution_direct, s, wm, d, st, dil, pl, pr), attr_with({}, tail),
               b.engine());
@@ -360,7 +398,8 @@ void emit_conv_transpose(Builder& b, int ni) {
   PD pd = with_tail<PD>(make, t, y);
   std::vector<std::pair<int, int>> args;
   args.emplace_back(DNNL_ARG_SRC, b.reorder(b.view_of(x), pd.src_desc()));
-  args.emplace_back(DNNL_ARG_WEIGHTS, b.reorder(b.alias(b.plain_of(w), strided_md(wd, wst)), pd.weights_desc()));
+  args.emplace_back(DNNL_ARG_WEIGHTS,
+                    b.reorder(b.alias(b.plain_of(w), strided_md(wd, wst, b.type(w))), pd.weights_desc()));
   if (bias >= 0) args.emplace_back(DNNL_ARG_BIAS, b.reorder(b.plain_of(bias, {M}), pd.bias_desc()));
   const int dv = tail_dst(b, t, pd.dst_desc(), args);
   args.emplace_back(DNNL_ARG_DST, dv);
@@ -400,10 +439,13 @@ int binary_op(Builder& b, Alg alg, int av, int cv, const Dims& od, int out, cons
               bool* fused = nullptr) {
   if (commutative(alg) && b.md(av).dims() != od && b.md(cv).dims() == od) std::swap(av, cv);
   if (b.md(av).dims() == b.md(cv).dims() && b.md(av) != b.md(cv)) cv = b.reorder(cv, b.md(av));
+  // One element type (oneDNN's binary kernels for bfloat16 take a bfloat16 second operand).
+  const DT et = b.md(av).data_type();
+  if (b.md(cv).data_type() != et) cv = b.reorder(cv, plain_md(b.md(cv).dims(), et));
   auto make = [&](int a, int c, const Tail* tt) {
     dnnl::primitive_attr at = attr_with({}, tt);
     if (scale_c != 1.0f) at.set_scales(DNNL_ARG_SRC_1, 0, {scale_c});
-    const MD dmd = b.md(a).dims() == od ? MD(od, kF32, Tag::any) : plain_md(od);
+    const MD dmd = b.md(a).dims() == od ? MD(od, et, Tag::any) : plain_md(od, et);
     return dnnl::binary::primitive_desc(dnnl::binary::desc(alg, b.md(a), b.md(c), dmd), at, b.engine());
   };
   bool with = false;
@@ -425,8 +467,8 @@ int binary_op(Builder& b, Alg alg, int av, int cv, const Dims& od, int out, cons
   } catch (const dnnl::error&) {
     // A blocked layout the binary kernels do not broadcast over: go through plain layouts.
     const Dims ad = b.md(av).dims(), cd = b.md(cv).dims();
-    if (!is_plain(b.md(av))) av = b.reorder(av, plain_md(ad));
-    if (!is_plain(b.md(cv))) cv = b.reorder(cv, plain_md(cd));
+    if (!is_plain(b.md(av))) av = b.reorder(av, plain_md(ad, et));
+    if (!is_plain(b.md(cv))) cv = b.reorder(cv, plain_md(cd, et));
     pd = make_any(av, cv);
   }
   if (fused) *fused = with;
@@ -496,7 +538,7 @@ void emit_binary(Builder& b, int ni) {
     const Dims next = to_dims(b.shape(ins[k]));
     const Dims nd = broadcast_dims(n, acc_d, next);
     if (b.md(acc).dims() != pad_front(acc_d, nd.size())) {
-      if (!is_plain(b.md(acc))) acc = b.reorder(acc, plain_md(b.md(acc).dims()));
+      if (!is_plain(b.md(acc))) acc = b.reorder(acc, plain_md(b.md(acc).dims(), b.md(acc).data_type()));
       acc = b.reshape_plain(acc, pad_front(acc_d, nd.size()));
     }
     const int cv = view_with_dims(b, ins[k], pad_front(next, nd.size()));
@@ -610,37 +652,9 @@ void emit_prelu(Builder& b, int ni) {
 void emit_matmul(Builder& b, int ni) {
   const Node& n = b.node(ni);
   const int a = n.inputs[0], w = n.inputs[1], y = n.outputs[0];
-  const Shape& as = b.shape(a);
-  const Shape& ws = b.shape(w);
-  if (as.empty() || ws.empty()) b.unsupported("scalar operands");
-  Dims ad = to_dims(as), wd = to_dims(ws);
-  if (as.size() == 1) ad = {1, as[0]};
-  if (ws.size() == 1) wd = {ws[0], 1};
-  const size_t r = std::max(ad.size(), wd.size());
-  if (r > 12) b.unsupported(str("rank ", r, " (oneDNN takes at most 12)"));
-  ad = pad_front(ad, r);
-  wd = pad_front(wd, r);
-  if (ad[r - 1] != wd[r - 2])
-    fail(ErrorCode::kInvalidArgument, n.label(), ": inner dims differ (", as.to_string(), " x ", ws.to_string(), ")");
-  Dims od(r);
-  for (size_t k = 0; k + 2 < r; ++k) {
-    if (ad[k] != wd[k] && ad[k] != 1 && wd[k] != 1)
-      fail(ErrorCode::kInvalidArgument, n.label(), ": batch dims do not broadcast (", as.to_string(), " x ", ws.to_string(), ")");
-    od[k] = ad[k] == 1 ? wd[k] : ad[k];
-  }
-  od[r - 2] = ad[r - 2];
-  od[r - 1] = wd[r - 1];
-  const int64_t N = od[r - 1];
-  // Weights shared by every batch: fold the batch dims into M (one 2-D product with packed
-  // weights instead of many small ones).
-  bool shared = true;
-  for (size_t k = 0; k + 2 < r; ++k) shared &= wd[k] == 1;
-  if (shared && r > 2) {
-    const int64_t rows = numel_of(ad) / ad[r - 1];
-    ad = {rows, ad[r - 1]};
-    wd = {wd[r - 2], wd[r - 1]};
-    od = {rows, N};
-  }
+  const MatDims md = matmul_dims(b, n, b.shape(a), b.shape(w));
+  const Dims &ad = md.a, &wd = md.w, &od = md.out;
+  const int64_t N = md.n;
   // A following Add of a constant over the last dim becomes the bias.
   int bias = -1, defined = y;
   std::vector<int> absorbed;
@@ -649,9 +663,8 @@ void emit_matmul(Builder& b, int ni) {
     if (c.domain.empty() && c.op_type == "Add" && c.opset >= 7 && single_output(c) && c.inputs.size() == 2) {
       const int other = c.inputs[0] == y ? c.inputs[1] : c.inputs[0];
       const Tensor* k = b.constant(other);
-      if (other != y && k && k->dtype() == DType::kFloat && k->numel() == N && k->rank() <= b.shape(y).size() &&
-          k->rank() > 0 && k->shape().back() == N &&
-          b.shape(c.outputs[0]) == b.shape(y)) {
+      if (other != y && k && dnnl_type(k->dtype()) == b.type(y) && k->numel() == N && k->rank() <= b.shape(y).size() &&
+          k->rank() > 0 && k->shape().back() == N && b.shape(c.outputs[0]) == b.shape(y)) {
         bias = other;
         defined = c.outputs[0];
         absorbed.push_back(rd);
@@ -664,8 +677,9 @@ void emit_matmul(Builder& b, int ni) {
   bd.back() = N;
   using PD = dnnl::matmul::primitive_desc;
   auto make_with = [&](const Tail* tail, bool any_weights) {
-    const MD src = plain_md(ad), wm = any_weights ? MD(wd, kF32, Tag::any) : plain_md(wd), dst(od, kF32, Tag::any);
-    if (bias >= 0) return PD(dnnl::matmul::desc(src, wm, plain_md(bd), dst), attr_with({}, tail), b.engine());
+    const DT ft = b.type(y);
+    const MD src = plain_md(ad, ft), wm = any_weights ? MD(wd, ft, Tag::any) : plain_md(wd, ft), dst(od, ft, Tag::any);
+    if (bias >= 0) return PD(dnnl::matmul::desc(src, wm, plain_md(bd, ft), dst), attr_with({}, tail), b.engine());
     return PD(dnnl::matmul::desc(src, wm, dst), attr_with({}, tail), b.engine());
   };
   auto make = [&](const Tail* tail) {
@@ -700,15 +714,16 @@ void emit_gemm(Builder& b, int ni) {
   const float beta = n.attr_float("beta", 1.0f);
   const int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1], N = tb ? ws[0] : ws[1];
   if ((tb ? ws[1] : ws[0]) != K) fail(ErrorCode::kInvalidArgument, n.label(), ": inner dims differ");
-  const MD amd = ta ? strided_md({M, K}, {1, M}) : plain_md({M, K});
-  const MD wmd = tb ? strided_md({K, N}, {1, K}) : plain_md({K, N});
+  const DT ft = b.type(y);
+  const MD amd = ta ? strided_md({M, K}, {1, M}, ft) : plain_md({M, K}, ft);
+  const MD wmd = tb ? strided_md({K, N}, {1, K}, ft) : plain_md({K, N}, ft);
   int wsrc;  // weights view in (K, N) logical order
   bool alpha_done = false;
   const bool wconst = b.constant(w) != nullptr;
   if (wconst && alpha != 1.0f) {
     std::vector<float> data = b.const_data(b.plain_of(w));
     for (float& f : data) f *= alpha;
-    wsrc = b.alias(b.host_const(plain_md(to_dims(ws)), data), wmd);
+    wsrc = b.alias(b.reorder(b.host_const(plain_md(to_dims(ws)), data), plain_md(to_dims(ws), ft)), wmd);
     alpha_done = true;
   } else {
     wsrc = b.alias(b.plain_of(w), wmd);
@@ -728,7 +743,7 @@ void emit_gemm(Builder& b, int ni) {
       const float s = beta / post_alpha;
       if (s != 1.0f)
         for (float& f : data) f *= s;
-      bias = b.host_const(plain_md(cd), data);
+      bias = b.reorder(b.host_const(plain_md(cd), data), plain_md(cd, ft));
     } else {
       runtime_c = c;
     }
@@ -739,7 +754,7 @@ void emit_gemm(Builder& b, int ni) {
   t.out = runtime_c >= 0 ? y : t.out;
   using PD = dnnl::matmul::primitive_desc;
   auto make_with = [&](const Tail* tail, bool any_weights) {
-    const MD wm = any_weights ? MD({K, N}, kF32, Tag::any) : wmd, dst({M, N}, kF32, Tag::any);
+    const MD wm = any_weights ? MD({K, N}, ft, Tag::any) : wmd, dst({M, N}, ft, Tag::any);
     if (bias >= 0) return PD(dnnl::matmul::desc(amd, wm, b.md(bias), dst), attr_with(pre, tail), b.engine());
     return PD(dnnl::matmul::desc(amd, wm, dst), attr_with(pre, tail), b.engine());
   };
@@ -826,8 +841,9 @@ void emit_pool(Builder& b, int ni) {
   int xv = b.view_of(x);
   using PD = dnnl::pooling_v2_forward::primitive_desc;
   auto make_on = [&](int v, const Tail* tail) {
-    return PD(dnnl::pooling_v2_forward::desc(kInfer, alg, b.md(v), MD(od, kF32, Tag::any), st, ker, dil, pl, pr), attr_with({}, tail),
-              b.engine());
+    return PD(dnnl::pooling_v2_forward::desc(kInfer, alg, b.md(v), MD(od, b.md(v).data_type(), Tag::any), st, ker, dil,
+                                             pl, pr),
+              attr_with({}, tail), b.engine());
   };
   PD pd;
   try {
@@ -859,6 +875,10 @@ void emit_pool(Builder& b, int ni) {
   b.define(y, binary_op(b, Alg::binary_mul, dv, fv, od, y, nullptr));
 }
 
+/// Value `v` as dense float32 with dims `d` (normalisation parameters: oneDNN reads float32
+/// whatever the data's type).
+int f32_of(Builder& b, int v, const Dims& d) { return b.reorder(b.plain_of(v, d), plain_md(d)); }
+
 void emit_batch_norm(Builder& b, int ni) {
   const Node& n = b.node(ni);
   const int x = n.inputs[0], y = n.outputs[0];
@@ -885,10 +905,10 @@ void emit_batch_norm(Builder& b, int ni) {
     pd = with_tail<PD>([&](const Tail* tail) { return make_on(xv, tail); }, t, y);
   }
   std::vector<std::pair<int, int>> args{{DNNL_ARG_SRC, xv},
-                                        {DNNL_ARG_SCALE, b.plain_of(n.inputs[1], {C})},
-                                        {DNNL_ARG_SHIFT, b.plain_of(n.inputs[2], {C})},
-                                        {DNNL_ARG_MEAN, b.plain_of(n.inputs[3], {C})},
-                                        {DNNL_ARG_VARIANCE, b.plain_of(n.inputs[4], {C})}};
+                                        {DNNL_ARG_SCALE, f32_of(b, n.inputs[1], {C})},
+                                        {DNNL_ARG_SHIFT, f32_of(b, n.inputs[2], {C})},
+                                        {DNNL_ARG_MEAN, f32_of(b, n.inputs[3], {C})},
+                                        {DNNL_ARG_VARIANCE, f32_of(b, n.inputs[4], {C})}};
   const int dv = tail_dst(b, t, pd.dst_desc(), args);
   args.emplace_back(DNNL_ARG_DST, dv);
   b.step(dnnl::batch_normalization_forward(pd), pd, std::move(args));
@@ -935,8 +955,9 @@ void emit_softmax(Builder& b, int ni) {
   }
   using PD = dnnl::softmax_v2_forward::primitive_desc;
   auto make = [&](int v) {
-    return PD(dnnl::softmax_v2_forward::desc(kInfer, alg, b.md(v), MD(b.md(v).dims(), kF32, Tag::any), axis), Builder::attr(),
-              b.engine());
+    return PD(
+        dnnl::softmax_v2_forward::desc(kInfer, alg, b.md(v), MD(b.md(v).dims(), b.md(v).data_type(), Tag::any), axis),
+        Builder::attr(), b.engine());
   };
   PD pd;
   try {
@@ -970,8 +991,9 @@ void emit_layer_norm(Builder& b, int ni) {
   PD pd(dnnl::layer_normalization_forward::desc(stats ? dnnl::prop_kind::forward_training : kInfer, b.md(xv), eps, flags),
         Builder::attr(), b.engine());
   const int dv = b.out_view(y, pd.dst_desc());
-  std::vector<std::pair<int, int>> args{{DNNL_ARG_SRC, xv}, {DNNL_ARG_DST, dv}, {DNNL_ARG_SCALE, b.plain_of(scale, {inner})}};
-  if (bias >= 0) args.emplace_back(DNNL_ARG_SHIFT, b.plain_of(bias, {inner}));
+  std::vector<std::pair<int, int>> args{
+      {DNNL_ARG_SRC, xv}, {DNNL_ARG_DST, dv}, {DNNL_ARG_SCALE, f32_of(b, scale, {inner})}};
+  if (bias >= 0) args.emplace_back(DNNL_ARG_SHIFT, f32_of(b, bias, {inner}));
   int mv = -1, vv = -1;
   if (stats) {
     mv = mean_out >= 0 ? b.out_view(mean_out, pd.mean_desc()) : b.scratch(pd.mean_desc());
@@ -1043,13 +1065,14 @@ void emit_reduce(Builder& b, int ni) {
   // One reduction of view `src` into value `out` (or scratch when out < 0).
   auto reduce = [&](Alg a, float pp, const std::vector<Elt>& po, int src, int out) {
     auto make = [&](int v) {
-      return PD(dnnl::reduction::desc(a, b.md(v), MD(dd, kF32, Tag::any), pp, 0.0f), attr_with(po, nullptr), b.engine());
+      return PD(dnnl::reduction::desc(a, b.md(v), MD(dd, b.md(v).data_type(), Tag::any), pp, 0.0f),
+                attr_with(po, nullptr), b.engine());
     };
     PD pd;
     try {
       pd = make(src);
     } catch (const dnnl::error&) {
-      if (!is_plain(b.md(src))) src = b.reorder(src, plain_md(b.md(src).dims()));
+      if (!is_plain(b.md(src))) src = b.reorder(src, plain_md(b.md(src).dims(), b.md(src).data_type()));
       pd = make(src);
     }
     const int dv = out >= 0 ? b.out_view(out, pd.dst_desc()) : b.scratch(pd.dst_desc());
@@ -1090,14 +1113,14 @@ void emit_concat(Builder& b, int ni) {
   auto make = [&]() {
     std::vector<MD> mds;
     for (int v : views) mds.push_back(b.md(v));
-    return dnnl::concat::primitive_desc(MD(to_dims(ys), kF32, Tag::any), axis, mds, b.engine(), Builder::attr());
+    return dnnl::concat::primitive_desc(MD(to_dims(ys), b.type(y), Tag::any), axis, mds, b.engine(), Builder::attr());
   };
   dnnl::concat::primitive_desc pd;
   try {
     pd = make();
   } catch (const dnnl::error&) {
     for (int& v : views)
-      if (!is_plain(b.md(v))) v = b.reorder(v, plain_md(b.md(v).dims()));
+      if (!is_plain(b.md(v))) v = b.reorder(v, plain_md(b.md(v).dims(), b.md(v).data_type()));
     pd = make();
   }
   const int dv = b.out_view(y, pd.dst_desc());
@@ -1131,8 +1154,9 @@ void emit_transpose(Builder& b, int ni) {
     od[k] = d[p];
     os[k] = s[p];
   }
-  const int src = b.alias(b.plain_of(x), strided_md(od, os));
-  const int dv = b.out_view(y, plain_md(od));
+  const DT et = b.type(x);
+  const int src = b.alias(b.plain_of(x), strided_md(od, os, et));
+  const int dv = b.out_view(y, plain_md(od, et));
   b.copy(src, dv);
   b.define(y, dv);
 }
@@ -1155,6 +1179,7 @@ void emit_identity(Builder& b, int ni) {
 void emit_node(Builder& b, int ni) {
   const Node& n = b.node(ni);
   const std::string& op = n.op_type;
+  if (emit_quantized(b, ni)) return;
   if (n.domain == "onyx") {
     if (op == "FusedConv") return emit_conv(b, ni);
     b.unsupported("unknown onyx op");

@@ -18,7 +18,6 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include "builder.hpp"
-#include "ops/reduce.hpp"
 
 namespace onyx::onednn {
 
@@ -30,24 +29,42 @@ Dims to_dims(const Shape& s) {
   return Dims(s.begin(), s.end());
 }
 
-MD plain_md(const Dims& d) {
-  Dims strides(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(d[i], 1);
-  return MD(d, kF32, strides);
+DT dnnl_type(DType t) {
+  switch (t) {
+    case DType::kFloat: return DT::f32;
+    case DType::kBFloat16: return DT::bf16;
+    case DType::kInt8: return DT::s8;
+    case DType::kUInt8: return DT::u8;
+    case DType::kInt32: return DT::s32;
+    default: return DT::undef;
+  }
 }
 
-MD strided_md(const Dims& d, const Dims& strides) {
+MD plain_md(const Dims& d, DT t) {
+  Dims strides(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(d[i], 1);
+  return MD(d, t, strides);
+}
+
+MD with_type(const MD& m, DT t) {
+  dnnl_memory_desc_t c = m.data;
+  c.data_type = static_cast<dnnl_data_type_t>(t);
+  c.extra = dnnl_memory_extra_desc_t{};
+  return MD(c);
+}
+
+MD strided_md(const Dims& d, const Dims& strides, DT t) {
   // A size-1 dim's stride is arbitrary; give it the dense value (some oneDNN kernels mis-handle
   // a large stride on a unit dim).
   Dims s = strides;
   for (size_t k = d.size(); k-- > 0;)
     if (d[k] == 1) s[k] = k + 1 < d.size() ? s[k + 1] * std::max<int64_t>(d[k + 1], 1) : 1;
-  return MD(d, kF32, s);
+  return MD(d, t, s);
 }
 
 bool is_plain(const MD& m) {
   const dnnl_memory_desc_t& c = m.data;
-  if (c.format_kind != dnnl_blocked || c.data_type != dnnl_f32 || c.offset0 != 0) return false;
+  if (c.format_kind != dnnl_blocked || c.offset0 != 0) return false;
   const dnnl_blocking_desc_t& b = c.format_desc.blocking;
   if (b.inner_nblks != 0) return false;
   int64_t expect = 1;
@@ -142,20 +159,33 @@ int Builder::view_of(int v) {
          "' is read before its producer ran");
   int view;
   if (const Tensor* c = constant(v)) {
-    if (c->dtype() != DType::kFloat)
+    const DT t = dnnl_type(c->dtype());
+    if (t == DT::undef)
       fail(ErrorCode::kNotImplemented, node(node_).label(), ": constant '", r_.graph.values[v].name, "' is ",
-           dtype_name(c->dtype()), ", oneDNN takes float only");
+           dtype_name(c->dtype()), ", which oneDNN does not store");
     Slot s;
     s.kind = SlotKind::kConst;
-    const MD m = plain_md(to_dims(c->shape()));
+    const MD m = plain_md(to_dims(c->shape()), t);
     s.cmem = dnnl::memory(m, eng_, const_cast<void*>(c->raw_data()));
     view = add_view(add_slot(std::move(s)), m);
   } else {
-    view = frame_view(v, plain_md(to_dims(shape(v))));
+    view = frame_view(v, plain_md(to_dims(shape(v)), type(v)));
   }
   rep_[v] = view;
   plain_[v] = view;
   return view;
+}
+
+DT Builder::type(int v) const {
+  if (const Tensor* c = constant(v)) return dnnl_type(c->dtype());
+  const DType d = r_.graph.values[v].type.elem_dtype();
+  if (d == DType::kUndefined) return kF32;  // (an output inference left untyped: the float ops' type)
+  const DT t = dnnl_type(d);
+  if (t == DT::undef)
+    fail(ErrorCode::kNotImplemented, node_ >= 0 ? node(node_).label() : std::string("region"), ": value '",
+         r_.graph.values[v].name, "' is ", dtype_name(r_.graph.values[v].type.elem_dtype()),
+         ", which oneDNN does not store");
+  return t;
 }
 
 int Builder::reshape_plain(int view, const Dims& d) {
@@ -164,7 +194,7 @@ int Builder::reshape_plain(int view, const Dims& d) {
   if (numel_of(m.dims()) != numel_of(d))
     fail(ErrorCode::kRuntime, node(node_).label(), ": internal error: reshape changes the element count");
   if (m.dims() == d) return view;
-  return alias(view, plain_md(d));
+  return alias(view, plain_md(d, m.data_type()));
 }
 
 int Builder::plain_of(int v) {
@@ -173,7 +203,7 @@ int Builder::plain_of(int v) {
   const int cur = view_of(v);
   const Dims d = to_dims(shape(v));
   int p = cur;
-  if (!is_plain(md(cur))) p = reorder(cur, plain_md(md(cur).dims()));
+  if (!is_plain(md(cur))) p = reorder(cur, plain_md(md(cur).dims(), md(cur).data_type()));
   p = reshape_plain(p, d);
   plain_[v] = p;
   // The plain copy is v's too: it must not be overwritten in place while v is live.
@@ -208,9 +238,17 @@ int Builder::host_const(const MD& m, const std::vector<float>& data) {
   return add_view(add_slot(std::move(s)), m);
 }
 
+int Builder::host_bytes(const MD& m, const void* data) {
+  Slot s;
+  s.kind = SlotKind::kConst;
+  s.cmem = dnnl::memory(m, eng_);
+  if (m.get_size() > 0) std::memcpy(s.cmem.get_data_handle(), data, m.get_size());
+  return add_view(add_slot(std::move(s)), m);
+}
+
 std::vector<float> Builder::const_data(int view) {
   int p = view;
-  if (!is_plain(md(view))) p = reorder(view, plain_md(md(view).dims()));
+  if (!is_plain(md(view)) || md(view).data_type() != kF32) p = reorder(view, plain_md(md(view).dims()));
   const Slot& s = e_.slots[e_.views[p].slot];
   std::vector<float> out(static_cast<size_t>(numel_of(md(p).dims())));
   if (!out.empty()) std::memcpy(out.data(), s.cmem.get_data_handle(), out.size() * sizeof(float));
@@ -261,7 +299,7 @@ void Builder::define(int v, int view) {
     return;
   }
   // Leaves the region: copy into the executor's buffer, in plain row-major layout.
-  const int target = frame_view(v, plain_md(md(view).dims()));
+  const int target = frame_view(v, plain_md(md(view).dims(), type(v)));
   copy(view, target);
   plain_[v] = reshape_plain(target, to_dims(shape(v)));
 }
@@ -285,8 +323,10 @@ void Builder::step(const dnnl::primitive& p, const dnnl::primitive_desc_base& pd
   e_.steps.push_back({p, std::move(args), node_});
 }
 
-void Builder::copy(int src, int dst) {
-  dnnl::reorder::primitive_desc pd(eng_, md(src), eng_, md(dst), attr());
+void Builder::copy(int src, int dst) { copy(src, dst, attr()); }
+
+void Builder::copy(int src, int dst, const dnnl::primitive_attr& a) {
+  dnnl::reorder::primitive_desc pd(eng_, md(src), eng_, md(dst), a);
   step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
 }
 
@@ -451,10 +491,12 @@ class RegionKernel final : public Kernel {
     }
     for (int i : info.nodes) {
       const Node& n = g.nodes[i];
-      if (n.domain.empty() && n.op_type.rfind("Reduce", 0) == 0 && reduce_axes_from_input(n) && n.has_input(1) &&
-          !desc_.constants[n.inputs[1]] &&
-          std::find(desc_.keyed.begin(), desc_.keyed.end(), n.inputs[1]) == desc_.keyed.end())
-        desc_.keyed.push_back(n.inputs[1]);
+      for (size_t k : compile_time_inputs(n)) {
+        if (!n.has_input(k)) continue;
+        const int v = n.inputs[k];
+        if (!desc_.constants[v] && std::find(desc_.keyed.begin(), desc_.keyed.end(), v) == desc_.keyed.end())
+          desc_.keyed.push_back(v);
+      }
     }
     key_.insert(key_.end(), info.outputs.begin(), info.outputs.end());
     key_.insert(key_.end(), info.internal.begin(), info.internal.end());
@@ -564,7 +606,7 @@ class RegionKernel final : public Kernel {
     for (size_t k = 0; k < key_.size(); ++k) {
       shapes[key_[k]] = key_shapes[k];
       const int64_t n = key_shapes[k].numel();
-      if (n == 0 && g.values[key_[k]].type.elem_dtype() == DType::kFloat) {
+      if (n == 0 && dnnl_type(g.values[key_[k]].type.elem_dtype()) != DT::undef) {
         const int p = g.values[key_[k]].producer;
         fail(ErrorCode::kNotImplemented, p >= 0 ? g.nodes[p].label() : label_, ": value '", g.values[key_[k]].name,
              "' is empty; the oneDNN EP does not run empty tensors");

@@ -51,12 +51,22 @@ int option_int(const OptionList& o, const char* key, int dflt) {
   return dflt;
 }
 
+bool option_bool(const OptionList& o, const char* key, bool dflt) {
+  for (const auto& [k, v] : o)
+    if (k == key) {
+      if (v == "true" || v == "1") return true;
+      if (v == "false" || v == "0") return false;
+      fail(ErrorCode::kInvalidArgument, "xnnpack: option '", key, "' must be true or false, got '", v, "'");
+    }
+  return dflt;
+}
+
 class XnnpackEp final : public ExecutionProvider {
  public:
-  explicit XnnpackEp(int threads) : threads_(std::make_shared<Threads>(threads)) {}
+  XnnpackEp(int threads, bool quantized) : threads_(std::make_shared<Threads>(threads)), quantized_(quantized) {}
   std::string name() const override { return "xnnpack"; }
   std::string device() const override { return "cpu:0"; }
-  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info.graph, info.node, why); }
+  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, quantized_, why); }
   std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
     fail(ErrorCode::kNotImplemented, "xnnpack: ", info.node.label(), " runs only inside a compiled region");
   }
@@ -71,6 +81,7 @@ class XnnpackEp final : public ExecutionProvider {
   // One pthreadpool per EP instance (per session), shared by its regions. pthreadpool
   // serialises concurrent parallel sections, so concurrent runs queue on it.
   std::shared_ptr<const Threads> threads_;
+  bool quantized_;  // the option `quantized`: take 8-bit nodes and QDQ groups
 };
 
 }  // namespace
@@ -79,11 +90,12 @@ std::unique_ptr<ExecutionProvider> create_xnnpack_ep(const EpCreateContext& ctx)
   const xnn_status st = xnn_initialize(nullptr);
   if (st != xnn_status_success) fail_status(st, "initialising XNNPACK", "xnn_initialize");
   int threads = option_int(ctx.options, "threads", 0);
+  const bool quantized = option_bool(ctx.options, "quantized", true);
   if (threads == 0) threads = ctx.session_threads;
   // XNNPACK cannot run on onyx's ThreadPool (Debian's pthreadpool has no way to plug another
   // pool in), so it gets its own pthreadpool of `threads` threads; onyx's intra-op pool is idle
   // while an XNNPACK region runs, and the two pools never compete.
-  return std::make_unique<XnnpackEp>(threads);
+  return std::make_unique<XnnpackEp>(threads, quantized);
 }
 
 }  // namespace onyx::xnnpack

@@ -11,7 +11,10 @@ class Factory final : public EpFactory {
   std::string name() const override { return "xnnpack"; }
   std::string version() const override { return "XNNPACK (Debian snapshot 2022-02-16)"; }
   std::vector<ep::OptionInfo> options() const override {
-    return {{"threads", "int", "0", "threads of XNNPACK's pthreadpool (0 = the session's intra-op threads)"}};
+    return {{"threads", "int", "0", "threads of XNNPACK's pthreadpool (0 = the session's intra-op threads)"},
+            {"quantized", "bool", "true",
+             "take 8-bit nodes (QLinearConv, QLinearMatMul, QGemm, QLinearAdd, ..., QuantizeLinear, DequantizeLinear) and "
+             "QDQ groups; false leaves them to the next EP (where its 8-bit kernels are faster)"}};
   }
   bool probe(std::string* reason) const override {
     const xnn_status st = xnn_initialize(nullptr);

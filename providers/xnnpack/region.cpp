@@ -22,6 +22,17 @@
 //
 // Memory: an instance's intermediate buffers share one arena, placed by lifetime over the
 // recorded steps; the operators are set up only once the buffers have their final addresses.
+//
+// Element types: float32 values are stored as float32, and so are float16 ones: a region computes
+// float16 nodes with XNNPACK's float32 operators (this XNNPACK's float16 kernels round every partial
+// sum to float16 and run several times slower than its float32 ones on x86), converting float16
+// to float32 where a value enters the region (weights once, when the instance is built) and back
+// where it leaves. 8-bit values are stored as uint8 or int8, whichever the operator that makes
+// them uses: a uint8 tensor with zero point z and the int8 tensor of its bytes with the top bit
+// flipped (x - 128) and zero point z - 128 quantize the same real values, so a value gets a copy
+// of the other kind (a byte flip) only when a reader needs it -- XNNPACK's per-channel convolution,
+// for instance, is int8 only, its leaky ReLU uint8 only. Like the layouts, those copies happen
+// where the region reads its inputs or writes its outputs wherever possible.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -51,6 +62,8 @@ constexpr size_t kMaxConcurrent = 4;
 enum class Kind {
   kConv, kDeconv, kFc, kMaxPool, kAvgPool, kGlobalAvgPool, kBinary, kUnary, kClamp, kLeakyRelu, kElu, kPRelu,
   kSoftmax, kResize, kDepthToSpace, kPad, kAlias, kBatchNorm,
+  // quantized
+  kQConv, kQFc, kQBinary, kQGlobalAvgPool, kQSigmoid, kQLeakyRelu, kQuantize, kDequantize,
 };
 enum class Bin { kAdd, kSub, kMul, kDiv, kMax, kMin };
 enum class Un { kAbs, kNeg, kFloor, kCeil, kRound, kSqrt, kSquare, kSigmoid, kHardSwish };
@@ -88,14 +101,36 @@ bool takes_range(const OpPlan& p) {
 
 enum class Layout : uint8_t { kPlain, kNhwc };
 
+/// How a region stores a value's elements (float16 values: as float32).
+enum class Elem : uint8_t { kF32, kU8, kS8 };
+size_t elem_bytes(Elem e) { return e == Elem::kF32 ? 4 : 1; }
+Elem native_elem(DType t) { return t == DType::kUInt8 ? Elem::kU8 : t == DType::kInt8 ? Elem::kS8 : Elem::kF32; }
+const char* elem_name(Elem e) { return e == Elem::kF32 ? "float32" : e == Elem::kU8 ? "uint8" : "int8"; }
+/// The zero point of 8-bit data stored as `to` whose type is `from`: uint8 <-> int8 moves it by 128.
+int32_t zp_as(int32_t zp, Elem from, Elem to) {
+  if (from == to) return zp;
+  return from == Elem::kU8 ? zp - 128 : zp + 128;
+}
+
 struct Step {
-  enum class Type : uint8_t { kRun, kCopyIn, kNhwcIn, kToNhwc, kToPlain, kCopyOut, kPlainOut } type;
+  enum class Type : uint8_t {
+    kRun,         // an XNNPACK operator set up at build time
+    kXform,       // copy, transpose and / or byte flip between buffers or the frame
+    kConvertIn,   // float16 frame value -> float32 buffer (XNNPACK's conversion, set up per run)
+    kConvertOut,  // float32 buffer -> float16 frame value
+    kQuantize,    // float32 -> 8-bit, ONNX's QuantizeLinear
+  } type;
   xnn_operator_t op = nullptr;
-  int plan = -1;   // for errors
-  int value = -1;  // frame value (boundary steps)
-  const float* src = nullptr;
-  float* dst = nullptr;
-  size_t n = 0, rows = 0, cols = 0;  // transposes: [n][rows][cols] -> [n][cols][rows]; copies: n floats
+  int plan = -1;                           // for errors
+  int src_value = -1, dst_value = -1;      // frame values (boundary steps), else the buffers below
+  DType src_dtype = DType::kUndefined, dst_dtype = DType::kUndefined;  // of those frame values
+  const void* src = nullptr;
+  void* dst = nullptr;
+  size_t n = 0, rows = 0, cols = 0;  // transposes: [n][rows][cols] -> [n][cols][rows]; copies: n * rows * cols elements
+  uint8_t esize = 4;                 // element bytes (kXform)
+  bool flip = false;                 // kXform: flip each byte's top bit (uint8 <-> int8)
+  float scale = 1.0f;                // kQuantize
+  int32_t zp = 0, lo = 0, hi = 0;    // kQuantize: zero point and range of the stored 8-bit type
 };
 
 /// Operators and buffers for one shape signature.
@@ -108,7 +143,7 @@ struct Instance {
   std::vector<Step> steps;
   bool busy = false;
   uint64_t stamp = 0;
-  int boundary_transforms = 0, internal_transforms = 0;
+  int boundary_transforms = 0, internal_transforms = 0, flips = 0;
   Instance() = default;
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
@@ -122,28 +157,82 @@ struct Instance {
 // ---- layout transforms (batched 2-D transposes on XNNPACK's pthreadpool) ----
 
 struct TransposeJob {
-  const float* src;
-  float* dst;
+  const void* src;
+  void* dst;
   size_t rows, cols;
 };
 
+template <class T, bool kFlip>
 void transpose_tile(void* ctx, size_t b, size_t i0, size_t j0, size_t ni, size_t nj) {
   const auto& t = *static_cast<const TransposeJob*>(ctx);
-  const float* s = t.src + b * t.rows * t.cols;
-  float* d = t.dst + b * t.rows * t.cols;
+  const T* s = static_cast<const T*>(t.src) + b * t.rows * t.cols;
+  T* d = static_cast<T*>(t.dst) + b * t.rows * t.cols;
   for (size_t j = j0; j < j0 + nj; ++j) {
-    float* dr = d + j * t.rows;
-    for (size_t i = i0; i < i0 + ni; ++i) dr[i] = s[i * t.cols + j];
+    T* dr = d + j * t.rows;
+    for (size_t i = i0; i < i0 + ni; ++i) {
+      if constexpr (kFlip)
+        dr[i] = static_cast<T>(s[i * t.cols + j] ^ 0x80);
+      else
+        dr[i] = s[i * t.cols + j];
+    }
   }
 }
 
-void transpose(const float* src, float* dst, size_t n, size_t rows, size_t cols, pthreadpool_t pool) {
+struct FlipJob {
+  const uint8_t* src;
+  uint8_t* dst;
+};
+constexpr size_t kFlipTile = 1 << 16;
+
+void flip_tile(void* ctx, size_t i0, size_t n) {
+  const auto& f = *static_cast<const FlipJob*>(ctx);
+  for (size_t i = i0; i < i0 + n; ++i) f.dst[i] = static_cast<uint8_t>(f.src[i] ^ 0x80);
+}
+
+/// [n][rows][cols] -> [n][cols][rows] of `esize`-byte elements (a copy when rows or cols is 1),
+/// flipping each byte's top bit on the way when `flip` (uint8 <-> int8; esize 1).
+void transform(const void* src, void* dst, size_t n, size_t rows, size_t cols, size_t esize, bool flip, pthreadpool_t pool) {
+  const size_t count = n * rows * cols;
+  if (count == 0) return;
   if (rows == 1 || cols == 1) {
-    std::memcpy(dst, src, n * rows * cols * sizeof(float));
+    if (!flip) {
+      std::memcpy(dst, src, count * esize);
+      return;
+    }
+    FlipJob job{static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst)};
+    pthreadpool_parallelize_1d_tile_1d(pool, flip_tile, &job, count, kFlipTile, 0);
     return;
   }
   TransposeJob job{src, dst, rows, cols};
-  pthreadpool_parallelize_3d_tile_2d(pool, transpose_tile, &job, n, rows, cols, 32, 32, 0);
+  auto tile = esize == 4 ? transpose_tile<uint32_t, false>
+              : flip     ? transpose_tile<uint8_t, true>
+                         : transpose_tile<uint8_t, false>;
+  pthreadpool_parallelize_3d_tile_2d(pool, tile, &job, n, rows, cols, 32, 32, 0);
+}
+
+struct QuantizeJob {
+  const float* src;
+  void* dst;
+  float scale;
+  float lo, hi;  // the stored type's range less the zero point
+  int32_t zp;
+  bool is_signed;
+};
+constexpr size_t kQuantizeTile = 1 << 14;
+
+/// ONNX's QuantizeLinear: saturate(round_half_even(x / scale) + zero_point), NaN to the zero point
+/// (clamping before rounding is the same, the bounds being integers).
+void quantize_tile(void* ctx, size_t i0, size_t n) {
+  const auto& q = *static_cast<const QuantizeJob*>(ctx);
+  for (size_t i = i0; i < i0 + n; ++i) {
+    float v = q.src[i] / q.scale;
+    v = v == v ? std::min(std::max(v, q.lo), q.hi) : 0.0f;
+    const int32_t r = static_cast<int32_t>(std::nearbyint(v)) + q.zp;
+    if (q.is_signed)
+      static_cast<int8_t*>(q.dst)[i] = static_cast<int8_t>(r);
+    else
+      static_cast<uint8_t*>(q.dst)[i] = static_cast<uint8_t>(r);
+  }
 }
 
 // ---- shapes ----
@@ -192,6 +281,14 @@ const char* kind_name(const OpPlan& p) {
     case Kind::kPad: return "constant_pad";
     case Kind::kAlias: return "view";
     case Kind::kBatchNorm: return "multiply+add (batch normalization)";
+    case Kind::kQConv: return "convolution2d (8-bit)";
+    case Kind::kQFc: return "fully_connected (8-bit)";
+    case Kind::kQBinary: return p.bin == Bin::kAdd ? "add (8-bit)" : "multiply (8-bit)";
+    case Kind::kQGlobalAvgPool: return "global_average_pooling (8-bit)";
+    case Kind::kQSigmoid: return "sigmoid (8-bit)";
+    case Kind::kQLeakyRelu: return "leaky_relu (uint8)";
+    case Kind::kQuantize: return "quantize";
+    case Kind::kDequantize: return "convert (dequantize)";
   }
   return "?";
 }
@@ -208,8 +305,8 @@ class Builder {
 
  private:
   struct Buf {
-    size_t floats = 0;
-    float* pinned = nullptr;  // filled at build time (constants); else placed in the arena
+    size_t bytes = 0;
+    void* pinned = nullptr;   // filled at build time (constants); else placed in the arena
     int def = -1, last = -1;  // first writing and last reading step
     size_t offset = 0;
   };
@@ -227,15 +324,41 @@ class Builder {
     Shape s;  // logical (ONNX) shape; the data is NHWC-ordered when the op runs NHWC
   };
 
-  const Shape& shape(int v) const;
+  Shape shape(int v) const;
   bool produced(int v) const;
-  int alloc(size_t floats);
-  float* pin(int id);
-  float* ptr(int id) const { return bufs_[id].pinned ? bufs_[id].pinned : arena_ + bufs_[id].offset / sizeof(float); }
-  int get(int v, Layout want);
-  int produce(int v, Layout l);
+  /// A buffer of `floats` float32 values, or of `bytes` bytes.
+  int alloc(size_t floats) { return alloc_bytes(floats * sizeof(float)); }
+  int alloc_bytes(size_t bytes);
+  float* pin(int id) { return static_cast<float*>(pin_raw(id)); }
+  void* pin_raw(int id);
+  void* raw(int id) const {
+    return bufs_[id].pinned ? bufs_[id].pinned : static_cast<void*>(arena_ + bufs_[id].offset / sizeof(float));
+  }
+  float* ptr(int id) const { return static_cast<float*>(raw(id)); }
+  int8_t* s8(int id) const { return static_cast<int8_t*>(raw(id)); }
+  uint8_t* u8(int id) const { return static_cast<uint8_t*>(raw(id)); }
+  /// The buffer holding value v in layout `want` as `e`, made (converted, transposed, flipped)
+  /// from what the region has when there is none yet.
+  int get(int v, Layout want, Elem e = Elem::kF32);
+  int produce(int v, Layout l, Elem e = Elem::kF32);
+  int find(int v, Layout l, Elem e) const {
+    auto it = store_.find(key(v, l, e));
+    return it == store_.end() ? -1 : it->second;
+  }
+  static int64_t key(int v, Layout l, Elem e) {
+    return (static_cast<int64_t>(v) << 3) | (static_cast<int64_t>(l) << 2) | static_cast<int64_t>(e);
+  }
   bool prefers_nhwc(int v) const;
-  void transfer(Step::Type t, int value, int src, int dst, size_t n, size_t rows, size_t cols);
+  /// The element kind v is (or would first be) stored as: its producer's, else its type's.
+  Elem held(int v) const;
+  Elem native(int v) const { return native_elem(g_.values[v].type.elem_dtype()); }
+  bool is_const(int v) const { return !produced(v) && static_cast<bool>(const_ref(g_, v)); }
+  /// Records a copy / transpose / flip step from buffer `src` (or frame value `src_value`) to
+  /// buffer `dst` (or frame value `dst_value`).
+  void xform(int src, int src_value, int dst, int dst_value, size_t n, size_t rows, size_t cols, size_t esize, bool flip);
+  void convert_in(int v, int dst);
+  void convert_out(int src, int v);
+  QParam qparam(const Node& n, size_t si, size_t zi, DType type) const;
   void run(xnn_operator_t op, int plan, std::vector<int> reads, int write, const char* call, std::function<xnn_status()> setup);
   xnn_operator_t keep(xnn_status st, xnn_operator_t op, const OpPlan& p, const char* call);
   void note(std::string s) {
@@ -244,6 +367,7 @@ class Builder {
   std::string name(int v) const;
   void build_op(int pi);
   void emit_binary(Bin bin, float lo, float hi, const Operand& a, const Operand& b, int out, bool nhwc, int pi);
+  void build_qop(int pi);
   void fold_batch_norm(const OpPlan& p, int64_t M, int64_t per_channel, std::vector<float>& w, std::vector<float>& bias) const;
   void place();
 
@@ -254,8 +378,8 @@ class Builder {
   std::vector<Buf> bufs_;
   std::vector<Pending> pending_;
   float* arena_ = nullptr;
-  std::unordered_map<int, int> plain_, nhwc_;
-  std::unordered_map<int, Layout> primary_;
+  std::unordered_map<int64_t, int> store_;                       // key(value, layout, elem) -> buffer
+  std::unordered_map<int, std::pair<Layout, Elem>> primary_;     // how a produced value is first stored
   bool verbose_;
   std::vector<std::string> trace_;
 };
@@ -333,8 +457,30 @@ RegionKernel::RegionKernel(const RegionInfo& info, std::shared_ptr<const Threads
         p.lo = prm[0];
         p.hi = prm[1];
       }
+    } else if (n.domain == "com.microsoft") {
+      if (op == "QGemm") {
+        p.kind = Kind::kQFc, p.in = {x};
+      } else if (op == "QLinearAdd" || op == "QLinearMul") {
+        p.kind = Kind::kQBinary, p.bin = op == "QLinearAdd" ? Bin::kAdd : Bin::kMul, p.in = {x, n.inputs[3]};
+      } else if (op == "QLinearGlobalAveragePool") {
+        p.kind = Kind::kQGlobalAvgPool, p.in = {x};
+      } else if (op == "QLinearSigmoid") {
+        p.kind = Kind::kQSigmoid, p.in = {x};
+      } else if (op == "QLinearLeakyRelu") {
+        p.kind = Kind::kQLeakyRelu, p.in = {x};
+      } else {
+        fail(ErrorCode::kNotImplemented, "xnnpack: ", p.label, " was claimed but has no XNNPACK mapping");
+      }
     } else if (!n.domain.empty()) {
       fail(ErrorCode::kNotImplemented, "xnnpack: ", p.label, " was claimed but has no XNNPACK mapping");
+    } else if (op == "QLinearConv") {
+      p.kind = Kind::kQConv, p.in = {x};
+    } else if (op == "QLinearMatMul") {
+      p.kind = Kind::kQFc, p.in = {x};
+    } else if (op == "QuantizeLinear") {
+      p.kind = Kind::kQuantize, p.in = {x};
+    } else if (op == "DequantizeLinear") {
+      p.kind = Kind::kDequantize, p.in = {x};
     } else if (op == "Conv") {
       p.kind = Kind::kConv, p.in = {x};
     } else if (op == "ConvTranspose") {
@@ -432,7 +578,7 @@ RegionKernel::RegionKernel(const RegionInfo& info, std::shared_ptr<const Threads
   produced_.assign(nv, 0);
   for (const OpPlan& p : plans_) produced_[p.out] = 1;
   auto add_key = [&](int v) {
-    if (v < 0 || key_pos_.count(v) || (!produced_[v] && constant_value(g, v))) return;
+    if (v < 0 || key_pos_.count(v) || (!produced_[v] && const_ref(g, v))) return;
     key_pos_[v] = key_values_.size();
     key_values_.push_back(v);
   };
@@ -462,59 +608,116 @@ RegionKernel::RegionKernel(const RegionInfo& info, std::shared_ptr<const Threads
 Builder::Builder(const RegionKernel& k, Instance& inst)
     : k_(k), g_(k.g_), inst_(inst), pool_(k.threads_->get()), verbose_(log_enabled(LogLevel::kVerbose)) {}
 
-const Shape& Builder::shape(int v) const {
+Shape Builder::shape(int v) const {
   auto it = k_.key_pos_.find(v);
   if (it != k_.key_pos_.end()) return inst_.shapes[it->second];
-  const Tensor* c = constant_value(g_, v);
+  const ConstRef c = const_ref(g_, v);
   if (!c) fail(ErrorCode::kEpFailure, "xnnpack: internal error: no shape for '", g_.values[v].name, "'");
-  return c->shape();
+  return c.shape;
 }
 
 bool Builder::produced(int v) const { return k_.produced_[v] != 0; }
 
 std::string Builder::name(int v) const { return "'" + g_.values[v].name + "'"; }
 
-int Builder::alloc(size_t floats) {
-  bufs_.push_back(Buf{floats});
+int Builder::alloc_bytes(size_t bytes) {
+  bufs_.push_back(Buf{bytes});
   return static_cast<int>(bufs_.size()) - 1;
 }
 
-float* Builder::pin(int id) {
+void* Builder::pin_raw(int id) {
   Buf& b = bufs_[id];
   if (!b.pinned) {
     // XNNPACK may read (never write) up to XNN_EXTRA_BYTES past the end of an input.
-    const size_t bytes = (b.floats * sizeof(float) + XNN_EXTRA_BYTES + 63) / 64 * 64;
+    const size_t bytes = (b.bytes + XNN_EXTRA_BYTES + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, bytes);
     if (!p) fail(ErrorCode::kRuntime, "xnnpack: ", k_.label_, ": out of memory allocating ", bytes, " bytes");
     std::memset(p, 0, bytes);
     inst_.pinned.push_back(p);
-    b.pinned = static_cast<float*>(p);
+    b.pinned = p;
   }
   return b.pinned;
 }
 
-int Builder::produce(int v, Layout l) {
-  const int id = alloc(static_cast<size_t>(shape(v).numel()));
-  (l == Layout::kPlain ? plain_ : nhwc_)[v] = id;
-  primary_[v] = l;
+int Builder::produce(int v, Layout l, Elem e) {
+  const int id = alloc_bytes(static_cast<size_t>(shape(v).numel()) * elem_bytes(e));
+  store_[key(v, l, e)] = id;
+  primary_[v] = {l, e};
   return id;
 }
 
 bool Builder::prefers_nhwc(int v) const {
   auto it = primary_.find(v);
-  if (it != primary_.end()) return it->second == Layout::kNhwc;
-  return nhwc_.count(v) && !plain_.count(v);
+  if (it != primary_.end()) return it->second.first == Layout::kNhwc;
+  bool nhwc = false, plain = false;
+  for (Elem e : {Elem::kF32, Elem::kU8, Elem::kS8}) {
+    nhwc |= find(v, Layout::kNhwc, e) >= 0;
+    plain |= find(v, Layout::kPlain, e) >= 0;
+  }
+  return nhwc && !plain;
 }
 
-void Builder::transfer(Step::Type t, int value, int src, int dst, size_t n, size_t rows, size_t cols) {
+Elem Builder::held(int v) const {
+  auto it = primary_.find(v);
+  return it != primary_.end() ? it->second.second : native(v);
+}
+
+QParam Builder::qparam(const Node& n, size_t si, size_t zi, DType type) const {
+  QParam q;
+  std::string why;
+  if (!read_qparam(g_, n, si, zi, type, "a", &q, &why)) fail(ErrorCode::kEpFailure, "xnnpack: ", n.label(), ": ", why);
+  return q;
+}
+
+void Builder::xform(int src, int src_value, int dst, int dst_value, size_t n, size_t rows, size_t cols, size_t esize,
+                    bool flip) {
   Pending pd;
-  pd.step.type = t;
-  pd.step.value = value;
+  pd.step.type = Step::Type::kXform;
+  pd.step.src_value = src_value;
+  pd.step.dst_value = dst_value;
+  if (src_value >= 0) pd.step.src_dtype = g_.values[src_value].type.elem_dtype();
+  if (dst_value >= 0) pd.step.dst_dtype = g_.values[dst_value].type.elem_dtype();
   pd.step.n = n, pd.step.rows = rows, pd.step.cols = cols;
+  pd.step.esize = static_cast<uint8_t>(esize);
+  pd.step.flip = flip;
   pd.src = src, pd.dst = dst;
   if (src >= 0) pd.reads.push_back(src);
   pd.write = dst;
   pending_.push_back(std::move(pd));
+}
+
+void Builder::convert_in(int v, int dst) {
+  xnn_operator_t op = nullptr;
+  const xnn_status st = xnn_create_convert_nc_f16_f32(1, 1, 1, 0, &op);
+  if (st != xnn_status_success) fail_status(st, name(v), "xnn_create_convert_nc_f16_f32");
+  inst_.ops.push_back(op);
+  Pending pd;
+  pd.step.type = Step::Type::kConvertIn;
+  pd.step.op = op;
+  pd.step.src_value = v;
+  pd.step.src_dtype = DType::kFloat16;
+  pd.step.n = static_cast<size_t>(shape(v).numel());
+  pd.dst = dst;
+  pd.write = dst;
+  pending_.push_back(std::move(pd));
+  note("float16->float32 " + name(v));
+}
+
+void Builder::convert_out(int src, int v) {
+  xnn_operator_t op = nullptr;
+  const xnn_status st = xnn_create_convert_nc_f32_f16(1, 1, 1, 0, &op);
+  if (st != xnn_status_success) fail_status(st, name(v), "xnn_create_convert_nc_f32_f16");
+  inst_.ops.push_back(op);
+  Pending pd;
+  pd.step.type = Step::Type::kConvertOut;
+  pd.step.op = op;
+  pd.step.dst_value = v;
+  pd.step.dst_dtype = DType::kFloat16;
+  pd.step.n = static_cast<size_t>(shape(v).numel());
+  pd.src = src;
+  pd.reads.push_back(src);
+  pending_.push_back(std::move(pd));
+  note("float32->float16 " + name(v));
 }
 
 void Builder::run(xnn_operator_t op, int plan, std::vector<int> reads, int write, const char* call,
@@ -536,46 +739,86 @@ void Builder::run(xnn_operator_t op, int plan, std::vector<int> reads, int write
   }
 }
 
-int Builder::get(int v, Layout want) {
-  auto& have = want == Layout::kPlain ? plain_ : nhwc_;
-  if (auto it = have.find(v); it != have.end()) return it->second;
-  const Shape& s = shape(v);
+int Builder::get(int v, Layout want, Elem e) {
+  if (const int have = find(v, want, e); have >= 0) return have;
+  const Shape s = shape(v);
   const size_t count = static_cast<size_t>(s.numel());
-  const Tensor* c = produced(v) ? nullptr : constant_value(g_, v);
-  if (c && c->dtype() != DType::kFloat) fail(ErrorCode::kEpFailure, "xnnpack: constant ", name(v), " is not float32");
-  if (want == Layout::kPlain) {
-    if (auto it = nhwc_.find(v); it != nhwc_.end() && same_bytes(dims4(s))) return plain_[v] = it->second;
-    const int dst = alloc(count);
-    plain_[v] = dst;
-    if (c) {
-      std::memcpy(pin(dst), c->data<float>(), count * sizeof(float));
-    } else if (!produced(v)) {
-      transfer(Step::Type::kCopyIn, v, -1, dst, count, 0, 0);
-      note("copy in " + name(v));
+  const Shape s4 = s.size() <= 4 ? dims4(s) : Shape{};
+  const bool shared = !s4.empty() && same_bytes(s4);  // NHWC and plain storage are the same bytes
+  const Elem nat = native(v);
+  if (e != nat && (e == Elem::kF32 || nat == Elem::kF32))
+    fail(ErrorCode::kEpFailure, "xnnpack: internal error: ", name(v), " (", elem_name(nat), ") wanted as ", elem_name(e));
+  const size_t es = elem_bytes(e);
+  const bool flip = e != nat;
+  const int64_t k = key(v, want, e);
+  // Layout-neutral shapes share one buffer.
+  if (want == Layout::kNhwc && shared) return store_[k] = get(v, Layout::kPlain, e);
+  if (want == Layout::kPlain && shared)
+    if (const int have = find(v, Layout::kNhwc, e); have >= 0) return store_[k] = have;
+  if (want == Layout::kNhwc && s4.empty()) fail(ErrorCode::kEpFailure, "xnnpack: internal error: NHWC storage of ", name(v));
+  const size_t N = want == Layout::kNhwc ? static_cast<size_t>(s4[0]) : 0, C = want == Layout::kNhwc ? static_cast<size_t>(s4[1]) : 0,
+               HW = want == Layout::kNhwc ? static_cast<size_t>(s4[2] * s4[3]) : 0;
+  // Constants: converted (and transposed) once, here.
+  if (is_const(v)) {
+    const int dst = alloc_bytes(count * es);
+    store_[k] = dst;
+    void* p = pin_raw(dst);
+    Tensor t = e == Elem::kF32 ? const_float(g_, v) : *constant_value(g_, v);
+    if (e != Elem::kF32 && !is_q8(t.dtype()))
+      fail(ErrorCode::kEpFailure, "xnnpack: constant ", name(v), " is not 8-bit");
+    if (want == Layout::kNhwc)
+      transform(t.raw_data(), p, N, C, HW, es, flip, nullptr);
+    else
+      transform(t.raw_data(), p, 1, 1, count, es, flip, nullptr);
+    return dst;
+  }
+  const int dst = alloc_bytes(count * es);
+  store_[k] = dst;
+  // Region inputs: read from the frame, converted, transposed or flipped on the way.
+  if (!produced(v)) {
+    if (g_.values[v].type.elem_dtype() == DType::kFloat16) {
+      if (want == Layout::kPlain) {
+        convert_in(v, dst);
+      } else {
+        xform(get(v, Layout::kPlain, e), -1, dst, -1, N, C, HW, es, false);
+        ++inst_.boundary_transforms;
+        note("nchw->nhwc " + name(v));
+      }
+      return dst;
+    }
+    if (want == Layout::kNhwc) {
+      xform(-1, v, dst, -1, N, C, HW, es, flip);
+      ++inst_.boundary_transforms;
+      note(str("nchw->nhwc ", name(v), flip ? str(" as ", elem_name(e)) : ""));
     } else {
-      const Shape s4 = dims4(s);
-      transfer(Step::Type::kToPlain, -1, nhwc_.at(v), dst, size_t(s4[0]), size_t(s4[2] * s4[3]), size_t(s4[1]));
-      ++inst_.internal_transforms;
-      note("nhwc->nchw " + name(v) + " (inside)");
+      xform(-1, v, dst, -1, 1, 1, count, es, flip);
+      note(str("copy in ", name(v), flip ? str(" as ", elem_name(e)) : ""));
     }
     return dst;
   }
-  const Shape s4 = dims4(s);
-  if (same_bytes(s4)) return nhwc_[v] = get(v, Layout::kPlain);
-  const int dst = alloc(count);
-  nhwc_[v] = dst;
-  const size_t N = static_cast<size_t>(s4[0]), C = static_cast<size_t>(s4[1]), HW = static_cast<size_t>(s4[2] * s4[3]);
-  if (c) {
-    transpose(c->data<float>(), pin(dst), N, C, HW, nullptr);
-  } else if (!produced(v)) {
-    transfer(Step::Type::kNhwcIn, v, -1, dst, N, C, HW);
-    ++inst_.boundary_transforms;
-    note("nchw->nhwc " + name(v));
-  } else {
-    transfer(Step::Type::kToNhwc, -1, plain_.at(v), dst, N, C, HW);
-    ++inst_.internal_transforms;
-    note("nchw->nhwc " + name(v) + " (inside)");
+  // Produced here: from a buffer the value has, preferring a flip alone, then a transpose alone.
+  const Layout other_l = want == Layout::kPlain ? Layout::kNhwc : Layout::kPlain;
+  const Elem other_e = e == Elem::kF32 ? Elem::kF32 : e == Elem::kU8 ? Elem::kS8 : Elem::kU8;
+  int src = e != other_e ? find(v, want, other_e) : -1;
+  if (src >= 0) {
+    xform(src, -1, dst, -1, 1, 1, count, es, true);
+    ++inst_.flips;
+    note(str(elem_name(other_e), "->", elem_name(e), " ", name(v), " (inside)"));
+    return dst;
   }
+  bool both = false;
+  src = find(v, other_l, e);
+  if (src < 0 && e != other_e) src = find(v, other_l, other_e), both = true;
+  if (src < 0) fail(ErrorCode::kEpFailure, "xnnpack: internal error: ", name(v), " has no storage to convert from");
+  const Shape t4 = dims4(s);
+  const size_t n4 = static_cast<size_t>(t4[0]), c4 = static_cast<size_t>(t4[1]), hw4 = static_cast<size_t>(t4[2] * t4[3]);
+  if (want == Layout::kNhwc)
+    xform(src, -1, dst, -1, n4, c4, hw4, es, both);
+  else
+    xform(src, -1, dst, -1, n4, hw4, c4, es, both);
+  ++inst_.internal_transforms;
+  inst_.flips += both;
+  note(str(want == Layout::kNhwc ? "nchw->nhwc " : "nhwc->nchw ", name(v), both ? str(" as ", elem_name(e)) : "", " (inside)"));
   return dst;
 }
 
@@ -598,8 +841,8 @@ void Builder::place() {
   std::vector<int> order;
   for (size_t i = 0; i < bufs_.size(); ++i)
     if (!bufs_[i].pinned) order.push_back(static_cast<int>(i));
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bufs_[a].floats > bufs_[b].floats; });
-  auto bytes_of = [&](const Buf& b) { return (b.floats * sizeof(float) + 63) / 64 * 64; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bufs_[a].bytes > bufs_[b].bytes; });
+  auto bytes_of = [&](const Buf& b) { return (b.bytes + 63) / 64 * 64; };
   std::vector<int> placed;
   size_t total = 0;
   for (int id : order) {
@@ -632,17 +875,17 @@ void Builder::place() {
 
 /// Per-channel scale and shift of an inference BatchNormalization: y = x * scale + shift.
 void batch_norm_affine(const Graph& g, const Node& n, int64_t C, float* scale, float* shift) {
-  const Tensor* t[5] = {};
+  Tensor t[5];
   for (size_t i = 1; i <= 4; ++i) {
-    t[i] = constant_input(g, n, i);
-    if (!t[i] || t[i]->dtype() != DType::kFloat || t[i]->numel() != C)
+    if (n.has_input(i)) t[i] = const_float(g, n.inputs[i]);
+    if (t[i].numel() != C || t[i].dtype() != DType::kFloat)
       fail(ErrorCode::kEpFailure, "xnnpack: ", n.label(), ": input ", i, " is not a constant with one value per channel");
   }
   const double eps = n.attr_float("epsilon", 1e-5f);
   for (int64_t c = 0; c < C; ++c) {
-    const double s = static_cast<double>(t[1]->data<float>()[c]) / std::sqrt(static_cast<double>(t[4]->data<float>()[c]) + eps);
+    const double s = static_cast<double>(t[1].data<float>()[c]) / std::sqrt(static_cast<double>(t[4].data<float>()[c]) + eps);
     scale[c] = static_cast<float>(s);
-    shift[c] = static_cast<float>(static_cast<double>(t[2]->data<float>()[c]) - static_cast<double>(t[3]->data<float>()[c]) * s);
+    shift[c] = static_cast<float>(static_cast<double>(t[2].data<float>()[c]) - static_cast<double>(t[3].data<float>()[c]) * s);
   }
 }
 
@@ -714,28 +957,49 @@ void Builder::fold_batch_norm(const OpPlan& p, int64_t M, int64_t per_channel, s
 void Builder::build() {
   for (size_t pi = 0; pi < k_.plans_.size(); ++pi) build_op(static_cast<int>(pi));
   for (int v : k_.outputs_) {
-    const Shape& s = shape(v);
+    const Shape s = shape(v);
     const size_t count = static_cast<size_t>(s.numel());
-    if (auto pl = plain_.find(v); pl != plain_.end()) {
-      transfer(Step::Type::kCopyOut, v, pl->second, -1, count, 0, 0);
-      note("copy out " + name(v));
+    const Elem nat = native(v);
+    const Shape s4 = s.size() <= 4 ? dims4(s) : Shape{};
+    const bool shared = !s4.empty() && same_bytes(s4);
+    auto nhwc_to_plain = [&](int src, int dst, int dst_value, size_t es, bool flip) {
+      xform(src, -1, dst, dst_value, size_t(s4[0]), size_t(s4[2] * s4[3]), size_t(s4[1]), es, flip);
+      ++inst_.boundary_transforms;
+      note(str("nhwc->nchw ", name(v), flip ? str(" from ", elem_name(nat == Elem::kU8 ? Elem::kS8 : Elem::kU8)) : ""));
+    };
+    if (g_.values[v].type.elem_dtype() == DType::kFloat16) {
+      int src = find(v, Layout::kPlain, Elem::kF32);
+      if (src < 0 && shared) src = find(v, Layout::kNhwc, Elem::kF32);
+      if (src < 0) {
+        const int nhwc = find(v, Layout::kNhwc, Elem::kF32);
+        if (nhwc < 0 || s4.empty()) fail(ErrorCode::kEpFailure, "xnnpack: internal error: region output ", name(v), " has no storage");
+        src = alloc(count);
+        nhwc_to_plain(nhwc, src, -1, sizeof(float), false);
+      }
+      convert_out(src, v);
       continue;
     }
-    const Shape s4 = dims4(s);
-    if (same_bytes(s4)) {
-      transfer(Step::Type::kCopyOut, v, nhwc_.at(v), -1, count, 0, 0);
-      note("copy out " + name(v));
-    } else {
-      transfer(Step::Type::kPlainOut, v, nhwc_.at(v), -1, size_t(s4[0]), size_t(s4[2] * s4[3]), size_t(s4[1]));
-      ++inst_.boundary_transforms;
-      note("nhwc->nchw " + name(v));
+    const Elem other = nat == Elem::kU8 ? Elem::kS8 : nat == Elem::kS8 ? Elem::kU8 : nat;
+    bool done = false;
+    for (const auto& [l, e] : {std::pair{Layout::kPlain, nat}, {Layout::kNhwc, nat}, {Layout::kPlain, other}, {Layout::kNhwc, other}}) {
+      const int src = find(v, l, e);
+      if (src < 0) continue;
+      if (l == Layout::kNhwc && !shared) {
+        nhwc_to_plain(src, -1, v, elem_bytes(e), e != nat);
+      } else {
+        xform(src, -1, -1, v, 1, 1, count, elem_bytes(e), e != nat);
+        note(str("copy out ", name(v), e != nat ? str(" from ", elem_name(e)) : ""));
+      }
+      done = true;
+      break;
     }
+    if (!done) fail(ErrorCode::kEpFailure, "xnnpack: internal error: region output ", name(v), " has no storage");
   }
   place();
   for (Pending& pd : pending_) {
     Step st = pd.step;
-    if (pd.src >= 0) st.src = ptr(pd.src);
-    if (pd.dst >= 0) st.dst = ptr(pd.dst);
+    if (pd.src >= 0) st.src = raw(pd.src);
+    if (pd.dst >= 0) st.dst = raw(pd.dst);
     if (pd.setup) check_status(pd.setup(), k_.plans_[st.plan].label, pd.call);
     inst_.steps.push_back(st);
   }
@@ -748,12 +1012,320 @@ void Builder::build() {
     }
     size_t sum = 0;
     for (const Buf& b : bufs_)
-      if (!b.pinned) sum += b.floats * sizeof(float);
+      if (!b.pinned) sum += b.bytes;
     log_message(LogLevel::kVerbose,
                 str("xnnpack: ", k_.label_, " for ", shapes.empty() ? std::string("no inputs") : shapes, ": ",
                     join(trace_, "; "), "; layout transforms: ", inst_.boundary_transforms, " at the boundary, ",
-                    inst_.internal_transforms, " inside; buffers: ", inst_.arena_bytes, " bytes (", sum,
-                    " without reuse)"));
+                    inst_.internal_transforms, " inside; uint8/int8 flips inside: ", inst_.flips, "; buffers: ",
+                    inst_.arena_bytes, " bytes (", sum, " without reuse)"));
+  }
+}
+
+// ---- quantized operators ----
+
+namespace {
+
+/// The bytes of an 8-bit constant as `want` (uint8 <-> int8: each byte's top bit flipped).
+std::vector<uint8_t> q8_bytes(const Tensor& t, Elem want) {
+  const auto* src = static_cast<const uint8_t*>(t.raw_data());
+  std::vector<uint8_t> out(src, src + t.numel());
+  if (native_elem(t.dtype()) != want)
+    for (uint8_t& b : out) b ^= 0x80;
+  return out;
+}
+
+int32_t range_lo(Elem e) { return e == Elem::kS8 ? -128 : 0; }
+int32_t range_hi(Elem e) { return e == Elem::kS8 ? 127 : 255; }
+
+}  // namespace
+
+void Builder::build_qop(int pi) {
+  const OpPlan& p = k_.plans_[pi];
+  const Node& n = g_.nodes[p.node];
+  const std::string& L = p.label;
+  const Shape ys = shape(p.out);
+  const int x = p.in[0];
+  const Shape xs = shape(x);
+  const DType xt = g_.values[x].type.elem_dtype(), yt = g_.values[p.out].type.elem_dtype();
+  const Elem xn = native(x), yn = native(p.out);
+  auto natural = [&] { return prefers_nhwc(x) ? Layout::kNhwc : Layout::kPlain; };
+  xnn_operator_t op = nullptr;
+  auto expect_shape = [&](const Shape& want) {
+    if (!(want == ys))
+      fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": computed output shape ", want.to_string(), " differs from the inferred ",
+           ys.to_string());
+  };
+  switch (p.kind) {
+    case Kind::kQConv:
+    case Kind::kQFc: {
+      // QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, [B].
+      // QLinearMatMul: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp.
+      // QGemm: A, a_scale, a_zp, B, b_scale, b_zp, [C], [y_scale, y_zp].
+      const bool conv = p.kind == Kind::kQConv, gemm = n.op_type == "QGemm";
+      const Tensor& w = *constant_input(g_, n, 3);
+      const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
+      const int64_t M = conv ? w.dim(0) : trans_b ? w.dim(0) : w.dim(1);  // output channels
+      const QParam xq = qparam(n, 1, 2, xt), yq = qparam(n, gemm ? 7 : 6, gemm ? 8 : 7, yt);
+      std::vector<float> ws;
+      std::vector<int32_t> wz;
+      std::string why;
+      if (!read_weight_qparams(g_, n, 4, 5, w.dtype(), M, &ws, &wz, &why)) fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": ", why);
+      const bool per_channel = std::any_of(ws.begin(), ws.end(), [&](float v) { return v != ws[0]; }) ||
+                               std::any_of(wz.begin(), wz.end(), [&](int32_t v) { return v != wz[0]; });
+      // XNNPACK's operators: int8 per channel (symmetric weights), int8 per tensor (weights' zero
+      // point 0), uint8 per tensor (any weights' zero point). Per tensor, the kind x is held in
+      // decides between the last two, so that x needs no flip.
+      const int32_t w_shift = w.dtype() == DType::kInt8 ? 128 : 0;  // to the uint8 weights' zero point
+      const bool symmetric = wz[0] + w_shift == 128;
+      enum { kQs8, kQc8, kQu8 } flavor = per_channel ? kQc8 : held(x) == Elem::kS8 && symmetric ? kQs8 : kQu8;
+      const Elem e = flavor == kQu8 ? Elem::kU8 : Elem::kS8;
+      const int32_t x_zp = zp_as(xq.zp, xn, e), y_zp = zp_as(yq.zp, yn, e);
+      const int32_t lo = range_lo(e), hi = range_hi(e);
+      const uint8_t kzp = static_cast<uint8_t>(wz[0] + w_shift);
+      const std::vector<uint8_t> wb = q8_bytes(w, e);
+      if (per_channel && !symmetric) fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": per-channel weights are not symmetric");
+      if (!conv) {
+        // A fully connected layer: [batch, K] x [K, N] (or [N, K] with transB) + C.
+        const int64_t K = trans_b ? w.dim(1) : w.dim(0);
+        if (xs.empty() || xs.back() != K) fail(ErrorCode::kInvalidArgument, L, ": A ", xs.to_string(), " does not match B ", w.shape().to_string());
+        // XNNPACK's weights are [N][K].
+        std::vector<uint8_t> kt(wb.size());
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t j = 0; j < M; ++j) kt[j * K + k] = trans_b ? wb[j * K + k] : wb[k * M + j];
+        std::vector<int32_t> bias;
+        if (gemm && n.has_input(6)) {
+          const Tensor& c = *constant_input(g_, n, 6);
+          for (int64_t j = 0; j < M; ++j) bias.push_back(c.data<int32_t>()[c.numel() == 1 ? 0 : j]);
+        }
+        const int32_t* bp = bias.empty() ? nullptr : bias.data();
+        const int in = get(x, Layout::kPlain, e);
+        const int out = produce(p.out, Layout::kPlain, e);
+        const size_t batch = static_cast<size_t>(xs.numel() / K), sk = static_cast<size_t>(K), sm = static_cast<size_t>(M);
+        if (flavor == kQc8) {
+          // Per output column: a 1x1 convolution over a batch x 1 x 1 image is XNNPACK's per-channel fully connected layer.
+          keep(xnn_create_convolution2d_nhwc_qc8(0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, sk, sm, sk, sm, static_cast<int8_t>(x_zp), xq.scale,
+                                                 ws.data(), reinterpret_cast<const int8_t*>(kt.data()), bp, static_cast<int8_t>(y_zp),
+                                                 yq.scale, -128, 127, 0, &op),
+               op, p, "xnn_create_convolution2d_nhwc_qc8");
+          run(op, pi, {in}, out, "xnn_setup_convolution2d_nhwc_qc8",
+              [=, this] { return xnn_setup_convolution2d_nhwc_qc8(op, batch, 1, 1, s8(in), s8(out), pool_); });
+        } else if (flavor == kQs8) {
+          keep(xnn_create_fully_connected_nc_qs8(sk, sm, sk, sm, static_cast<int8_t>(x_zp), xq.scale, ws[0],
+                                                 reinterpret_cast<const int8_t*>(kt.data()), bp, static_cast<int8_t>(y_zp), yq.scale,
+                                                 -128, 127, 0, &op),
+               op, p, "xnn_create_fully_connected_nc_qs8");
+          run(op, pi, {in}, out, "xnn_setup_fully_connected_nc_qs8",
+              [=, this] { return xnn_setup_fully_connected_nc_qs8(op, batch, s8(in), s8(out), pool_); });
+        } else {
+          keep(xnn_create_fully_connected_nc_qu8(sk, sm, sk, sm, static_cast<uint8_t>(x_zp), xq.scale, kzp, ws[0], kt.data(), bp,
+                                                 static_cast<uint8_t>(y_zp), yq.scale, 0, 255, 0, &op),
+               op, p, "xnn_create_fully_connected_nc_qu8");
+          run(op, pi, {in}, out, "xnn_setup_fully_connected_nc_qu8",
+              [=, this] { return xnn_setup_fully_connected_nc_qu8(op, batch, u8(in), u8(out), pool_); });
+        }
+        (void)lo, (void)hi;
+        return;
+      }
+      const int64_t group = n.attr_int("group", 1), Cg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+      const size_t N = size_t(xs[0]), H = size_t(xs[2]), W = size_t(xs[3]);
+      const int64_t C = xs[1];
+      if (C != Cg * group) fail(ErrorCode::kInvalidArgument, L, ": input has ", C, " channels, the weights expect ", Cg * group);
+      const WindowGeometry geo = window_geometry(n, Shape{xs[2], xs[3]}, Shape{kh, kw}, false);
+      expect_shape(Shape{xs[0], M, geo.out[0], geo.out[1]});
+      // ONNX [M][Cg][kh][kw] -> XNNPACK [M][kh][kw][Cg].
+      std::vector<uint8_t> kt(wb.size());
+      for (int64_t o = 0; o < M; ++o)
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t i = 0; i < kh * kw; ++i) kt[(o * kh * kw + i) * Cg + c] = wb[(o * Cg + c) * kh * kw + i];
+      const Tensor* b = n.has_input(8) ? constant_input(g_, n, 8) : nullptr;
+      const int32_t* bp = b ? b->data<int32_t>() : nullptr;
+      const int in = get(x, Layout::kNhwc, e);
+      const int out = produce(p.out, Layout::kNhwc, e);
+      const uint32_t pt = u32(geo.pad_begin[0], L, "padding"), pr = u32(geo.pad_end[1], L, "padding"),
+                     pbt = u32(geo.pad_end[0], L, "padding"), pl = u32(geo.pad_begin[1], L, "padding"),
+                     ukh = u32(kh, L, "kernel"), ukw = u32(kw, L, "kernel"), sh = u32(geo.stride[0], L, "stride"),
+                     sw = u32(geo.stride[1], L, "stride"), dh = u32(geo.dilation[0], L, "dilation"),
+                     dw = u32(geo.dilation[1], L, "dilation"), ug = u32(group, L, "group");
+      const size_t gic = static_cast<size_t>(Cg), goc = static_cast<size_t>(M / group), sc = static_cast<size_t>(C),
+                   sm = static_cast<size_t>(M);
+      switch (flavor) {
+        case kQc8:
+          keep(xnn_create_convolution2d_nhwc_qc8(pt, pr, pbt, pl, ukh, ukw, sh, sw, dh, dw, ug, gic, goc, sc, sm,
+                                                 static_cast<int8_t>(x_zp), xq.scale, ws.data(),
+                                                 reinterpret_cast<const int8_t*>(kt.data()), bp, static_cast<int8_t>(y_zp), yq.scale,
+                                                 static_cast<int8_t>(lo), static_cast<int8_t>(hi), 0, &op),
+               op, p, "xnn_create_convolution2d_nhwc_qc8");
+          run(op, pi, {in}, out, "xnn_setup_convolution2d_nhwc_qc8",
+              [=, this] { return xnn_setup_convolution2d_nhwc_qc8(op, N, H, W, s8(in), s8(out), pool_); });
+          break;
+        case kQs8:
+          keep(xnn_create_convolution2d_nhwc_qs8(pt, pr, pbt, pl, ukh, ukw, sh, sw, dh, dw, ug, gic, goc, sc, sm,
+                                                 static_cast<int8_t>(x_zp), xq.scale, ws[0],
+                                                 reinterpret_cast<const int8_t*>(kt.data()), bp, static_cast<int8_t>(y_zp), yq.scale,
+                                                 static_cast<int8_t>(lo), static_cast<int8_t>(hi), 0, &op),
+               op, p, "xnn_create_convolution2d_nhwc_qs8");
+          run(op, pi, {in}, out, "xnn_setup_convolution2d_nhwc_qs8",
+              [=, this] { return xnn_setup_convolution2d_nhwc_qs8(op, N, H, W, s8(in), s8(out), pool_); });
+          break;
+        case kQu8:
+          keep(xnn_create_convolution2d_nhwc_qu8(pt, pr, pbt, pl, ukh, ukw, sh, sw, dh, dw, ug, gic, goc, sc, sm,
+                                                 static_cast<uint8_t>(x_zp), xq.scale, kzp, ws[0], kt.data(), bp,
+                                                 static_cast<uint8_t>(y_zp), yq.scale, static_cast<uint8_t>(lo),
+                                                 static_cast<uint8_t>(hi), 0, &op),
+               op, p, "xnn_create_convolution2d_nhwc_qu8");
+          run(op, pi, {in}, out, "xnn_setup_convolution2d_nhwc_qu8",
+              [=, this] { return xnn_setup_convolution2d_nhwc_qu8(op, N, H, W, u8(in), u8(out), pool_); });
+          break;
+      }
+      return;
+    }
+    case Kind::kQBinary: {
+      // com.microsoft QLinearAdd / QLinearMul: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp.
+      const int b = p.in[1];
+      const Shape bs = shape(b);
+      const QParam aq = qparam(n, 1, 2, xt), bq = qparam(n, 4, 5, g_.values[b].type.elem_dtype()), cq = qparam(n, 6, 7, yt);
+      const Elem e = is_const(x) && !is_const(b) ? held(b) : held(x);
+      bool nhwc = ys.size() == 4 && xs.size() <= 4 && bs.size() <= 4 && (prefers_nhwc(x) || prefers_nhwc(b));
+      const Layout l = nhwc ? Layout::kNhwc : Layout::kPlain;
+      const int ia = get(x, l, e), ib = get(b, l, e);
+      const int out = produce(p.out, l, e);
+      std::array<size_t, XNN_MAX_TENSOR_DIMS> da{}, db{};
+      size_t ra = 0, rb = 0;
+      auto dims = [&](const Shape& s, std::array<size_t, XNN_MAX_TENSOR_DIMS>& d, size_t* r) {
+        const Shape q = nhwc ? nhwc_dims(dims4(s)) : s;
+        if (q.size() > XNN_MAX_TENSOR_DIMS) fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": more than 6 dims");
+        for (size_t k = 0; k < q.size(); ++k) d[k] = static_cast<size_t>(q[k]);
+        *r = q.size();
+        if (*r == 0) d[0] = 1, *r = 1;
+      };
+      dims(xs, da, &ra);
+      dims(bs, db, &rb);
+      const int32_t az = zp_as(aq.zp, xn, e), bz = zp_as(bq.zp, native(b), e), cz = zp_as(cq.zp, yn, e);
+      const bool add = p.bin == Bin::kAdd;
+      if (e == Elem::kS8) {
+        const auto i8 = [](int32_t v) { return static_cast<int8_t>(v); };
+        keep(add ? xnn_create_add_nd_qs8(i8(az), aq.scale, i8(bz), bq.scale, i8(cz), cq.scale, -128, 127, 0, &op)
+                 : xnn_create_multiply_nd_qs8(i8(az), aq.scale, i8(bz), bq.scale, i8(cz), cq.scale, -128, 127, 0, &op),
+             op, p, add ? "xnn_create_add_nd_qs8" : "xnn_create_multiply_nd_qs8");
+        auto fn = add ? xnn_setup_add_nd_qs8 : xnn_setup_multiply_nd_qs8;
+        run(op, pi, {ia, ib}, out, add ? "xnn_setup_add_nd_qs8" : "xnn_setup_multiply_nd_qs8",
+            [=, this] { return fn(op, ra, da.data(), rb, db.data(), s8(ia), s8(ib), s8(out), pool_); });
+      } else {
+        const auto u = [](int32_t v) { return static_cast<uint8_t>(v); };
+        keep(add ? xnn_create_add_nd_qu8(u(az), aq.scale, u(bz), bq.scale, u(cz), cq.scale, 0, 255, 0, &op)
+                 : xnn_create_multiply_nd_qu8(u(az), aq.scale, u(bz), bq.scale, u(cz), cq.scale, 0, 255, 0, &op),
+             op, p, add ? "xnn_create_add_nd_qu8" : "xnn_create_multiply_nd_qu8");
+        auto fn = add ? xnn_setup_add_nd_qu8 : xnn_setup_multiply_nd_qu8;
+        run(op, pi, {ia, ib}, out, add ? "xnn_setup_add_nd_qu8" : "xnn_setup_multiply_nd_qu8",
+            [=, this] { return fn(op, ra, da.data(), rb, db.data(), u8(ia), u8(ib), u8(out), pool_); });
+      }
+      return;
+    }
+    case Kind::kQGlobalAvgPool: {
+      // Channels first: [N, C, H, W], pooled NHWC; channels last (the attribute): [N, D..., C] as it is.
+      const bool last = n.attr_int("channels_last", 0) != 0;
+      const QParam xq = qparam(n, 1, 2, xt), yq = qparam(n, 3, 4, yt);
+      const Elem e = held(x);
+      const Layout l = last ? Layout::kPlain : Layout::kNhwc;
+      const size_t N = size_t(xs[0]), C = size_t(last ? xs[xs.size() - 1] : xs[1]);
+      const size_t pixels = static_cast<size_t>(xs.numel()) / (N * C);
+      Shape want = xs;
+      for (size_t k = 1; k < want.size(); ++k)
+        if (last ? k + 1 < want.size() : k >= 2) want[k] = 1;
+      expect_shape(want);
+      const int in = get(x, l, e);
+      const int out = produce(p.out, l, e);
+      const int32_t xz = zp_as(xq.zp, xn, e), yz = zp_as(yq.zp, yn, e);
+      if (e == Elem::kS8) {
+        keep(xnn_create_global_average_pooling_nwc_qs8(C, C, C, static_cast<int8_t>(xz), xq.scale, static_cast<int8_t>(yz), yq.scale,
+                                                      -128, 127, 0, &op),
+             op, p, "xnn_create_global_average_pooling_nwc_qs8");
+        run(op, pi, {in}, out, "xnn_setup_global_average_pooling_nwc_qs8",
+            [=, this] { return xnn_setup_global_average_pooling_nwc_qs8(op, N, pixels, s8(in), s8(out), pool_); });
+      } else {
+        keep(xnn_create_global_average_pooling_nwc_qu8(C, C, C, static_cast<uint8_t>(xz), xq.scale, static_cast<uint8_t>(yz),
+                                                      yq.scale, 0, 255, 0, &op),
+             op, p, "xnn_create_global_average_pooling_nwc_qu8");
+        run(op, pi, {in}, out, "xnn_setup_global_average_pooling_nwc_qu8",
+            [=, this] { return xnn_setup_global_average_pooling_nwc_qu8(op, N, pixels, u8(in), u8(out), pool_); });
+      }
+      return;
+    }
+    case Kind::kQSigmoid:
+    case Kind::kQLeakyRelu: {
+      const QParam xq = qparam(n, 1, 2, xt), yq = qparam(n, 3, 4, yt);
+      const bool sigmoid = p.kind == Kind::kQSigmoid;
+      const Elem e = sigmoid ? held(x) : Elem::kU8;  // XNNPACK's 8-bit leaky ReLU is uint8 only
+      const Layout l = natural();
+      const int in = get(x, l, e);
+      const int out = produce(p.out, l, e);
+      const int32_t xz = zp_as(xq.zp, xn, e), yz = zp_as(yq.zp, yn, e);
+      const size_t count = static_cast<size_t>(ys.numel());
+      if (!sigmoid) {
+        keep(xnn_create_leaky_relu_nc_qu8(1, 1, 1, n.attr_float("alpha", 0.01f), static_cast<uint8_t>(xz), xq.scale,
+                                          static_cast<uint8_t>(yz), yq.scale, 0, 255, 0, &op),
+             op, p, "xnn_create_leaky_relu_nc_qu8");
+        run(op, pi, {in}, out, "xnn_setup_leaky_relu_nc_qu8",
+            [=, this] { return xnn_setup_leaky_relu_nc_qu8(op, count, u8(in), u8(out), pool_); });
+      } else if (e == Elem::kS8) {
+        keep(xnn_create_sigmoid_nc_qs8(1, 1, 1, static_cast<int8_t>(xz), xq.scale, static_cast<int8_t>(yz), yq.scale, -128, 127, 0, &op),
+             op, p, "xnn_create_sigmoid_nc_qs8");
+        run(op, pi, {in}, out, "xnn_setup_sigmoid_nc_qs8",
+            [=, this] { return xnn_setup_sigmoid_nc_qs8(op, count, s8(in), s8(out), pool_); });
+      } else {
+        keep(xnn_create_sigmoid_nc_qu8(1, 1, 1, static_cast<uint8_t>(xz), xq.scale, static_cast<uint8_t>(yz), yq.scale, 0, 255, 0, &op),
+             op, p, "xnn_create_sigmoid_nc_qu8");
+        run(op, pi, {in}, out, "xnn_setup_sigmoid_nc_qu8",
+            [=, this] { return xnn_setup_sigmoid_nc_qu8(op, count, u8(in), u8(out), pool_); });
+      }
+      return;
+    }
+    case Kind::kQuantize: {
+      const QParam yq = qparam(n, 1, 2, yt);
+      const Layout l = natural();
+      // A region input is read from the frame directly (no copy into the region first).
+      const bool from_frame = !produced(x) && !is_const(x) && l == Layout::kPlain && find(x, l, Elem::kF32) < 0;
+      const int in = from_frame ? -1 : get(x, l, Elem::kF32);
+      const int out = produce(p.out, l, yn);
+      Pending pd;
+      if (from_frame) {
+        pd.step.src_value = x;
+        pd.step.src_dtype = DType::kFloat;
+      }
+      pd.step.type = Step::Type::kQuantize;
+      pd.step.plan = pi;
+      pd.step.n = static_cast<size_t>(ys.numel());
+      pd.step.scale = yq.scale;
+      pd.step.zp = yq.zp;
+      pd.step.lo = range_lo(yn);
+      pd.step.hi = range_hi(yn);
+      pd.src = in, pd.dst = out;
+      if (in >= 0) pd.reads.push_back(in);
+      pd.write = out;
+      pending_.push_back(std::move(pd));
+      note(str("quantize ", L, from_frame ? str(" from ", name(x)) : ""));
+      return;
+    }
+    case Kind::kDequantize: {
+      const QParam xq = qparam(n, 1, 2, xt);
+      const Elem e = held(x);
+      const Layout l = natural();
+      const int in = get(x, l, e);
+      const int out = produce(p.out, l, Elem::kF32);
+      const int32_t xz = zp_as(xq.zp, xn, e);
+      const size_t count = static_cast<size_t>(ys.numel());
+      if (e == Elem::kS8) {
+        keep(xnn_create_convert_nc_qs8_f32(1, 1, 1, xq.scale, static_cast<int8_t>(xz), 0, &op), op, p, "xnn_create_convert_nc_qs8_f32");
+        run(op, pi, {in}, out, "xnn_setup_convert_nc_qs8_f32",
+            [=, this] { return xnn_setup_convert_nc_qs8_f32(op, count, s8(in), ptr(out), pool_); });
+      } else {
+        keep(xnn_create_convert_nc_qu8_f32(1, 1, 1, xq.scale, static_cast<uint8_t>(xz), 0, &op), op, p, "xnn_create_convert_nc_qu8_f32");
+        run(op, pi, {in}, out, "xnn_setup_convert_nc_qu8_f32",
+            [=, this] { return xnn_setup_convert_nc_qu8_f32(op, count, u8(in), ptr(out), pool_); });
+      }
+      return;
+    }
+    default: fail(ErrorCode::kEpFailure, "xnnpack: internal error: ", L, " is not a quantized operator");
   }
 }
 
@@ -761,20 +1333,25 @@ void Builder::build_op(int pi) {
   const OpPlan& p = k_.plans_[pi];
   const Node& n = g_.nodes[p.node];
   const std::string& L = p.label;
-  const Shape& ys = shape(p.out);
+  const Shape ys = shape(p.out);
   const int x = p.in[0];
-  const Shape& xs = shape(x);
+  const Shape xs = shape(x);
   auto natural = [&] { return prefers_nhwc(x) ? Layout::kNhwc : Layout::kPlain; };
   if (ys.numel() == 0) {
-    produce(p.out, Layout::kPlain);  // nothing to compute
+    produce(p.out, Layout::kPlain, native(p.out));  // nothing to compute
     return;
   }
   if (p.kind == Kind::kAlias) {
-    plain_[p.out] = get(x, Layout::kPlain);
-    primary_[p.out] = Layout::kPlain;
+    const Elem e = held(x);
+    store_[key(p.out, Layout::kPlain, e)] = get(x, Layout::kPlain, e);
+    primary_[p.out] = {Layout::kPlain, e};
     return;
   }
   if (xs.numel() == 0) fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": an empty input with a non-empty output");
+  if (p.kind >= Kind::kQConv) {
+    build_qop(pi);
+    return;
+  }
   xnn_operator_t op = nullptr;
   auto expect_shape = [&](const Shape& want) {
     if (!(want == ys))
@@ -783,8 +1360,9 @@ void Builder::build_op(int pi) {
   };
   switch (p.kind) {
     case Kind::kConv: {
-      const Tensor& w = *constant_input(g_, n, 1);
-      const Tensor* b = constant_input(g_, n, 2);
+      const Tensor w = const_float(g_, n.inputs[1]);
+      const Tensor bt = n.has_input(2) ? const_float(g_, n.inputs[2]) : Tensor();
+      const Tensor* b = n.has_input(2) ? &bt : nullptr;
       const int64_t group = n.attr_int("group", 1), M = w.dim(0), Cg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
       const size_t N = size_t(xs[0]), H = size_t(xs[2]), W = size_t(xs[3]);
       const int64_t C = xs[1];
@@ -813,8 +1391,9 @@ void Builder::build_op(int pi) {
       return;
     }
     case Kind::kDeconv: {
-      const Tensor& w = *constant_input(g_, n, 1);
-      const Tensor* b = constant_input(g_, n, 2);
+      const Tensor w = const_float(g_, n.inputs[1]);
+      const Tensor bt = n.has_input(2) ? const_float(g_, n.inputs[2]) : Tensor();
+      const Tensor* b = n.has_input(2) ? &bt : nullptr;
       const int64_t group = n.attr_int("group", 1), Cw = w.dim(0), Mg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
       const int64_t Cg = Cw / group, M = Mg * group;
       const size_t N = size_t(xs[0]), H = size_t(xs[2]), W = size_t(xs[3]);
@@ -856,7 +1435,7 @@ void Builder::build_op(int pi) {
       return;
     }
     case Kind::kFc: {
-      const Tensor& bm = *constant_input(g_, n, 1);
+      const Tensor bm = const_float(g_, n.inputs[1]);
       const bool gemm = n.op_type == "Gemm";
       const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
       const float alpha = gemm ? n.attr_float("alpha", 1.0f) : 1.0f;
@@ -871,10 +1450,11 @@ void Builder::build_op(int pi) {
         wp = scaled.data();
       }
       std::vector<float> bias;
-      if (const Tensor* c = gemm ? constant_input(g_, n, 2) : nullptr; c && beta != 0.0f) {
+      if (gemm && n.has_input(2) && beta != 0.0f) {
+        const Tensor c = const_float(g_, n.inputs[2]);
         bias.resize(static_cast<size_t>(Nout));
-        const float* cp = c->data<float>();
-        for (int64_t j = 0; j < Nout; ++j) bias[j] = beta * cp[c->numel() == 1 ? 0 : j];
+        const float* cp = c.data<float>();
+        for (int64_t j = 0; j < Nout; ++j) bias[j] = beta * cp[c.numel() == 1 ? 0 : j];
       }
       const int in = get(x, Layout::kPlain);
       const int out = produce(p.out, Layout::kPlain);
@@ -895,7 +1475,8 @@ void Builder::build_op(int pi) {
       const WindowGeometry geo = window_geometry(n, Shape{H, W}, Shape(ks), true);
       expect_shape(Shape{N, C, geo.out[0], geo.out[1]});
       int64_t pb[2] = {geo.pad_begin[0], geo.pad_begin[1]}, pe[2] = {geo.pad_end[0], geo.pad_end[1]};
-      int in = get(x, Layout::kNhwc);
+      const Elem e = max ? held(x) : Elem::kF32;  // 8-bit max pooling picks bytes: either kind will do
+      int in = get(x, Layout::kNhwc, e);
       if (!max && n.attr_int("count_include_pad", 0) != 0 && (pb[0] | pb[1] | pe[0] | pe[1]) != 0) {
         // XNNPACK averages over the input pixels only: pad with zeros explicitly first.
         const std::array<size_t, 4> shp = {size_t(N), size_t(H), size_t(W), size_t(C)};
@@ -920,9 +1501,25 @@ void Builder::build_op(int pi) {
         if ((size + pb[k] + pe[k] - span) / geo.stride[k] + 1 != geo.out[k])
           fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": cannot express the pooled size ", geo.out[k], " in spatial dim ", k);
       }
-      const int out = produce(p.out, Layout::kNhwc);
+      const int out = produce(p.out, Layout::kNhwc, e);
       const size_t sN = size_t(N), sH = size_t(H), sW = size_t(W);
-      if (max) {
+      if (max && e != Elem::kF32) {
+        const uint32_t t = u32(pb[0], L, "padding"), r = u32(pe[1], L, "padding"), b = u32(pe[0], L, "padding"),
+                       l = u32(pb[1], L, "padding"), kh = u32(ks[0], L, "kernel"), kw = u32(ks[1], L, "kernel"),
+                       sh = u32(geo.stride[0], L, "stride"), sw = u32(geo.stride[1], L, "stride"),
+                       dh = u32(geo.dilation[0], L, "dilation"), dw = u32(geo.dilation[1], L, "dilation");
+        if (e == Elem::kS8) {
+          keep(xnn_create_max_pooling2d_nhwc_s8(t, r, b, l, kh, kw, sh, sw, dh, dw, size_t(C), size_t(C), size_t(C), -128, 127, 0, &op),
+               op, p, "xnn_create_max_pooling2d_nhwc_s8");
+          run(op, pi, {in}, out, "xnn_setup_max_pooling2d_nhwc_s8",
+              [=, this] { return xnn_setup_max_pooling2d_nhwc_s8(op, sN, sH, sW, s8(in), s8(out), pool_); });
+        } else {
+          keep(xnn_create_max_pooling2d_nhwc_u8(t, r, b, l, kh, kw, sh, sw, dh, dw, size_t(C), size_t(C), size_t(C), 0, 255, 0, &op),
+               op, p, "xnn_create_max_pooling2d_nhwc_u8");
+          run(op, pi, {in}, out, "xnn_setup_max_pooling2d_nhwc_u8",
+              [=, this] { return xnn_setup_max_pooling2d_nhwc_u8(op, sN, sH, sW, u8(in), u8(out), pool_); });
+        }
+      } else if (max) {
         keep(xnn_create_max_pooling2d_nhwc_f32(u32(pb[0], L, "padding"), u32(pe[1], L, "padding"), u32(pe[0], L, "padding"),
                                                u32(pb[1], L, "padding"), u32(ks[0], L, "kernel"), u32(ks[1], L, "kernel"),
                                                u32(geo.stride[0], L, "stride"), u32(geo.stride[1], L, "stride"),
@@ -1068,8 +1665,7 @@ void Builder::build_op(int pi) {
       return;
     }
     case Kind::kPRelu: {
-      const Tensor& slope = *constant_input(g_, n, 1);
-      if (slope.dtype() != DType::kFloat) fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": the slope is not float32");
+      const Tensor slope = const_float(g_, n.inputs[1]);
       const size_t count = static_cast<size_t>(ys.numel());
       if (slope.numel() == 1) {
         const Layout l = natural();
@@ -1180,7 +1776,7 @@ void Builder::build_op(int pi) {
       } else {
         const Tensor& pt = *constant_input(g_, n, 1);
         for (int64_t i = 0; i < pt.numel(); ++i) pads.push_back(static_cast<int64_t>(pt.element_as_double(i)));
-        if (const Tensor* v = constant_input(g_, n, 2)) value = v->data<float>()[0];
+        if (const Tensor* v = constant_input(g_, n, 2)) value = static_cast<float>(v->element_as_double(0));
       }
       const size_t r = xs.size();
       if (pads.size() != 2 * r || r > XNN_MAX_TENSOR_DIMS) fail(ErrorCode::kEpFailure, "xnnpack: ", L, ": pads does not match the rank");
@@ -1204,6 +1800,14 @@ void Builder::build_op(int pi) {
       return;
     }
     case Kind::kAlias: return;
+    case Kind::kQConv:
+    case Kind::kQFc:
+    case Kind::kQBinary:
+    case Kind::kQGlobalAvgPool:
+    case Kind::kQSigmoid:
+    case Kind::kQLeakyRelu:
+    case Kind::kQuantize:
+    case Kind::kDequantize: break;  // build_qop
   }
 }
 
@@ -1225,11 +1829,12 @@ bool RegionKernel::matches(const Instance& inst, const Value* frame) const {
 // ---------------------------------------------------------------------------------------------
 // Run time
 
-const float* frame_data(const Value* frame, int v, size_t count, const Graph& g) {
-  const Value& val = frame[v];
-  if (!val.is_tensor() || val.tensor().dtype() != DType::kFloat || static_cast<size_t>(val.tensor().numel()) != count)
-    fail(ErrorCode::kRuntime, "xnnpack: value '", g.values[v].name, "' is not the float32 tensor the region was built for");
-  return count ? val.tensor().data<float>() : nullptr;
+void* frame_data(Value* frame, int v, DType dt, size_t count, const Graph& g) {
+  Value& val = frame[v];
+  if (!val.is_tensor() || val.tensor().dtype() != dt || static_cast<size_t>(val.tensor().numel()) != count)
+    fail(ErrorCode::kRuntime, "xnnpack: value '", g.values[v].name, "' is not the ", dtype_name(dt),
+         " tensor of ", count, " elements the region was built for");
+  return count ? val.tensor().raw_data() : nullptr;
 }
 
 void RegionKernel::run(const Instance& inst, Value* frame) const {
@@ -1239,22 +1844,34 @@ void RegionKernel::run(const Instance& inst, Value* frame) const {
       case Step::Type::kRun:
         check_status(xnn_run_operator(s.op, pool), plans_[s.plan].label, "xnn_run_operator");
         break;
-      case Step::Type::kCopyIn:
-        if (s.n) std::memcpy(s.dst, frame_data(frame, s.value, s.n, g_), s.n * sizeof(float));
-        break;
-      case Step::Type::kNhwcIn:
-        transpose(frame_data(frame, s.value, s.n * s.rows * s.cols, g_), s.dst, s.n, s.rows, s.cols, pool);
-        break;
-      case Step::Type::kToNhwc:
-      case Step::Type::kToPlain: transpose(s.src, s.dst, s.n, s.rows, s.cols, pool); break;
-      case Step::Type::kCopyOut: {
-        float* dst = const_cast<float*>(frame_data(frame, s.value, s.n, g_));
-        if (s.n) std::memcpy(dst, s.src, s.n * sizeof(float));
+      case Step::Type::kXform: {
+        const size_t count = s.n * s.rows * s.cols;
+        const void* src = s.src_value >= 0 ? frame_data(frame, s.src_value, s.src_dtype, count, g_) : s.src;
+        void* dst = s.dst_value >= 0 ? frame_data(frame, s.dst_value, s.dst_dtype, count, g_) : s.dst;
+        transform(src, dst, s.n, s.rows, s.cols, s.esize, s.flip, pool);
         break;
       }
-      case Step::Type::kPlainOut: {
-        float* dst = const_cast<float*>(frame_data(frame, s.value, s.n * s.rows * s.cols, g_));
-        transpose(s.src, dst, s.n, s.rows, s.cols, pool);
+      case Step::Type::kConvertIn: {
+        if (!s.n) break;
+        const void* src = frame_data(frame, s.src_value, DType::kFloat16, s.n, g_);
+        check_status(xnn_setup_convert_nc_f16_f32(s.op, s.n, src, static_cast<float*>(s.dst), pool), g_.values[s.src_value].name,
+                     "xnn_setup_convert_nc_f16_f32");
+        check_status(xnn_run_operator(s.op, pool), g_.values[s.src_value].name, "xnn_run_operator");
+        break;
+      }
+      case Step::Type::kConvertOut: {
+        if (!s.n) break;
+        void* dst = frame_data(frame, s.dst_value, DType::kFloat16, s.n, g_);
+        check_status(xnn_setup_convert_nc_f32_f16(s.op, s.n, static_cast<const float*>(s.src), dst, pool),
+                     g_.values[s.dst_value].name, "xnn_setup_convert_nc_f32_f16");
+        check_status(xnn_run_operator(s.op, pool), g_.values[s.dst_value].name, "xnn_run_operator");
+        break;
+      }
+      case Step::Type::kQuantize: {
+        const void* src = s.src_value >= 0 ? frame_data(frame, s.src_value, s.src_dtype, s.n, g_) : s.src;
+        QuantizeJob job{static_cast<const float*>(src), s.dst, s.scale, static_cast<float>(s.lo - s.zp),
+                        static_cast<float>(s.hi - s.zp), s.zp, s.lo < 0};
+        pthreadpool_parallelize_1d_tile_1d(pool, quantize_tile, &job, s.n, kQuantizeTile, 0);
         break;
       }
     }

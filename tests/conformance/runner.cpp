@@ -11,7 +11,8 @@
 // cpu.prefer_nhwc=false` runs the suite with the CPU EP channels-first).
 // Each DIR is a test directory or a directory of tests. Every test runs in a child process
 // (a crash or hang is reported, not fatal). With --expect, the run fails on an unexpected failure
-// and on an unexpected pass, so the expectation file stays true.
+// and on an unexpected pass, so the expectation file stays true. --expect may be given again:
+// the later files' entries are added (lists that hold only on some CPUs, say).
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -413,6 +414,7 @@ struct Running {
 int main(int argc, char** argv) {
   std::vector<std::string> dirs;
   std::string expect_path, filter, write_expect, results_path, ep = "cpu";
+  std::vector<std::string> more_expect;  // --expect given again: further lists merged into the first
   std::vector<std::string> ep_option_eps;  // the NAME of each --ep-option
   std::vector<std::pair<std::string, std::string>> ep_options;
   int jobs = 2;
@@ -427,7 +429,7 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--expect") expect_path = next();
+    if (a == "--expect") (expect_path.empty() ? expect_path : more_expect.emplace_back()) = next();
     else if (a == "--filter") filter = next();
     else if (a == "--jobs") jobs = std::max(1, std::atoi(next().c_str()));
     else if (a == "--timeout") timeout = std::atof(next().c_str());
@@ -484,6 +486,8 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, std::string> expected;
   if (!expect_path.empty()) expected = read_expectations(expect_path);
+  for (const std::string& p : more_expect)
+    for (auto& [name, reason] : read_expectations(p)) expected[name] = reason;
 
   std::vector<Outcome> results(tests.size());
   std::vector<Running> running;

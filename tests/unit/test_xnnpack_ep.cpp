@@ -688,7 +688,9 @@ TEST(Xnnpack, DeclinesWithPreciseReasons) {
   Session s = open(encode_model(g, 19), true);
   EXPECT_EQ(decline_of(s, "conv_dynamic_w"), "DynamicShape: weights must be constant");
   EXPECT_EQ(decline_of(s, "dilated_pool"), "UnsupportedAttribute: dilated pooling (XNNPACK's average pooling has no dilation)");
-  EXPECT_EQ(decline_of(s, "int_add"), "UnsupportedType: float32 only (input 0 is int64)");
+  EXPECT_EQ(decline_of(s, "int_add"),
+            "UnsupportedType: float32 or float16 only (input 0 is int64: XNNPACK's operators take float32, float16 and "
+            "quantized 8-bit tensors)");
   EXPECT_EQ(decline_of(s, "tanh"), "UnsupportedOp: XNNPACK (2022-02-16 snapshot) has no tanh operator");
   EXPECT_EQ(decline_of(s, "softmax_axis1"), "UnsupportedAttribute: Softmax over axis 1 of 4 (XNNPACK's softmax is over the last axis)");
   EXPECT_EQ(decline_of(s, "lonely_reshape").rfind("NotWorthOffloading: ", 0), 0u) << decline_of(s, "lonely_reshape");
