@@ -282,13 +282,25 @@ void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t
     for (int64_t kw = 0; kw < KW; ++kw) toff[kh * KW + kw] = (kh * g.dilation[0] * pad.W + kw * g.dilation[1]) * C;
   // 3 x 3 without dilation (MobileNet's) slides along the rows (dw3_row_block).
   const bool dw3 = KH == 3 && KW == 3 && g.dilation[0] == 1 && g.dilation[1] == 1;
-  parallel_range(pool, images * OH, OW * C * T, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
+  // Tasks: an output row's channels in groups of up to 4 vectors, so that a small plane (14 x 14
+  // over 576 channels: 14 rows) still splits evenly over the threads.
+  const int64_t vectors = C / kLanes, group = std::min<int64_t>(4, std::max<int64_t>(1, vectors));
+  const int64_t groups = std::max<int64_t>(1, (vectors + group - 1) / group) + (C % kLanes ? 1 : 0);
+  parallel_range(pool, images * OH * groups, OW * std::min(C, group * kLanes) * T, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r = t / groups, gi = t % groups;
       const int64_t n = r / OH, oh = r % OH;
       const uint8_t* row = xp + (n * pad.H + oh * g.stride[0]) * pad.W * C;
       uint8_t* yr = y + r * OW * C;
-      int64_t c = 0;
-      for (; c + kLanes <= C; c += kLanes) {
+      const int64_t c0 = gi * group * kLanes;
+      if (c0 >= vectors * kLanes) {  // the channels past the last whole vector
+        const int64_t c = vectors * kLanes;
+        for (int64_t ow = 0; ow < OW; ++ow)
+          dw_pixel_tail<kXSigned, kYSigned>(a, row + ow * g.stride[1] * C, toff, T, C, c, C - c, yr + ow * C);
+        continue;
+      }
+      const int64_t c1 = std::min(vectors * kLanes, c0 + group * kLanes);
+      for (int64_t c = c0; c < c1; c += kLanes) {
         if (dw3 && g.stride[1] == 1)
           dw3_row_block<kXSigned, kYSigned, 1>(a, row, pad.W, C, c, OW, yr);
         else if (dw3 && g.stride[1] == 2)
@@ -298,9 +310,6 @@ void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t
         else
           dw_row_block<kXSigned, kYSigned, 0>(a, row, g.stride[1], toff, T, C, c, OW, yr);
       }
-      if (c < C)
-        for (int64_t ow = 0; ow < OW; ++ow)
-          dw_pixel_tail<kXSigned, kYSigned>(a, row + ow * g.stride[1] * C, toff, T, C, c, C - c, yr + ow * C);
     }
   });
 }

@@ -10,6 +10,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__SSSE3__)
+#include <tmmintrin.h>
+#endif
 #include "ops/tensor.hpp"
 
 namespace onyx::cpu {
@@ -248,12 +251,43 @@ void transpose_compute(const TransposeState& st, KernelContext& ctx) {
         // Few columns of 8- or 16-bit values (a quantized image's 3 channels into [HW, 3]): the
         // Cn input rows interleaved in one pass, the column count a constant of the loop.
         if (Cn >= 2 && Cn <= 4) {
+          // Work items: blocks of 4096 positions of an image.
+          constexpr int64_t kSpan = 4096;
+          const int64_t spans = (R + kSpan - 1) / kSpan;
           auto interleave = [&]<int kC>() {
-            parallel_range(ctx.pool(), batch, R * kC, [&](int64_t b0, int64_t b1) {
-              for (int64_t b = b0; b < b1; ++b) {
+            parallel_range(ctx.pool(), batch * spans, kSpan * kC, [&](int64_t t0, int64_t t1) {
+              for (int64_t t = t0; t < t1; ++t) {
+                const int64_t b = t / spans, i0 = t % spans * kSpan, i1 = std::min(R, i0 + kSpan);
                 const T* sb = src + b * R * kC;
                 T* db = dst + b * R * kC;
-                for (int64_t i = 0; i < R; ++i)
+                int64_t i = i0;
+#if defined(__SSSE3__)
+                if constexpr (kC == 3 && sizeof(T) == 1) {
+                  // 16 positions at a time: the three planes' 16 bytes spread into 48 by shuffles
+                  // (byte k of output block o is plane (16 o + k) % 3, position (16 o + k) / 3).
+                  __m128i pick[3][3];
+                  for (int o = 0; o < 3; ++o)
+                    for (int j = 0; j < 3; ++j) {
+                      alignas(16) int8_t idx[16];
+                      for (int k = 0; k < 16; ++k) {
+                        const int q = 16 * o + k;
+                        idx[k] = static_cast<int8_t>(q % 3 == j ? q / 3 : -1);
+                      }
+                      pick[o][j] = _mm_load_si128(reinterpret_cast<const __m128i*>(idx));
+                    }
+                  for (; i + 16 <= i1; i += 16) {
+                    const __m128i p[3] = {_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + i)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + R + i)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2 * R + i))};
+                    for (int o = 0; o < 3; ++o) {
+                      const __m128i v = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(p[0], pick[o][0]), _mm_shuffle_epi8(p[1], pick[o][1])),
+                                                     _mm_shuffle_epi8(p[2], pick[o][2]));
+                      _mm_storeu_si128(reinterpret_cast<__m128i*>(db + 3 * i + 16 * o), v);
+                    }
+                  }
+                }
+#endif
+                for (; i < i1; ++i)
                   for (int j = 0; j < kC; ++j) db[i * kC + j] = sb[j * R + i];
               }
             });
