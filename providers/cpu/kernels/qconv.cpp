@@ -174,21 +174,30 @@ struct DwArgs {
   int32_t y_zp, lo, hi;
 };
 
-/// Requantises kLanes (or `lanes`) exact sums of channels c.. and stores them at y + c.
-template <bool kYSigned>
-inline void dw_store(const DwArgs& a, vf acc, int64_t c, int64_t lanes, uint8_t* y) {
-  vi s = __builtin_convertvector(acc, vi);
-  if (a.bias) {
-    vi b{};
-    std::memcpy(&b, a.bias + c, static_cast<size_t>(lanes) * 4);
-    s += b;
+/// The requantisation of `lanes` channels from c, its constants loaded once for a run of pixels
+/// (the stores through uint8_t pointers would otherwise make the compiler reload them from
+/// DwArgs at every pixel).
+struct DwQuant {
+  vi bias;
+  vf mult, lo, hi;
+  vi zp;
+  DwQuant(const DwArgs& a, int64_t c, int64_t lanes) {
+    bias = vi{};
+    if (a.bias) std::memcpy(&bias, a.bias + c, static_cast<size_t>(lanes) * 4);
+    mult = lanes == kLanes ? vmath::load(a.mult + c) : vmath::load_n(a.mult + c, lanes);
+    lo = vmath::splat(static_cast<float>(a.lo - a.y_zp));
+    hi = vmath::splat(static_cast<float>(a.hi - a.y_zp));
+    zp = vi{} + a.y_zp;
   }
-  const vf m = lanes == kLanes ? vmath::load(a.mult + c) : vmath::load_n(a.mult + c, lanes);
-  vf f = __builtin_convertvector(s, vf) * m;
-  f = qmath::clamp(f, vmath::splat(static_cast<float>(a.lo - a.y_zp)), vmath::splat(static_cast<float>(a.hi - a.y_zp)));
-  const vi q = qmath::round_even(f) + a.y_zp;
+};
+
+/// Requantises kLanes (or `lanes`) exact sums and stores them at y.
+template <bool kYSigned>
+inline void dw_store(const DwQuant& k, vf acc, int64_t lanes, uint8_t* y) {
+  const vf f = qmath::clamp(__builtin_convertvector(__builtin_convertvector(acc, vi) + k.bias, vf) * k.mult, k.lo, k.hi);
+  const vi q = qmath::round_even(f) + k.zp;
   using S = std::conditional_t<kYSigned, int8_t, uint8_t>;
-  S* dst = reinterpret_cast<S*>(y + c);
+  S* dst = reinterpret_cast<S*>(y);
   if (lanes == kLanes)
     qmath::store_int(dst, q);
   else
@@ -203,7 +212,7 @@ inline void dw_pixel_tail(const DwArgs& a, const uint8_t* win, const int64_t* to
   vf acc{};
   for (int64_t t = 0; t < T; ++t) acc += load_bytes<kXSigned>(win + toff[t] + c, lanes) * vmath::load_n(a.taps + t * C + c, lanes);
   acc -= vmath::load_n(a.tap_sum + c, lanes);
-  dw_store<kYSigned>(a, acc, c, lanes, y);
+  dw_store<kYSigned>(DwQuant(a, c, lanes), acc, lanes, y + c);
 }
 
 /// A whole vector of channels from c along one output row: the taps' weights stay in registers
@@ -216,6 +225,7 @@ inline void dw_row_block(const DwArgs& a, const uint8_t* row, int64_t sw, const 
   if constexpr (kT > 0)
     for (int t = 0; t < kT; ++t) w[t] = vmath::load(a.taps + t * C + c);
   const vf ts = vmath::load(a.tap_sum + c);
+  const DwQuant k(a, c, kLanes);
   for (int64_t ow = 0; ow < OW; ++ow) {
     const uint8_t* win = row + ow * sw * C + c;
     vf acc = -ts;
@@ -224,7 +234,7 @@ inline void dw_row_block(const DwArgs& a, const uint8_t* row, int64_t sw, const 
     } else {
       for (int64_t t = 0; t < T; ++t) acc += load_bytes<kXSigned>(win + toff[t], kLanes) * vmath::load(a.taps + t * C + c);
     }
-    dw_store<kYSigned>(a, acc, c, kLanes, y + ow * C);
+    dw_store<kYSigned>(k, acc, kLanes, y + ow * C + c);
   }
 }
 
@@ -259,12 +269,13 @@ void dw3_row_block(const DwArgs& a, const uint8_t* row, int64_t W, int64_t C, in
   vf w[9];
   for (int t = 0; t < 9; ++t) w[t] = vmath::load(a.taps + t * C + c);
   const vf ts = vmath::load(a.tap_sum + c);
+  const DwQuant k(a, c, kLanes);
   vf out[8];
   int64_t ow = 0;
   auto run = [&]<int R>() {
     for (; ow + R <= OW; ow += R) {
       dw3_run<kXSigned, S, R>(row + ow * S * C, W, C, c, w, ts, out);
-      for (int r = 0; r < R; ++r) dw_store<kYSigned>(a, out[r], c, kLanes, y + (ow + r) * C);
+      for (int r = 0; r < R; ++r) dw_store<kYSigned>(k, out[r], kLanes, y + (ow + r) * C + c);
     }
   };
   run.template operator()<8>();
