@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model_builder.hpp"
+#include "quant_tensors.hpp"
 #include "session/session_impl.hpp"
 
 namespace onyx::test {
@@ -37,45 +38,6 @@ using Level = GraphOptimizationLevel;
 using Feeds = std::vector<std::pair<std::string, Value>>;
 
 // ---- data ----
-
-Tensor ints8(DType dt, const Shape& s, int lo, int hi, uint32_t seed) {
-  Tensor t(dt, s);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  auto* p = static_cast<uint8_t*>(t.raw_data());
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<uint8_t>(d(rng));  // (two's complement for int8)
-  return t;
-}
-
-Tensor zero_point(DType dt, int v) {
-  Tensor t(dt, Shape{});
-  *static_cast<uint8_t*>(t.raw_data()) = static_cast<uint8_t>(v);
-  return t;
-}
-
-Tensor zero_points(DType dt, const std::vector<int>& v) {
-  Tensor t(dt, Shape{static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) static_cast<uint8_t*>(t.raw_data())[i] = static_cast<uint8_t>(v[i]);
-  return t;
-}
-
-Tensor int32s(const Shape& s, int lo, int hi, uint32_t seed) {
-  Tensor t(DType::kInt32, s);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = d(rng);
-  return t;
-}
-
-Tensor floats(const Shape& s, float lo, float hi, uint32_t seed) {
-  Tensor t(DType::kFloat, s);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
-Tensor vec(const std::vector<float>& v) { return Tensor::from_vector<float>(Shape{static_cast<int64_t>(v.size())}, v); }
 
 /// Powers of two 2^-(base + j % 3), one per channel.
 std::vector<float> pow2_scales(int64_t n, int base) {

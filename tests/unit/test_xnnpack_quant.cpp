@@ -24,6 +24,7 @@
 #include <set>
 
 #include "model_builder.hpp"
+#include "quant_tensors.hpp"
 
 using namespace onyx;
 using namespace onyx::test;
@@ -42,37 +43,8 @@ bool xnnpack_usable() {
 
 using Feeds = std::vector<std::pair<std::string, Value>>;
 
-Tensor ints8(DType dt, const Shape& s, int lo, int hi, uint32_t seed) {
-  Tensor t(dt, s);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  auto* p = static_cast<uint8_t*>(t.raw_data());
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<uint8_t>(d(rng));  // (two's complement for int8)
-  return t;
-}
-
 Tensor q8_full(DType dt, const Shape& s, uint32_t seed) {
   return dt == DType::kUInt8 ? ints8(dt, s, 0, 255, seed) : ints8(dt, s, -128, 127, seed);
-}
-
-Tensor zero_point(DType dt, int v) {
-  Tensor t(dt, Shape{});
-  *static_cast<uint8_t*>(t.raw_data()) = static_cast<uint8_t>(v);
-  return t;
-}
-
-Tensor zero_points(DType dt, const std::vector<int>& v) {
-  Tensor t(dt, Shape{static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) static_cast<uint8_t*>(t.raw_data())[i] = static_cast<uint8_t>(v[i]);
-  return t;
-}
-
-Tensor floats(const Shape& s, float lo, float hi, uint32_t seed) {
-  Tensor t(DType::kFloat, s);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
 }
 
 Tensor halves(const Shape& s, float lo, float hi, uint32_t seed) {
@@ -81,16 +53,6 @@ Tensor halves(const Shape& s, float lo, float hi, uint32_t seed) {
   for (int64_t i = 0; i < t.numel(); ++i) t.data<Float16>()[i] = Float16(f.data<float>()[i]);
   return t;
 }
-
-Tensor int32s(const Shape& s, int lo, int hi, uint32_t seed) {
-  Tensor t(DType::kInt32, s);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = d(rng);
-  return t;
-}
-
-Tensor vec(const std::vector<float>& v) { return Tensor::from_vector<float>(Shape{static_cast<int64_t>(v.size())}, v); }
 
 /// A graph under construction: generated value names, named nodes.
 class Graph {
