@@ -1,6 +1,8 @@
 // The exact GELU written out as torch exports it before opset 20,
 //   y = (x * (erf(x / sqrt(2)) + 1)) * 0.5      (or with x * 0.5 first, or x * (1/sqrt(2)) inside)
-// becomes one Gelu (opset 20, approximate = "none"): one pass over the tensor instead of five.
+// becomes one Gelu (opset 20, approximate = "none"): one pass over the tensor instead of five. The
+// constants may be those values rounded to float16 or bfloat16 (a half-precision model run in
+// float32): the fused GELU then uses the exact ones, a difference far below half precision's.
 #include <cmath>
 
 #include "optimizer/fusion.hpp"
@@ -9,7 +11,13 @@ namespace onyx {
 
 namespace {
 
-bool near(float v, double want) { return std::fabs(static_cast<double>(v) - want) <= 1e-5 * std::fabs(want); }
+/// v is `want` (to float32 precision), or `want` rounded to float16 or bfloat16: the constants of a
+/// half-precision model that half_in_float runs in float32 (its sqrt(2) is 1.4140625 in float16).
+bool near(float v, double want) {
+  if (std::fabs(static_cast<double>(v) - want) <= 1e-5 * std::fabs(want)) return true;
+  const float w = static_cast<float>(want);
+  return v == Float16::to_float(Float16::from_float(w)) || v == BFloat16::to_float(BFloat16::from_float(w));
+}
 
 struct GeluMatch : FusionView {
   bool constant(int v, double want) const {

@@ -172,6 +172,24 @@ TEST(Optimizer, FusesGeluAndMatMulBias) {
   for (size_t i = 0; i < r.plain.size(); ++i) EXPECT_NEAR(r.optimized[i], r.plain[i], 1e-5) << i;
 }
 
+TEST(Optimizer, FusesGeluWhoseConstantIsSqrt2InHalfPrecision) {
+  // A float16 / bfloat16 model run in float32 (half_in_float) carries sqrt(2) rounded to its type
+  // (1.4140625 in float16, 1.4140625 in bfloat16 too): still the exact GELU, fused; an unrelated
+  // approximation (1.41) is not.
+  const Tensor x = random_tensor(Shape{2, 5, 8}, 57);
+  for (float c : {Float16::to_float(Float16::from_float(1.41421356f)), BFloat16::to_float(BFloat16::from_float(1.41421356f)), 1.41f}) {
+    SCOPED_TRACE(c);
+    GraphSpec g = gelu_mlp_graph(Shape{2, 5, 8}, 40, 6, 51);
+    for (auto& [name, t] : g.initializers)
+      if (name == "sqrt2") t = Tensor::scalar<float>(c);
+    const std::string m = encode_model(g, 17);
+    const LevelRuns r = run_both_levels(m, x);
+    const bool fused = r.ops == std::vector<std::string>{"FusedMatMul", "FusedMatMul"};
+    EXPECT_EQ(fused, c != 1.41f) << ::testing::PrintToString(r.ops);
+    for (size_t i = 0; i < r.plain.size(); ++i) EXPECT_NEAR(r.optimized[i], r.plain[i], 1e-3 * (1 + std::fabs(r.plain[i]))) << i;
+  }
+}
+
 namespace {
 
 /// A residual block: Conv (kernel k, pads k/2, `group`) of x, + a shortcut (x itself, or a 1x1
