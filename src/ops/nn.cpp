@@ -155,6 +155,19 @@ namespace {
 
 Shape spatial(const Shape& s) { return Shape(std::span<const int64_t>(s.data() + 2, s.size() - 2)); }
 
+/// The kernel's spatial shape: W's spatial dims; a kernel_shape attribute must agree with them
+/// (the kernels take the taps from W, so a disagreeing attribute would size the output for
+/// another kernel than the one computed).
+Shape kernel_of(InferContext& ctx, const Shape& w) {
+  Shape kernel = spatial(w);
+  const std::vector<int64_t> ks = ctx.node().attr_ints("kernel_shape");
+  if (ks.empty()) return kernel;
+  bool ok = ks.size() == kernel.size();
+  for (size_t i = 0; ok && i < ks.size(); ++i) ok = ks[i] > 0 && (kernel[i] < 0 || ks[i] == kernel[i]);
+  if (!ok) ctx.fail_node("kernel_shape ", Shape(ks).to_string(), " is not compatible with W's shape ", w.to_string());
+  return Shape(ks);
+}
+
 void infer_conv(InferContext& ctx) {
   const TypeInfo& x = ctx.input_type(0);
   const TypeInfo& w = ctx.input_type(1);
@@ -167,9 +180,7 @@ void infer_conv(InferContext& ctx) {
   if (x.shape[1] >= 0 && w.shape[1] >= 0 && x.shape[1] != w.shape[1] * group)
     ctx.fail_node("input has ", x.shape[1], " channels but weight ", w.shape.to_string(), " with group ", group, " expects ",
                   w.shape[1] * group);
-  Shape kernel = spatial(w.shape);
-  std::vector<int64_t> ks = ctx.node().attr_ints("kernel_shape");
-  if (!ks.empty()) kernel = Shape(ks);
+  const Shape kernel = kernel_of(ctx, w.shape);
   for (auto& d : kernel)
     if (d < 0) return ctx.set_output(0, x.dtype, ctx.fresh_shape(x.shape.size()));
   const WindowGeometry g = window_geometry(ctx.node(), spatial(x.shape), kernel, false);
@@ -216,9 +227,7 @@ void infer_conv_transpose(InferContext& ctx) {
   if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, x.dtype);
   if (x.shape.size() < 3 || w.shape.size() != x.shape.size()) ctx.fail_node("input and weight ranks must match and be >= 3");
   const int64_t group = ctx.node().attr_int("group", 1);
-  Shape kernel = spatial(w.shape);
-  std::vector<int64_t> ks = ctx.node().attr_ints("kernel_shape");
-  if (!ks.empty()) kernel = Shape(ks);
+  const Shape kernel = kernel_of(ctx, w.shape);
   const WindowGeometry g = conv_transpose_geometry(ctx.node(), spatial(x.shape), kernel);
   Shape out{x.shape[0], w.shape[1] >= 0 ? w.shape[1] * group : ctx.fresh()};
   for (int64_t d : g.out) out.push_back(d < 0 ? ctx.fresh() : d);

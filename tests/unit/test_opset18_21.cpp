@@ -856,3 +856,48 @@ TEST(Opset21, IfLoopScanAtOpset21) {
   EXPECT_EQ(out[0].tensor().data<float>()[0], 16.0f);
   EXPECT_EQ(values<float>(out[1].tensor()), (std::vector<float>{11, 13, 16}));
 }
+
+// Inputs that used to crash a kernel (a SIGFPE, a SIGSEGV, heap corruption) now give an empty
+// result or an onyx::Error that names the node.
+TEST(OpsetHostileInput, ZeroSizeBroadcastsGiveEmptyOutputs) {
+  struct Case {
+    const char* op;
+    DType dt;
+    std::vector<AttrSpec> attrs;
+  };
+  const std::vector<Case> cases = {{"PRelu", DType::kFloat, {}},  {"Max", DType::kFloat, {}},
+                                   {"Min", DType::kFloat, {}},    {"Mod", DType::kInt32, {}},
+                                   {"Xor", DType::kBool, {}},     {"Add", DType::kFloat, {}},
+                                   {"BitShift", DType::kUInt32, {attr_string("direction", "LEFT")}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.op);
+    const Tensor a(c.dt, Shape{2, 0, 3});
+    Tensor b(c.dt, Shape{1, 1, 3});
+    std::memset(b.raw_data(), 1, b.nbytes());  // non-zero, so Mod has no zero divisor
+    const Tensor y = run1(c.op, {{"a", a}, {"b", b}}, c.dt, c.attrs, 18);
+    EXPECT_EQ(y.shape(), (Shape{2, 0, 3}));
+    EXPECT_EQ(y.numel(), 0);
+  }
+}
+
+TEST(OpsetHostileInput, MeanVarianceNormalizationOfAScalarIsAnError) {
+  expect_error([] { run1("MeanVarianceNormalization", {{"x", Tensor::scalar<float>(2)}}, DType::kFloat, {}, 18); },
+               "out of range for a rank-0 input");
+}
+
+TEST(OpsetHostileInput, KernelShapeMustAgreeWithTheWeights) {
+  Tensor x(DType::kFloat, Shape{1, 3, 8, 8});
+  Tensor w(DType::kFloat, Shape{4, 3, 3, 3});
+  Tensor wt(DType::kFloat, Shape{3, 4, 3, 3});
+  for (bool init : {true, false}) {
+    SCOPED_TRACE(init ? "weights as an initializer" : "weights as a graph input");
+    expect_error([&] { run1("Conv", {{"x", x}, {"w", w, init}}, DType::kFloat, {attr_ints("kernel_shape", {5, 5})}, 18); },
+                 "kernel_shape [5,5] is not compatible with W's shape [4,3,3,3]");
+    expect_error(
+        [&] { run1("ConvTranspose", {{"x", x}, {"w", wt, init}}, DType::kFloat, {attr_ints("kernel_shape", {5, 5})}, 18); },
+        "kernel_shape [5,5] is not compatible with W's shape [3,4,3,3]");
+  }
+  // A kernel_shape that agrees is accepted: 8x8 with a 3x3 kernel gives 6x6.
+  EXPECT_EQ(run1("Conv", {{"x", x}, {"w", w, true}}, DType::kFloat, {attr_ints("kernel_shape", {3, 3})}, 18).shape(),
+            (Shape{1, 4, 6, 6}));
+}

@@ -150,6 +150,7 @@ struct Broadcast {
   void run(ThreadPool& pool, int64_t total, F&& f) const {
     const int64_t rows = outer();
     const int64_t len = inner();
+    if (rows <= 0 || len <= 0) return;  // an empty output (a zero-size dim: nothing to compute)
     std::array<int64_t, N> istr;
     for (size_t k = 0; k < N; ++k) istr[k] = strides[k][rank - 1];
     auto body = [&](int64_t r0, int64_t r1) {

@@ -293,7 +293,11 @@ void mvn_compute(const int&, KernelContext& ctx) {
   const int64_t r = static_cast<int64_t>(x.rank());
   std::vector<int64_t> axes = ctx.node().attr_ints("axes", {0, 2, 3});
   std::vector<char> red(r, 0);
-  for (int64_t a : axes) red[normalize_axis(a, r, "MeanVarianceNormalization")] = 1;
+  for (int64_t a : axes) {
+    // (normalize_axis lets axis 0 through for a scalar, which has no dim 0 to reduce here.)
+    if (r == 0) fail(ErrorCode::kInvalidArgument, ctx.node().label(), ": axis ", a, " is out of range for a rank-0 input");
+    red[normalize_axis(a, r, "MeanVarianceNormalization")] = 1;
+  }
   // Statistics per position of the kept dims.
   Shape kept = x.shape();
   for (int64_t k = 0; k < r; ++k)
