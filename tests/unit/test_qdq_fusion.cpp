@@ -48,50 +48,6 @@ std::vector<float> pow2_scales(int64_t n, int base) {
 
 // ---- building models ----
 
-/// A graph under construction; value and node names are generated.
-class Builder {
- public:
-  GraphSpec g;
-
-  std::string constant(const std::string& base, Tensor t) {
-    std::string name = fresh(base);
-    g.initializers.emplace_back(name, std::move(t));
-    return name;
-  }
-  std::string input(const std::string& name, DType dt, std::vector<int64_t> dims) {
-    g.inputs.push_back({name, dt, std::move(dims)});
-    return name;
-  }
-  void output(const std::string& value, DType dt) { g.outputs.push_back(any_out(value, dt)); }
-  /// A node with `outputs` fresh outputs; returns the first.
-  std::string node(const std::string& op, std::vector<std::string> inputs, std::vector<AttrSpec> attrs = {},
-                   int outputs = 1, const std::string& name = "") {
-    NodeSpec n{op, std::move(inputs), {}, std::move(attrs), name.empty() ? fresh(op) : name, ""};
-    for (int k = 0; k < outputs; ++k) n.outputs.push_back(fresh(n.name + "_y"));
-    g.nodes.push_back(n);
-    return g.nodes.back().outputs[0];
-  }
-  const std::vector<std::string>& last_outputs() const { return g.nodes.back().outputs; }
-  /// DequantizeLinear of `data` (of type dt) at a per-tensor scale and zero point.
-  std::string dq(const std::string& data, float scale, int zp, DType dt) {
-    return node("DequantizeLinear",
-                {data, constant("scale", Tensor::scalar(scale)), constant("zp", zero_point(dt, zp))});
-  }
-  /// DequantizeLinear along `axis`.
-  std::string dq_axis(const std::string& data, Tensor scales, Tensor zps, int64_t axis) {
-    return node("DequantizeLinear", {data, constant("scale", std::move(scales)), constant("zp", std::move(zps))},
-                {attr_int("axis", axis)});
-  }
-  /// QuantizeLinear of `x` to type dt at a per-tensor scale and zero point.
-  std::string q(const std::string& x, float scale, int zp, DType dt) {
-    return node("QuantizeLinear", {x, constant("scale", Tensor::scalar(scale)), constant("zp", zero_point(dt, zp))});
-  }
-  std::string model(int64_t opset = 17) const { return encode_model(g, opset, opset >= 21 ? 10 : 8); }
-
- private:
-  int count_ = 0;
-  std::string fresh(const std::string& base) { return base + "_" + std::to_string(count_++); }
-};
 
 // ---- running ----
 
@@ -202,7 +158,7 @@ constexpr int64_t kC = 8, kH = 9, kW = 10;
 /// x [1, 8, 9, 10] -> DQ -> Conv (3x3, pads 1, to 12 channels or depthwise; weights and bias
 /// through DQ) -> Q -> y.
 std::string conv_model(const ConvCase& c) {
-  Builder b;
+  QuantGraph b;
   const int64_t kM = c.depthwise ? kC : 12;
   const std::string x = b.input("x", c.x_type, {1, kC, kH, kW});
   std::string xf;
@@ -386,7 +342,7 @@ TEST(QdqFusion, ConvNotFused) {
 /// x -> DQ, read by two convolutions (each -> Q -> output); with `float_reader` also by a Relu
 /// whose output is a graph output.
 std::string shared_dq_model(bool float_reader) {
-  Builder b;
+  QuantGraph b;
   const std::string x = b.input("x", DType::kUInt8, {1, kC, kH, kW});
   const std::string xf = b.dq(x, 0.0625f, 120, DType::kUInt8);
   for (int k = 0; k < 2; ++k) {
@@ -429,7 +385,7 @@ TEST(QdqFusion, MatMulBecomesQLinearMatMul) {
   // A [2, 5, 24] u8 per tensor; B [24, 20] s8 per column (constant), or a u8 graph input per tensor.
   for (bool b_input : {false, true}) {
     SCOPED_TRACE(b_input ? "B a graph input" : "B constant, per column");
-    Builder b;
+    QuantGraph b;
     const std::string a = b.dq(b.input("a", DType::kUInt8, {2, 5, 24}), 0.0625f, 100, DType::kUInt8);
     std::string bf;
     Feeds feeds{{"a", Value(ints8(DType::kUInt8, Shape{2, 5, 24}, 0, 255, 21))}};
@@ -451,7 +407,7 @@ TEST(QdqFusion, MatMulBecomesQLinearMatMul) {
 /// A [6, 24] u8 (or [24, 6] with transA) -> DQ; B [20, 24] s8 (transB) per row -> DQ; bias int32
 /// at a_scale * b_scale -> DQ; Gemm [-> Q].
 std::string gemm_model(bool quantize_output, float alpha = 1.0f, bool trans_a = false) {
-  Builder b;
+  QuantGraph b;
   const std::string a =
       b.dq(b.input("a", DType::kUInt8, trans_a ? std::vector<int64_t>{24, 6} : std::vector<int64_t>{6, 24}), 0.0625f,
            100, DType::kUInt8);
@@ -512,7 +468,7 @@ TEST(QdqFusion, GemmBecomesQGemm) {
 TEST(QdqFusion, AddAndMulBecomeQLinearOps) {
   for (const char* op : {"Add", "Mul"}) {
     SCOPED_TRACE(op);
-    Builder b;
+    QuantGraph b;
     const std::string a = b.dq(b.input("a", DType::kUInt8, {2, 3, 4, 5}), 0.125f, 120, DType::kUInt8);
     const std::string c = b.dq(b.input("b", DType::kUInt8, {3, 1, 5}), 0.25f, 130, DType::kUInt8);
     const bool add = std::string(op) == "Add";
@@ -526,7 +482,7 @@ TEST(QdqFusion, AddAndMulBecomeQLinearOps) {
   }
   {
     SCOPED_TRACE("operands of different types: left as written");
-    Builder b;
+    QuantGraph b;
     const std::string a = b.dq(b.input("a", DType::kUInt8, {4, 5}), 0.125f, 120, DType::kUInt8);
     const std::string c = b.dq(b.input("b", DType::kInt8, {4, 5}), 0.25f, 3, DType::kInt8);
     b.output(b.q(b.node("Add", {a, c}), 0.25f, 128, DType::kUInt8), DType::kUInt8);
@@ -557,7 +513,7 @@ TEST(QdqFusion, PoolsAndLookupsBecomeQLinearOps) {
   };
   for (const Op& o : ops) {
     SCOPED_TRACE(o.op);
-    Builder b;
+    QuantGraph b;
     const std::string x = b.dq(b.input("x", DType::kUInt8, {1, 32, 11, 13}), 0.0457f, 117, DType::kUInt8);
     b.output(b.q(b.node(o.op, {x}, o.attrs), o.ys, o.fused == std::string("QLinearSigmoid") ? 0 : 125, DType::kUInt8),
              DType::kUInt8);
@@ -570,7 +526,7 @@ TEST(QdqFusion, PoolsAndLookupsBecomeQLinearOps) {
 }
 
 TEST(QdqFusion, ConcatBecomesQLinearConcat) {
-  Builder b;
+  QuantGraph b;
   std::vector<std::string> parts;
   Feeds feeds;
   const float scales[] = {0.25f, 0.125f, 0.5f};  // the first one Y's: copied as bytes
@@ -593,7 +549,7 @@ TEST(QdqFusion, ConcatBecomesQLinearConcat) {
 TEST(QdqFusion, DataMovementRunsOnTheQuantizedTensor) {
   // x -> DQ -> MaxPool -> Q -> DQ -> Reshape -> Q -> DQ -> Transpose -> Q -> y, one scale and zero
   // point throughout: the three ops on the uint8 tensor, every DQ and Q gone.
-  Builder b;
+  QuantGraph b;
   std::string v = b.input("x", DType::kUInt8, {1, 4, 6, 6});
   v = b.q(b.node("MaxPool", {b.dq(v, 0.1f, 128, DType::kUInt8)},
                  {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})}),
@@ -625,7 +581,7 @@ TEST(QdqFusion, ResizeNearestRunsOnTheQuantizedTensorLinearDoesNot) {
   // interpolates, so its DequantizeLinear / QuantizeLinear stay.
   for (const char* mode : {"nearest", "linear"}) {
     SCOPED_TRACE(mode);
-    Builder b;
+    QuantGraph b;
     const std::string x = b.dq(b.input("x", DType::kUInt8, {1, 3, 5, 7}), 0.1f, 100, DType::kUInt8);
     const std::string y = b.node("Resize", {x, "", b.constant("scales", Tensor::from_vector<float>(Shape{4}, {1, 1, 2, 2}))},
                                  {attr_string("mode", mode)});
@@ -648,7 +604,7 @@ TEST(QdqFusion, DataMovementBetweenDifferentParametersIsNotFused) {
   for (const Params& pr : {Params{"another scale", 0.2f, 128}, Params{"another zero point", 0.1f, 127}}) {
     for (const char* op : {"MaxPool", "Reshape"}) {
       SCOPED_TRACE(std::string(op) + ", " + pr.what);
-      Builder b;
+      QuantGraph b;
       const std::string x = b.dq(b.input("x", DType::kUInt8, {1, 4, 6, 6}), 0.1f, 128, DType::kUInt8);
       const std::string y = std::string(op) == "MaxPool"
                                 ? b.node(op, {x}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})})
@@ -664,7 +620,7 @@ TEST(QdqFusion, DataMovementBetweenDifferentParametersIsNotFused) {
   }
   {
     SCOPED_TRACE("per-channel parameters on both sides");
-    Builder b;
+    QuantGraph b;
     const std::vector<float> s{0.1f, 0.2f, 0.3f, 0.4f};
     const std::string x = b.dq_axis(b.input("x", DType::kUInt8, {1, 4, 6, 6}), vec(s),
                                     zero_points(DType::kUInt8, {128, 120, 110, 100}), 1);
@@ -694,9 +650,9 @@ struct DynCase {
 
 /// ONNX Runtime's dynamic quantization of MatMul(x, W) [+ bias], as its quantizer writes it.
 std::string dynamic_model(const DynCase& c) {
-  Builder b;
+  QuantGraph b;
   const std::string x = b.input("x", DType::kFloat, c.x_shape);
-  b.node("DynamicQuantizeLinear", {x}, {}, 3);
+  b.node("DynamicQuantizeLinear", {x}, {}, "", "", 3);
   const std::vector<std::string> dql = b.last_outputs();
   for (int k = 0; k < c.matmuls; ++k) {
     const int64_t n = 16 + 4 * k;
@@ -794,7 +750,7 @@ TEST(QGemmKernel, ColumnCAndYScaleAlone) {
   const float as = 0.25f, bs = 0.0625f, ys = 8.0f;
   for (bool quantized : {false, true}) {
     SCOPED_TRACE(quantized ? "y_zero_point 100: uint8 Y" : "y_scale alone: float Y");
-    Builder g;
+    QuantGraph g;
     std::vector<std::string> ins{g.input("a", DType::kUInt8, {3, 5}),
                                  g.constant("as", Tensor::scalar(as)),
                                  g.constant("az", zero_point(DType::kUInt8, za)),
@@ -864,7 +820,7 @@ struct HalfConvModel {
 
 HalfConvModel half_conv_chain(DType dt, DType half) {
   auto as = [&](const Tensor& t) { return dt == DType::kFloat ? widen(t) : t; };
-  Builder b;
+  QuantGraph b;
   const std::string in = b.input("x", dt, {1, 4, 8, 8});
   const std::string c1 = b.node("Conv",
                                 {in, b.constant("w1", as(halves(half, Shape{6, 4, 3, 3}, -0.5f, 0.5f, 91))),
@@ -941,11 +897,11 @@ TEST(HalfInFloat, OptionOffLeavesTheModelAsWritten) {
 TEST(HalfInFloat, ModelCastsStay) {
   // x (float32) -> Cast to float16 -> Relu -> Cast to float32 -> y: the model's own Casts stay
   // (they round as written); the Relu runs in float32 between two Casts of the pass.
-  Builder b;
+  QuantGraph b;
   const std::string h = b.node("Cast", {b.input("x", DType::kFloat, {8})},
-                               {attr_int("to", static_cast<int64_t>(DType::kFloat16))}, 1, "model_cast_in");
+                               {attr_int("to", static_cast<int64_t>(DType::kFloat16))}, "model_cast_in");
   b.output(
-      b.node("Cast", {b.node("Relu", {h})}, {attr_int("to", static_cast<int64_t>(DType::kFloat))}, 1, "model_cast_out"),
+      b.node("Cast", {b.node("Relu", {h})}, {attr_int("to", static_cast<int64_t>(DType::kFloat))}, "model_cast_out"),
       DType::kFloat);
   // Values float16 cannot hold: the model's rounding shows in the output.
   const Tensor x =
@@ -975,7 +931,7 @@ TEST(HalfInFloat, DataMovementOnlyInsideARegion) {
     const Tensor x = halves(dt, Shape{2, 6}, -2.0f, 2.0f, 95);
     {
       SCOPED_TRACE("Relu -> Reshape -> Sigmoid: the Reshape joins the region");
-      Builder b;
+      QuantGraph b;
       const std::string r = b.node("Relu", {b.input("x", dt, {2, 6})});
       const std::string s = b.node("Reshape", {r, b.constant("shape", Tensor::from_vector<int64_t>(Shape{2}, {3, 4}))});
       b.output(b.node("Sigmoid", {s}), dt);
@@ -989,7 +945,7 @@ TEST(HalfInFloat, DataMovementOnlyInsideARegion) {
     }
     {
       SCOPED_TRACE("a Reshape alone: left in half precision, no Casts");
-      Builder b;
+      QuantGraph b;
       b.output(b.node("Reshape",
                       {b.input("x", dt, {2, 6}), b.constant("shape", Tensor::from_vector<int64_t>(Shape{2}, {3, 4}))}),
                dt);
@@ -1004,7 +960,7 @@ TEST(HalfInFloat, DataMovementOnlyInsideARegion) {
 TEST(HalfInFloat, RangeAndCastLeftAsWritten) {
   // Range over float16 scalars (its output's type is what it computes) and a Cast float16 ->
   // float32 are left as written: no Casts added, Range still float16.
-  Builder b;
+  QuantGraph b;
   const std::string range =
       b.node("Range", {b.input("start", DType::kFloat16, {}), b.input("limit", DType::kFloat16, {}),
                        b.input("delta", DType::kFloat16, {})});

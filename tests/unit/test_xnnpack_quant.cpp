@@ -54,45 +54,6 @@ Tensor halves(const Shape& s, float lo, float hi, uint32_t seed) {
   return t;
 }
 
-/// A graph under construction: generated value names, named nodes.
-class Graph {
- public:
-  GraphSpec g;
-  std::string constant(const std::string& base, Tensor t) {
-    std::string name = fresh(base);
-    g.initializers.emplace_back(name, std::move(t));
-    return name;
-  }
-  std::string input(const std::string& name, DType dt, std::vector<int64_t> dims) {
-    g.inputs.push_back({name, dt, std::move(dims)});
-    return name;
-  }
-  void output(const std::string& v, DType dt) { g.outputs.push_back(any_out(v, dt)); }
-  std::string node(const std::string& op, std::vector<std::string> inputs, std::vector<AttrSpec> attrs = {},
-                   const std::string& name = "", const std::string& domain = "") {
-    NodeSpec n{op, std::move(inputs), {}, std::move(attrs), name.empty() ? fresh(op) : name, domain};
-    n.outputs.push_back(fresh(n.name + "_y"));
-    g.nodes.push_back(n);
-    return g.nodes.back().outputs[0];
-  }
-  std::string ms(const std::string& op, std::vector<std::string> inputs, std::vector<AttrSpec> attrs = {},
-                 const std::string& name = "") {
-    return node(op, std::move(inputs), std::move(attrs), name, "com.microsoft");
-  }
-  std::string scale(float s) { return constant("scale", Tensor::scalar(s)); }
-  std::string zp(DType dt, int v) { return constant("zp", zero_point(dt, v)); }
-  std::string dq(const std::string& x, float s, int z, DType dt) {
-    return node("DequantizeLinear", {x, scale(s), zp(dt, z)});
-  }
-  std::string q(const std::string& x, float s, int z, DType dt) {
-    return node("QuantizeLinear", {x, scale(s), zp(dt, z)});
-  }
-  std::string model(int64_t opset = 17) const { return encode_model(g, opset, 8, {{"com.microsoft", 1}}); }
-
- private:
-  int count_ = 0;
-  std::string fresh(const std::string& base) { return base + "_" + std::to_string(count_++); }
-};
 
 /// A session on the CPU EP alone or on XNNPACK then the CPU EP (whose half_in_float pass, on by
 /// default, gives the CPU EP's float16 / bfloat16 nodes float32 forms, which XNNPACK may then take).
@@ -212,8 +173,8 @@ struct QConv {
   const char* what = "";
 };
 
-std::string qconv_model(const QConv& c, Graph* out = nullptr) {
-  Graph b;
+std::string qconv_model(const QConv& c, QuantGraph* out = nullptr) {
+  QuantGraph b;
   const std::string x = b.input("x", c.x, {2, c.C, 11, 9});
   const int64_t cg = c.C / c.group;
   const Tensor w = q8_full(c.w, Shape{c.M, cg, c.kernel, c.kernel}, 17);
@@ -335,7 +296,7 @@ TEST(XnnpackQuant, QLinearMatMulAndQGemmEqualCpu) {
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {
-    Graph b;
+    QuantGraph b;
     const std::string a = b.input("a", c.a, c.a_dims);
     std::vector<float> bs;
     for (int64_t j = 0; j < (c.per_column ? N : 1); ++j) bs.push_back(0.003f * static_cast<float>(1 + j % 4));
@@ -359,7 +320,7 @@ TEST(XnnpackQuant, QLinearMatMulAndQGemmEqualCpu) {
     check_vs_cpu(b.model(), {{"a", Value(q8_full(c.a, Shape(dims), seed++))}}, c.what);
   }
   // A float output (no y_zero_point) is declined.
-  Graph b;
+  QuantGraph b;
   const std::string a = b.input("a", DType::kUInt8, {4, K});
   b.output(b.ms("QGemm",
                 {a, b.scale(0.04f), b.zp(DType::kUInt8, 3), b.constant("b", q8_full(DType::kInt8, Shape{K, N}, 9)),
@@ -379,7 +340,7 @@ TEST(XnnpackQuant, QLinearBinaryWithinOneStepOfCpu) {
     const bool u8 = t == DType::kUInt8;
     for (const char* op : {"QLinearAdd", "QLinearMul"}) {
       for (bool bcast : {false, true}) {
-        Graph b;
+        QuantGraph b;
         const std::string x = b.input("a", t, {2, 5, 33, 17});
         const std::string y =
             b.input("b", t, bcast ? std::vector<int64_t>{5, 1, 17} : std::vector<int64_t>{2, 5, 33, 17});
@@ -395,7 +356,7 @@ TEST(XnnpackQuant, QLinearBinaryWithinOneStepOfCpu) {
     }
     // With power-of-two scales (ratios 2^-1 and 2^-3 over an odd multiple of 2^-4: no real sum
     // falls on a tie) the two agree exactly.
-    Graph b;
+    QuantGraph b;
     const std::string x = b.input("a", t, {3, 40, 50});
     const std::string y = b.input("b", t, {3, 40, 50});
     b.output(b.ms("QLinearAdd", {x, b.scale(0.5f), b.zp(t, u8 ? 119 : -9), y, b.scale(0.125f), b.zp(t, u8 ? 140 : 12),
@@ -414,7 +375,7 @@ TEST(XnnpackQuant, QLinearUnaryPoolsAndMaxPoolEqualCpu) {
     const std::string what = u8 ? " u8" : " s8";
     const Feeds in = {{"x", Value(q8_full(t, Shape{2, 6, 9, 11}, u8 ? 501 : 502))}};
     {  // sigmoid (scale 1/256 out) and leaky ReLU (XNNPACK's is uint8: int8 flips in and out)
-      Graph b;
+      QuantGraph b;
       const std::string x = b.input("x", t, {2, 6, 9, 11});
       b.output(b.ms("QLinearSigmoid",
                     {x, b.scale(0.07f), b.zp(t, u8 ? 100 : -30), b.scale(1.0f / 256), b.zp(t, u8 ? 0 : -128)}),
@@ -426,7 +387,7 @@ TEST(XnnpackQuant, QLinearUnaryPoolsAndMaxPoolEqualCpu) {
       check_vs_cpu(b.model(), in, "sigmoid, leaky" + what);
     }
     {  // 8-bit MaxPool, then the global average pool channels-first and channels-last
-      Graph b;
+      QuantGraph b;
       const std::string x = b.input("x", t, {2, 6, 9, 11});
       const std::string p =
           b.node("MaxPool", {x},
@@ -436,7 +397,7 @@ TEST(XnnpackQuant, QLinearUnaryPoolsAndMaxPoolEqualCpu) {
                     {p, b.scale(0.05f), b.zp(t, u8 ? 128 : 0), b.scale(0.02f), b.zp(t, u8 ? 110 : -5)}),
                t);
       check_vs_cpu(b.model(), in, "maxpool + global average pool" + what);
-      Graph c;
+      QuantGraph c;
       const std::string xc = c.input("x", t, {2, 9, 11, 6});
       c.output(c.ms("QLinearGlobalAveragePool",
                     {xc, c.scale(0.05f), c.zp(t, u8 ? 128 : 0), c.scale(0.02f), c.zp(t, u8 ? 110 : -5)},
@@ -458,7 +419,7 @@ TEST(XnnpackQuant, QuantizeAndDequantizeInsideARegionEqualCpu) {
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     const bool u8 = t == DType::kUInt8;
     const float xs = 0.0234f;  // (for this scale x / xs and x * (1 / xs) round about one tie in ten differently)
-    Graph b;
+    QuantGraph b;
     const std::string x = b.input("x", DType::kFloat, {1, 4, 16, 16});
     const std::string q = b.node("QuantizeLinear", {x, b.scale(xs), b.zp(t, u8 ? 128 : 0)}, {}, "quantize");
     b.output(q, t);
@@ -487,7 +448,7 @@ TEST(XnnpackQuant, QuantizeAndDequantizeInsideARegionEqualCpu) {
 /// 8-bit MaxPool and QLinearAdd -- for XNNPACK too, which takes the float ops and the
 /// QuantizeLinear nodes as well as the fused ops.
 std::string qdq_model(bool symmetric_weights) {
-  Graph b;
+  QuantGraph b;
   const DType u8 = DType::kUInt8, s8 = DType::kInt8;
   const std::string x = b.input("x", u8, {1, 8, 12, 10});
   const std::string xf = b.dq(x, 0.05f, 120, u8);
@@ -543,7 +504,7 @@ TEST(XnnpackQuant, OptionQuantizedFalseLeavesQdqGroupsToTheNextEp) {
   REQUIRE_XNNPACK();
   // A float Relu before the QDQ part stays on XNNPACK; the QDQ groups go to the CPU EP whole and
   // fuse there.
-  Graph b;
+  QuantGraph b;
   const DType u8 = DType::kUInt8;
   const std::string f = b.node("Relu", {b.input("f", DType::kFloat, {1, 8, 12, 10})}, {}, "float_relu");
   const std::string x = b.q(f, 0.05f, 120, u8);
@@ -577,7 +538,7 @@ TEST(XnnpackQuant, OptionQuantizedFalseLeavesQdqGroupsToTheNextEp) {
 
 TEST(XnnpackQuant, Float16NodesRunInFloat32InsideOneRegion) {
   REQUIRE_XNNPACK();
-  Graph b;
+  QuantGraph b;
   const std::string x = b.input("x", DType::kFloat16, {1, 3, 13, 11});
   const std::string c = b.node("Conv",
                                {x, b.constant("w", halves(Shape{8, 3, 3, 3}, -0.5f, 0.5f, 41)),
@@ -608,7 +569,7 @@ TEST(XnnpackQuant, Float16NodesRunInFloat32InsideOneRegion) {
 
 TEST(XnnpackQuant, DeclinesOtherPrecisionsWithTheReason) {
   REQUIRE_XNNPACK();
-  Graph b;
+  QuantGraph b;
   const std::string h = b.input("h", DType::kBFloat16, {2, 3});
   b.output(b.node("Relu", {h}, {}, "bf16_relu"), DType::kBFloat16);
   const std::string i = b.input("i", DType::kUInt8, {2, 3});
