@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace onyx {
@@ -118,17 +119,37 @@ Tensor from_typed(const RawTensor& rt, DType dt, const Shape& shape, ProtoReader
   return t;
 }
 
+/// Whether `path` is `dir` or lies under it (both canonical: absolute, no symlinks, no dots).
+bool lies_within(const std::filesystem::path& path, const std::filesystem::path& dir) {
+  auto p = path.begin();
+  for (auto d = dir.begin(); d != dir.end(); ++d, ++p) {
+    if (d->empty()) continue;  // (a trailing separator)
+    if (p == path.end() || *p != *d) return false;
+  }
+  return true;
+}
+
 const std::shared_ptr<MappedFile>& external_file(const TensorSource& src, const std::string& location, ProtoReader& r) {
   if (src.base_dir.empty())
     r.error(str("tensor uses external data '", location,
                 "' but the model was loaded from memory without a directory for external data"));
-  if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
+  if (location.empty() || location[0] == '/')
     r.error(str("external data location '", location, "' must be a relative path inside the model's directory"));
   auto& cache = *src.external;
   auto it = cache.find(location);
   if (it == cache.end()) {
-    const std::string path = src.base_dir + "/" + location;
-    it = cache.emplace(location, MappedFile::open(path)).first;
+    // The file as resolved (every symlink followed, in the location or in a folder on its way)
+    // must stay inside the model's folder: a model must not read other files of the machine.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path dir = fs::canonical(src.base_dir, ec);
+    if (ec) r.error(str("external data directory '", src.base_dir, "': ", ec.message()));
+    const fs::path file = fs::canonical(dir / location, ec);
+    if (ec) r.error(str("external data '", location, "' in '", src.base_dir, "': ", ec.message()));
+    if (!lies_within(file, dir))
+      r.error(str("external data location '", location, "' resolves to '", file.string(),
+                  "', which escapes the model's directory '", dir.string(), "'"));
+    it = cache.emplace(location, MappedFile::open(file.string())).first;
   }
   return it->second;
 }
@@ -189,17 +210,21 @@ Tensor parse_tensor_proto(ProtoReader r, const TensorSource& src, std::string* n
   if (rt.data_location == 1) {
     std::string location;
     int64_t offset = 0, length = -1;
+    bool has_length = false;
     for (auto& [k, v] : rt.external) {
       try {
         if (k == "location") location = v;
         else if (k == "offset") offset = std::stoll(v);
-        else if (k == "length") length = std::stoll(v);
+        else if (k == "length") length = std::stoll(v), has_length = true;
       } catch (const std::exception&) {
         r.error(str("tensor '", rt.name, "' has a non-numeric external data ", k, " '", v, "'"));
       }
     }
+    if (offset < 0 || (has_length && length < 0))
+      r.error(str("tensor '", rt.name, "' has a negative external data ", offset < 0 ? "offset " : "length ",
+                  offset < 0 ? offset : length));
     const auto& f = external_file(src, location, r);
-    if (length < 0) length = static_cast<int64_t>(f->size()) - offset;
+    if (!has_length) length = static_cast<int64_t>(f->size()) - offset;
     if (offset < 0 || length < 0 || static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) > f->size())
       r.error(str("tensor '", rt.name, "': external data range [", offset, ", ", offset + length, ") lies outside '",
                   location, "' (", f->size(), " bytes)"));
@@ -310,7 +335,9 @@ TypeInfo parse_type_proto(ProtoReader r, SymbolTable& symbols, int depth) {
                 if (dr.field() == 1) {
                   dr.expect(WireType::kVarint);
                   value = dr.int64();
-                  if (value < 0) dr.error(str("negative dim_value ", value));
+                  // Some exporters (paddle2onnx among them) write -1 for an unknown dim; ORT
+                  // reads any negative value as unknown, and so does onyx.
+                  if (value < 0) value = -1;
                 } else if (dr.field() == 2) {
                   dr.expect(WireType::kBytes);
                   param = dr.string();

@@ -1,6 +1,7 @@
 // Session creation: load, infer, place every node on an EP, prepare kernels; the public API.
 #include <algorithm>
 #include <map>
+#include <new>
 
 #include "core/logging.hpp"
 #include "model/loader.hpp"
@@ -490,12 +491,32 @@ SessionBuilder& SessionBuilder::with_cpu_fallback(bool allowed) {
   return *this;
 }
 
+namespace {
+/// Runs f, turning a failure that is not an onyx::Error (an allocation failure above all: a model
+/// can ask for more memory than the machine has) into one that says what was being done.
+template <class F>
+decltype(auto) onyx_errors_only(const char* doing, F&& f) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::kRuntime, doing, ": out of memory");
+  } catch (const std::exception& e) {
+    fail(ErrorCode::kRuntime, doing, ": ", e.what());
+  }
+}
+}  // namespace
+
 Session SessionBuilder::commit_from_file(const std::string& path) const {
-  return Session(std::make_shared<SessionImpl>(load_model_file(path), *options_));
+  return onyx_errors_only(
+      "loading the model", [&] { return Session(std::make_shared<SessionImpl>(load_model_file(path), *options_)); });
 }
 
 Session SessionBuilder::commit_from_memory(const void* data, size_t size) const {
-  return Session(std::make_shared<SessionImpl>(load_model_memory(data, size, options_->external_dir), *options_));
+  return onyx_errors_only("loading the model", [&] {
+    return Session(std::make_shared<SessionImpl>(load_model_memory(data, size, options_->external_dir), *options_));
+  });
 }
 
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
@@ -574,7 +595,7 @@ const Value& Binding::output(std::string_view name) const {
 
 void Session::run(Binding& binding) const {
   if (binding.session_ != impl_) fail(ErrorCode::kInvalidArgument, "the binding belongs to another session");
-  impl_->run(binding);
+  onyx_errors_only("running the model", [&] { impl_->run(binding); });
 }
 
 std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& inputs) const {

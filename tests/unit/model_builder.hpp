@@ -82,6 +82,7 @@ struct ValueSpec {
   bool no_shape = false;
   DType map_key = DType::kUndefined;  // set: map(map_key, tensor of dtype)
   bool sequence = false;              // a sequence of that type
+  bool write_minus_one = false;       // write unknown dims as dim_value -1 (as some exporters do)
 };
 
 class GraphSpec {
@@ -107,7 +108,7 @@ class GraphSpec {
       ProtoWriter d;
       const bool named = i < v.dim_params.size() && !v.dim_params[i].empty();
       if (named) d.bytes(2, v.dim_params[i]);
-      else if (v.dims[i] >= 0) d.varint(1, static_cast<uint64_t>(v.dims[i]));
+      else if (v.dims[i] >= 0 || v.write_minus_one) d.varint(1, static_cast<uint64_t>(v.dims[i]));
       shape.bytes(1, d.str());
     }
     ProtoWriter tt;
@@ -195,6 +196,14 @@ inline std::string encode_model(const GraphSpec& g, int64_t opset = 17, int64_t 
     w.bytes(8, d.str());
   }
   return w.take();
+}
+
+/// prefix + i ("y0", "x1"), built by appending: GCC 12 warns -Wrestrict (falsely) on an inlined
+/// "y" + std::to_string(i).
+inline std::string numbered(const char* prefix, size_t i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
 }
 
 /// A graph output whose type and shape are left to inference.

@@ -44,8 +44,7 @@ inline GraphSpec one_node(const std::string& op, const std::vector<In>& inputs, 
       g.inputs.push_back({in.name, in.value.dtype(), in.value.shape().to_vector()});
   }
   for (size_t i = 0; i < outs.size(); ++i) {
-    std::string y = "y";  // (appended, not "y" + ...: GCC 12 warns -Wrestrict on that when inlined)
-    y += std::to_string(i);
+    const std::string y = numbered("y", i);
     n.outputs.push_back(y);
     ValueSpec v{y, outs[i]};
     v.no_shape = true;

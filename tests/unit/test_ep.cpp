@@ -319,7 +319,9 @@ TEST(Ep, ChannelsLastForAnEpThatPrefersIt) {
   std::map<std::string, int> ops;
   for (const auto& n : dev.placement().nodes) {
     ops[(n.domain.empty() ? "" : n.domain + "::") + n.op_type + "@" + n.ep]++;
-    if (n.domain == "onyx.nhwc") EXPECT_EQ(n.ep, "testdev") << n.name;
+    if (n.domain == "onyx.nhwc") {
+      EXPECT_EQ(n.ep, "testdev") << n.name;
+    }
   }
   EXPECT_EQ(ops["onyx.nhwc::Conv@testdev"], 4);
   EXPECT_EQ(ops["onyx.nhwc::MaxPool@testdev"], 1);
@@ -338,8 +340,11 @@ TEST(Ep, ChannelsLastForAnEpThatPrefersIt) {
                       .with_no_environment_execution_providers()
                       .with_execution_providers({testdev().set("claim", "Conv,Relu,Add").build()})
                       .commit_from_memory(m.data(), m.size());
-  for (const auto& n : plain.placement().nodes)
-    if (n.ep == "testdev") EXPECT_TRUE(n.domain.empty()) << n.name;
+  for (const auto& n : plain.placement().nodes) {
+    if (n.ep == "testdev") {
+      EXPECT_TRUE(n.domain.empty()) << n.name;
+    }
+  }
   EXPECT_TRUE(close(plain.run(in)[0], want[0]));
   // With the CPU EP channels-first too, nothing is rewritten at all.
   Session first = Session::builder()

@@ -41,9 +41,9 @@ GraphSpec one_node(const std::string& op, const std::vector<Input>& inputs, cons
     }
   }
   for (size_t i = 0; i < outs.size(); ++i) {
-    n.outputs.push_back("y" + std::to_string(i));
+    n.outputs.push_back(numbered("y", i));
     ValueSpec v;
-    v.name = "y" + std::to_string(i);
+    v.name = numbered("y", i);
     v.dtype = outs[i];
     v.no_shape = true;
     g.outputs.push_back(v);

@@ -123,6 +123,26 @@ TEST(Loader, HostileDimensionOnInputIsCaughtAtRun) {
   EXPECT_THROW(Tensor(DType::kFloat, Shape{int64_t(1) << 62}), Error);
 }
 
+// paddle2onnx and some other exporters write dim_value -1 for an unknown dim; ORT reads it as
+// unknown, and so does onyx (it refused the model before).
+TEST(Loader, MinusOneDimValueIsAnUnknownDim) {
+  GraphSpec g = relu_graph();
+  g.inputs[0].dims = {-1, 3};
+  g.inputs[0].write_minus_one = true;
+  g.outputs[0].dims = {-1, 3};
+  g.outputs[0].write_minus_one = true;
+  const std::string m = encode_model(g);
+  EXPECT_NE(m.find(std::string(9, '\xff')), std::string::npos);  // (the varint of -1 is in the bytes)
+  Session s = Session::builder().commit_from_memory(m.data(), m.size());
+  EXPECT_EQ(s.inputs()[0].type_string, "float[?,3]");
+  for (int64_t batch : {1, 4}) {
+    const Tensor x = Tensor::from_vector<float>(Shape{batch, 3}, std::vector<float>(3 * batch, -1.0f));
+    const Tensor y = s.run({{"x", x}})[0].tensor();
+    EXPECT_EQ(y.shape(), (Shape{batch, 3}));
+    EXPECT_EQ(y.data<float>()[0], 0.0f);
+  }
+}
+
 TEST(Loader, CycleIsAnError) {
   GraphSpec g;
   g.nodes.push_back({"Relu", {"b"}, {"a"}, {}, "n1"});

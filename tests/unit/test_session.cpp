@@ -1,12 +1,15 @@
 // Session behaviour: running, input checks, plans, bindings, concurrency, defaults, external data.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "model_builder.hpp"
@@ -36,6 +39,40 @@ std::string temp_dir() {
   char tmpl[] = "/tmp/onyx-test-XXXXXX";
   const char* d = mkdtemp(tmpl);
   return d ? d : "/tmp";
+}
+
+/// add_relu_graph with its bias b (float[3]) in external data: `location` with the given
+/// entries ("" leaves an entry out).
+std::string external_bias_model(const std::string& location, const std::string& offset, const std::string& length) {
+  GraphSpec g = add_relu_graph();
+  g.initializers.clear();
+  ProtoWriter t;
+  t.packed_int64(1, {3});
+  t.varint(2, 1);
+  t.bytes(8, "b");
+  auto kv = [&](const std::string& k, const std::string& v) {
+    if (v.empty()) return;
+    ProtoWriter e;
+    e.bytes(1, k);
+    e.bytes(2, v);
+    t.bytes(13, e.str());
+  };
+  kv("location", location);
+  kv("offset", offset);
+  kv("length", length);
+  t.varint(14, 1);
+  ProtoWriter gw;
+  for (const auto& n : g.nodes) gw.bytes(1, GraphSpec::encode_node(n));
+  gw.bytes(5, t.str());
+  for (const auto& v : g.inputs) gw.bytes(11, GraphSpec::encode_value_info(v));
+  for (const auto& v : g.outputs) gw.bytes(12, GraphSpec::encode_value_info(v));
+  ProtoWriter mw;
+  mw.varint(1, 8);
+  mw.bytes(7, gw.str());
+  ProtoWriter os;
+  os.varint(2, 17);
+  mw.bytes(8, os.str());
+  return mw.take();
 }
 
 }  // namespace
@@ -258,8 +295,124 @@ TEST(Session, ExternalDataBesideTheModel) {
     std::remove((dir + "/big.bin").c_str());
     std::remove((dir + "/big.onnx").c_str());
   }
-  // External data outside the model's directory is refused.
   std::remove((dir + "/weights.bin").c_str());
   std::remove((dir + "/model.onnx").c_str());
   rmdir(dir.c_str());
 }
+
+// The external data file, every symlink followed, must lie in the model's folder (ORT: "path
+// escapes model directory"); offsets and lengths must not be negative.
+TEST(Session, ExternalDataStaysInTheModelsFolder) {
+  const std::string outside = temp_dir();  // another folder: the "secret" a model must not read
+  const std::string dir = temp_dir();
+  const std::vector<float> w = {1, 2, 3};
+  auto write = [&](const std::string& path) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(w.data()), 12);
+  };
+  write(outside + "/secret.bin");
+  write(dir + "/weights.bin");
+  ASSERT_EQ(mkdir((dir + "/sub").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((outside + "/secret.bin").c_str(), (dir + "/link.bin").c_str()), 0);  // a file out
+  ASSERT_EQ(symlink(outside.c_str(), (dir + "/linkdir").c_str()), 0);                    // a folder out
+  ASSERT_EQ(symlink((dir + "/weights.bin").c_str(), (dir + "/sub/inside.bin").c_str()), 0);  // stays in
+  auto open = [&](const std::string& location, const std::string& offset = "", const std::string& length = "") {
+    const std::string m = external_bias_model(location, offset, length);
+    std::ofstream(dir + "/model.onnx", std::ios::binary) << m;
+    return Session::builder().commit_from_file(dir + "/model.onnx");
+  };
+  auto bias0 = [](Session s) { return s.run({{"x", Tensor(DType::kFloat, Shape{1, 3})}})[0].tensor().data<float>()[0]; };
+  auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one containing '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
+    }
+  };
+  expect_error([&] { open("link.bin"); }, "escapes the model's directory");
+  expect_error([&] { open("linkdir/secret.bin"); }, "escapes the model's directory");
+  expect_error([&] { open("sub/../../" + outside.substr(outside.rfind('/') + 1) + "/secret.bin"); },
+               "escapes the model's directory");
+  expect_error([&] { open(outside + "/secret.bin"); }, "must be a relative path");
+  expect_error([&] { open("missing.bin"); }, "missing.bin");
+  // Inside the folder, through a symlink or a "..", is fine.
+  EXPECT_EQ(bias0(open("sub/inside.bin")), 1.0f);
+  EXPECT_EQ(bias0(open("sub/../weights.bin", "0", "12")), 1.0f);
+  EXPECT_EQ(bias0(open("weights.bin", "", "12")), 1.0f);
+  // Negative or out-of-range offsets and lengths.
+  expect_error([&] { open("weights.bin", "", "-1"); }, "negative external data length -1");
+  expect_error([&] { open("weights.bin", "-4", ""); }, "negative external data offset -4");
+  expect_error([&] { open("weights.bin", "4", "12"); }, "lies outside");
+  for (const char* f : {"/link.bin", "/linkdir", "/sub/inside.bin", "/weights.bin", "/model.onnx"})
+    std::remove((dir + f).c_str());
+  rmdir((dir + "/sub").c_str());
+  rmdir(dir.c_str());
+  std::remove((outside + "/secret.bin").c_str());
+  rmdir(outside.c_str());
+}
+
+// With the address space capped (a child process, so that the cap stays there), loading and
+// running models that need more memory fail with onyx::Errors only: no std::bad_alloc or other
+// foreign exception escapes, whichever allocation fails first.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST(Session, OutOfMemoryIsAnOnyxError) {
+  // A model whose weights are 64 MiB (loaded, folded, copied) and a graph that expands its
+  // input to 2^28 floats (1 GiB) at run time.
+  GraphSpec big;
+  big.nodes.push_back({"Add", {"x", "w"}, {"y"}});
+  big.inputs.push_back({"x", DType::kFloat, {1 << 24}});
+  big.outputs.push_back(any_out("y"));
+  big.initializers.emplace_back("w", Tensor(DType::kFloat, Shape{1 << 24}));
+  const std::string big_model = encode_model(big);
+  GraphSpec ex;
+  ex.nodes.push_back({"Expand", {"x", "shape"}, {"y"}});
+  ex.inputs.push_back({"x", DType::kFloat, {1}});
+  ex.inputs.push_back({"shape", DType::kInt64, {1}});
+  ex.outputs.push_back(any_out("y"));
+  const std::string expand_model = encode_model(ex);
+  Session expand = Session::builder().with_intra_threads(1).commit_from_memory(expand_model.data(), expand_model.size());
+
+  // Caps from 4 to 160 MiB above what the process has mapped: each fails at another step.
+  for (int extra_mib = 4; extra_mib <= 160; extra_mib += 12) {
+    SCOPED_TRACE(std::to_string(extra_mib) + " MiB above the mapped size");
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      long pages = 0;
+      if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+        std::fclose(f);
+      }
+      const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) +
+                         (static_cast<rlim_t>(extra_mib) << 20);
+      const rlimit lim{cap, cap};
+      if (pages == 0 || setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+      auto attempt = [&](const std::function<void()>& f) {
+        try {
+          f();
+        } catch (const Error&) {
+        } catch (...) {
+          _exit(2);  // a foreign exception escaped
+        }
+      };
+      attempt([&] {
+        std::vector<Session> keep;
+        for (int i = 0; i < 8; ++i)
+          keep.push_back(Session::builder().with_intra_threads(1).commit_from_memory(big_model.data(), big_model.size()));
+      });
+      attempt([&] {
+        expand.run({{"x", Tensor::from_vector<float>(Shape{1}, {1.0f})},
+                    {"shape", Tensor::from_vector<int64_t>(Shape{1}, {int64_t(1) << 28})}});
+      });
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_NE(WEXITSTATUS(status), 3) << "could not cap the address space";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "a foreign exception escaped";
+  }
+}
+#endif

@@ -792,8 +792,8 @@ Session einsum_session(const std::string& eq, const std::vector<Shape>& shapes, 
   GraphSpec g;
   NodeSpec n{"Einsum", {}, {"y"}, {attr_string("equation", eq)}};
   for (size_t k = 0; k < shapes.size(); ++k) {
-    n.inputs.push_back("x" + std::to_string(k));
-    g.inputs.push_back({"x" + std::to_string(k), dt, shapes[k].to_vector()});
+    n.inputs.push_back(numbered("x", k));
+    g.inputs.push_back({numbered("x", k), dt, shapes[k].to_vector()});
   }
   g.nodes.push_back(n);
   g.outputs.push_back(any_out("y", dt));
@@ -802,7 +802,7 @@ Session einsum_session(const std::string& eq, const std::vector<Shape>& shapes, 
 
 std::vector<Value> run_einsum(Session& s, const std::vector<Tensor>& ins) {
   std::vector<std::pair<std::string, Value>> in;
-  for (size_t k = 0; k < ins.size(); ++k) in.emplace_back("x" + std::to_string(k), ins[k]);
+  for (size_t k = 0; k < ins.size(); ++k) in.emplace_back(numbered("x", k), ins[k]);
   return s.run(in);
 }
 

@@ -374,7 +374,7 @@ TEST(Xnnpack, VariadicOpsMatchCpu) {
       NodeSpec n{op, {}, {"y"}, {}, "n"};
       Inputs in;
       for (size_t i = 0; i < count; ++i) {
-        const std::string name = "x" + std::to_string(i);
+        const std::string name = numbered("x", i);
         n.inputs.push_back(name);
         g.inputs.push_back({name, DType::kFloat, dims_of(shapes[i])});
         in.emplace_back(name, random_tensor(shapes[i], seed++));
