@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Vulkan EP device check, for a machine with a GPU (written for NVIDIA): builds onyx with the
 # Vulkan EP, checks that it opens the GPU (not lavapipe), runs the Vulkan provider tests and the
-# ONNX conformance suite on the Vulkan EP, runs ResNet-50, MobileNetV2 and the BERT-like model on
-# the Vulkan EP against the CPU EP (rtol 1e-3) and benchmarks both EPs. Everything lands in $OUT,
+# ONNX conformance suite on the Vulkan EP (the float16 tests among them: which float16 path the GPU
+# takes is on the `onyx providers` line), runs ResNet-50, MobileNetV2 and the BERT-like model on
+# the Vulkan EP against the CPU EP (rtol 1e-3; with fp16_storage=true, rtol 1e-2) and benchmarks
+# both EPs. Everything lands in $OUT,
 # report.md first. Sized for a few minutes on 16 cores.
 #
 #   OUT=/path/to/out bench/device_check.sh
@@ -102,6 +104,11 @@ if [ "$TESTS" = ON ]; then
   say '```'
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]' "$OUT/provider_tests.log" | tee -a "$REPORT"
   say '```'
+  say "float16 (float16 models, both float16 paths, fp16_storage on float32 models, declines):"
+  say '```'
+  grep -E '^\[ +(OK|FAILED|SKIPPED) +\] Vulkan\.(Float16|Fp16|HalfPrecision)|^\[ fp16_storage \]' "$OUT/provider_tests.log" \
+    | tee -a "$REPORT"
+  say '```'
 fi
 
 # ------------------------------------------------------------------------------------------------
@@ -163,6 +170,18 @@ print(' '.join(n['name'] for n in d['nodes'] if n['op_type'] in ('Conv', 'FusedC
 print(d['summary'])" "$WORK/explain_$m.json" 2>/dev/null)
   [ -n "$(echo "$off" | head -1)" ] && { say "- $m: FAIL, matrix nodes not on vulkan: $(echo "$off" | head -1)"; FAILS=$((FAILS + 1)); }
   say "- $m: vs CPU EP $r, vs PyTorch $t; relative $(grep -h relative "$WORK/cmp_$m.txt" | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' '); placement: $(echo "$off" | tail -1)"
+  # fp16_storage=true: every stored value rounded to float16, so rtol 1e-2 against the CPU EP.
+  rm -rf "$D/out_vulkan_fp16"
+  if timeout 200 "$ONYX" run "$D/model.onnx" "${EPOPT[@]}" --ep-option vulkan.fp16_storage=true --require-ep \
+       --inputs "$D/test_data_set_0" --save "$D/out_vulkan_fp16" --quiet >>"$OUT/models.log" 2>&1 &&
+     "$PY" "$REPO/tests/models/compare.py" "$D/out_vulkan_fp16" "$D/out_cpu" --rtol 1e-2 >"$WORK/cmp_fp16_$m.txt" 2>&1; then
+    r=ok
+  else
+    r=FAIL
+    FAILS=$((FAILS + 1))
+  fi
+  cat "$WORK/cmp_fp16_$m.txt" >>"$OUT/models.log" 2>/dev/null
+  say "  - fp16_storage=true: vs CPU EP $r; relative $(grep -h relative "$WORK/cmp_fp16_$m.txt" 2>/dev/null | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' ')"
 done
 
 # ------------------------------------------------------------------------------------------------
@@ -170,23 +189,26 @@ done
 say ""
 say "## Benchmarks (median ms, batch 1, fp32)"
 say ""
-say "| model | onyx vulkan | onyx cpu | cpu / vulkan |"
-say "| --- | --- | --- | --- |"
+say "| model | onyx vulkan | onyx vulkan fp16_storage | onyx cpu | cpu / vulkan |"
+say "| --- | --- | --- | --- | --- |"
 : >"$OUT/bench.json"
 for m in resnet50 mobilenet_v2 bert_like; do
   D=$MODELS/$m
   [ -f "$D/model.onnx" ] || continue
   timeout 200 "$ONYX" bench "$D/model.onnx" "${EPOPT[@]}" --runs 30 --warmup 5 --json --inputs "$D/test_data_set_0" \
     >"$WORK/bench_vk_$m.json" 2>>"$OUT/models.log"
+  timeout 200 "$ONYX" bench "$D/model.onnx" "${EPOPT[@]}" --ep-option vulkan.fp16_storage=true --runs 30 --warmup 5 --json \
+    --inputs "$D/test_data_set_0" >"$WORK/bench_vkh_$m.json" 2>>"$OUT/models.log"
   timeout 200 "$ONYX" bench "$D/model.onnx" --runs 10 --warmup 2 --json --inputs "$D/test_data_set_0" \
     >"$WORK/bench_cpu_$m.json" 2>>"$OUT/models.log"
-  for ep in vk cpu; do
+  for ep in vk vkh cpu; do
     sed "s/^/{\"model\":\"$m\",\"ep\":\"$ep\",\"result\":/; s/$/}/" "$WORK/bench_${ep}_$m.json" >>"$OUT/bench.json"
   done
   v=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_vk_$m.json" 2>/dev/null || echo "-")
+  h=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_vkh_$m.json" 2>/dev/null || echo "-")
   c=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_cpu_$m.json" 2>/dev/null || echo "-")
   r=$("$PY" -c "print('%.2f' % (float('$c') / float('$v')))" 2>/dev/null || echo "-")
-  say "| $m | $v | $c | $r |"
+  say "| $m | $v | $h | $c | $r |"
 done
 # Per-node device time (ONYX_VULKAN_SYNC=1 waits after every node, so each node's time is its own).
 for m in resnet50 bert_like; do

@@ -64,6 +64,24 @@ const OpDef* find_def(const Node& n, Decline* why) {
   return nullptr;
 }
 
+/// The node's float type: float32 or float16, one type for every float tensor the kernel computes
+/// on (`what` names the tensor, e.g. "input 0 ('x')"). Declines any other type, or a second type.
+bool check_float_type(DType t, const std::string& what, DType* node_type, std::string* first, Decline* why) {
+  if (t != DType::kFloat && t != DType::kFloat16)
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str("float32 or float16 only; ", what, " is ", dtype_name(t),
+                       t == DType::kBFloat16 || t == DType::kDouble ? " (the shaders store float32 or float16)" : ""));
+  if (*node_type == DType::kUndefined) {
+    *node_type = t;
+    *first = what;
+  } else if (t != *node_type) {
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str(what, " is ", dtype_name(t), " where ", *first, " is ", dtype_name(*node_type),
+                       " (vulkan's kernels take one float type per node)"));
+  }
+  return true;
+}
+
 bool claim_node(const ClaimInfo& c, Decline* why) {
   const Node& n = c.node;
   const OpDef* d = find_def(n, why);
@@ -71,6 +89,8 @@ bool claim_node(const ClaimInfo& c, Decline* why) {
   for (const auto& a : n.attrs)
     if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs)
       return decline(why, DeclineCode::kUnsupportedOp, "vulkan does not run subgraphs");
+  DType node_type = DType::kUndefined;
+  std::string first;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!n.has_input(i)) continue;
     const TypeInfo* t = in_type(c, i);
@@ -83,10 +103,7 @@ bool claim_node(const ClaimInfo& c, Decline* why) {
           why, DeclineCode::kUnsupportedAttribute,
           str("rank ", t->shape.size(), " of input ", i, " ('", name, "') is above the kernels' limit of ", kMaxRank));
     if (d->any_type_inputs & (1u << i)) continue;
-    if (t->dtype != DType::kFloat)
-      return decline(why, DeclineCode::kUnsupportedType,
-                     str("float32 only; input ", i, " ('", name, "') is ", dtype_name(t->dtype),
-                         t->dtype == DType::kFloat16 ? " (fp16 is not supported yet)" : ""));
+    if (!check_float_type(t->dtype, str("input ", i, " ('", name, "')"), &node_type, &first, why)) return false;
   }
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     if (!n.has_output(o)) continue;
@@ -97,8 +114,7 @@ bool claim_node(const ClaimInfo& c, Decline* why) {
       return decline(why, DeclineCode::kUnsupportedAttribute,
                      str("output ", o, " has rank ", t->shape.size(), ", above the kernels' limit of ", kMaxRank));
     if (o == 0 && d->any_type_output) continue;
-    if (t->dtype != DType::kFloat)
-      return decline(why, DeclineCode::kUnsupportedType, str("float32 only; output ", o, " is ", dtype_name(t->dtype)));
+    if (!check_float_type(t->dtype, str("output ", o), &node_type, &first, why)) return false;
   }
   return d->check ? d->check(c, why) : true;
 }
@@ -109,13 +125,23 @@ bool claim_node(const ClaimInfo& c, Decline* why) {
 // VkKernel
 
 VkKernel::VkKernel(const KernelCreateInfo& info, std::shared_ptr<Device> dev, uint32_t host_inputs)
-    : dev_(std::move(dev)), label_(info.node.label()) {
+    : dev_(std::move(dev)), label_(info.node.label()), half_(dev_->stores_half(info.output_dtype(0))) {
   consts_.resize(info.node.inputs.size());
   for (size_t i = 0; i < info.node.inputs.size(); ++i) {
     const Tensor* t = info.constant(i);
     if (!t || (host_inputs & (1u << i))) continue;
     if (t->dtype() == DType::kString)
       fail(ErrorCode::kNotImplemented, "vulkan: string constants cannot go to the device");
+    if (t->dtype() == DType::kFloat && dev_->stores_half(DType::kFloat)) {
+      // fp16_storage: float32 weights are stored as float16 too (rounded once, here).
+      std::vector<uint16_t> h(static_cast<size_t>(t->numel()));
+      const float* f = t->data<float>();
+      for (size_t k = 0; k < h.size(); ++k) h[k] = Float16::from_float(f[k]);
+      auto b = dev_->buffer(std::max<size_t>(h.size() * 2, 4), false);
+      dev_->upload_now(*b, h.data(), h.size() * 2);
+      consts_[i] = std::move(b);
+      continue;
+    }
     auto b = dev_->buffer(std::max<size_t>(t->nbytes(), 4), false);
     dev_->upload_now(*b, t->raw_data(), t->nbytes());
     consts_[i] = std::move(b);
@@ -182,7 +208,10 @@ class Allocator final : public DeviceAllocator {
   std::shared_ptr<Device> dev_;
 };
 
-/// Host -> device (`to_device`) or device -> host copy of the node's one input.
+/// Host -> device (`to_device`) or device -> host copy of the node's one input. Under fp16_storage
+/// a float32 tensor is float16 on the device: the copy converts on the host, into or out of the
+/// staging buffer (half the bytes to transfer, no float32 copy in device memory), so the host
+/// side stays float32.
 class CopyKernel final : public Kernel {
  public:
   CopyKernel(std::shared_ptr<Device> d, bool to_device) : dev_(std::move(d)), to_device_(to_device) {}
@@ -197,14 +226,22 @@ class CopyKernel final : public Kernel {
     if (x.dtype() == DType::kString)
       fail(ErrorCode::kNotImplemented, "vulkan: string tensors cannot be copied to or from the device");
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    const bool convert = x.dtype() == DType::kFloat && dev_->stores_half(DType::kFloat);
+    const uint64_t n = static_cast<uint64_t>(x.numel());
     if (to_device_) {
       if (!x.on_host() || y.on_host())
         fail(ErrorCode::kRuntime, "vulkan: internal error: host-to-device copy between wrong memories");
-      s->upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
+      if (convert)
+        s->upload_as_half(x.data<float>(), device_ref(y, "copy output"), n);
+      else
+        s->upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
     } else {
       if (x.on_host() || !y.on_host())
         fail(ErrorCode::kRuntime, "vulkan: internal error: device-to-host copy between wrong memories");
-      s->download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
+      if (convert)
+        s->download_as_float(device_ref(x, "copy input"), y.data<float>(), n);
+      else
+        s->download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
     }
     if (own) own->flush();
   }
@@ -270,7 +307,7 @@ class VulkanEp final : public ExecutionProvider {
 std::unique_ptr<ExecutionProvider> create_vulkan_ep(const EpCreateContext& ctx) {
   const Settings s = parse_settings(ctx.options);
   const int index = pick_device(list_devices(), s.device_id);
-  return std::make_unique<VulkanEp>(Device::open(index, s.memory_limit, s.matmul));
+  return std::make_unique<VulkanEp>(Device::open(index, s.memory_limit, s.matmul, s.fp16_storage));
 }
 
 }  // namespace onyx::vulkan

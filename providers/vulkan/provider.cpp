@@ -42,8 +42,9 @@ Settings parse_settings(const OptionList& o) {
          "'");
   const std::string fp16 = option(o, "fp16_storage", "false");
   if (fp16 == "true" || fp16 == "1")
-    fail(ErrorCode::kNotImplemented,
-         "vulkan: option 'fp16_storage' is not supported yet (tensors are stored as float32)");
+    s.fp16_storage = true;
+  else if (fp16 != "false" && fp16 != "0")
+    fail(ErrorCode::kInvalidArgument, "vulkan: option 'fp16_storage' must be true or false, got '", fp16, "'");
   return s;
 }
 
@@ -56,7 +57,11 @@ class Factory final : public EpFactory {
       if (devices.empty()) return "Vulkan (no device)";
       const DeviceInfo& d = devices[pick_device(devices, -1)];
       return str("Vulkan ", api_string(d.api_version), " on ", d.name, " (", d.type, ", device ", d.index, " of ",
-                 devices.size(), ")");
+                 devices.size(), "; float16 ",
+                 !d.storage16 ? "packed in 32-bit words: the device has no 16-bit storage (storageBuffer16BitAccess)"
+                 : force_packed_halves() ? "packed in 32-bit words: ONYX_VULKAN_FP16_PACKED is set"
+                                         : "in 16-bit storage buffers",
+                 ")");
     } catch (const std::exception&) {
       return "Vulkan (no instance)";
     }
@@ -71,7 +76,10 @@ class Factory final : public EpFactory {
             {"matmul_kernel", "enum:auto|tiled|simple", "auto",
              "kernel of MatMul, Gemm and Conv: 'tiled' (shared-memory tiles, for GPUs), 'simple' (no shared memory "
              "or barriers, for CPU implementations such as lavapipe), 'auto' (by device type)"},
-            {"fp16_storage", "bool", "false", "store tensors as float16 (not supported yet: true fails registration)"}};
+            {"fp16_storage", "bool", "false",
+             "store float32 tensors as float16 in device memory (half the memory and bandwidth; every stored value, "
+             "weights included, is rounded to float16; arithmetic stays float32). float16 models run in float16 "
+             "storage either way"}};
   }
   bool probe(std::string* reason) const override {
     try {

@@ -1,10 +1,15 @@
 #include "vk_device.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <tuple>
 
 #include "vk_shaders.hpp"
+
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 namespace onyx::vulkan {
 
@@ -109,7 +114,22 @@ int type_rank(const std::string& t) {
 DeviceInfo describe(VkPhysicalDevice pd, int index) {
   VkPhysicalDeviceProperties p{};
   vkGetPhysicalDeviceProperties(pd, &p);
-  return {index, p.deviceName, type_name(p.deviceType), p.apiVersion};
+  DeviceInfo info{index, p.deviceName, type_name(p.deviceType), p.apiVersion};
+  if (p.apiVersion >= VK_API_VERSION_1_1) {
+    VkPhysicalDevice16BitStorageFeatures s16{};
+    s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    VkPhysicalDeviceFeatures2 f{};
+    f.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    f.pNext = &s16;
+    vkGetPhysicalDeviceFeatures2(pd, &f);
+    info.storage16 = s16.storageBuffer16BitAccess == VK_TRUE;
+  }
+  return info;
+}
+
+bool env_flag(const char* name) {
+  const char* e = std::getenv(name);
+  return e && *e && std::string(e) != "0";
 }
 
 uint64_t size_class(uint64_t n) {
@@ -135,6 +155,8 @@ std::vector<DeviceInfo> list_devices() {
   return out;
 }
 
+bool force_packed_halves() { return env_flag("ONYX_VULKAN_FP16_PACKED"); }
+
 int pick_device(const std::vector<DeviceInfo>& devices, int device_id) {
   if (devices.empty()) fail(ErrorCode::kNotAvailable, "no Vulkan device found (the Vulkan loader lists none)");
   if (device_id >= 0) {
@@ -152,16 +174,19 @@ int pick_device(const std::vector<DeviceInfo>& devices, int device_id) {
 // ---------------------------------------------------------------------------------------------
 // Device
 
-std::shared_ptr<Device> Device::open(int index, uint64_t memory_limit, const std::string& matmul) {
+std::shared_ptr<Device> Device::open(int index, uint64_t memory_limit, const std::string& matmul,
+                                     bool fp16_storage) {
   static std::mutex mu;
-  static std::map<std::tuple<int, uint64_t, std::string>, std::weak_ptr<Device>> open_devices;
+  static std::map<std::tuple<int, uint64_t, std::string, bool, bool>, std::weak_ptr<Device>> open_devices;
+  const bool force_packed = force_packed_halves();
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = open_devices[{index, memory_limit, matmul}];
+  auto& slot = open_devices[{index, memory_limit, matmul, fp16_storage, force_packed}];
   if (auto d = slot.lock()) return d;
 
   std::shared_ptr<Device> d(new Device());
   d->memory_limit_ = memory_limit;
   d->matmul_ = matmul;
+  d->fp16_storage_ = fp16_storage;
   d->instance_ = create_instance();
   const auto pds = physical_devices(d->instance_);
   if (index < 0 || static_cast<size_t>(index) >= pds.size())
@@ -194,8 +219,14 @@ std::shared_ptr<Device> Device::open(int index, uint64_t memory_limit, const std
   qci.queueFamilyIndex = d->family_;
   qci.queueCount = 1;
   qci.pQueuePriorities = &prio;
+  // float16 tensors use 16-bit storage buffers where the device has them, else the packed shaders.
+  d->half_packed_ = !d->info_.storage16 || force_packed;
+  VkPhysicalDevice16BitStorageFeatures s16{};
+  s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  s16.storageBuffer16BitAccess = VK_TRUE;
   VkDeviceCreateInfo dci{};
   dci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  dci.pNext = d->half_packed_ ? nullptr : &s16;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   check_vk(vkCreateDevice(d->physical_, &dci, nullptr, &d->device_), "vkCreateDevice");
@@ -359,7 +390,7 @@ uint64_t Device::device_bytes() const {
 Tensor Device::tensor(DType dtype, const Shape& shape) {
   const int64_t n = shape.numel();
   if (n < 0) fail(ErrorCode::kInvalidArgument, "vulkan: cannot allocate a tensor of shape ", shape.to_string());
-  const uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(dtype);
+  const uint64_t bytes = static_cast<uint64_t>(n) * element_bytes(dtype);
   if (bytes > max_range_)
     fail(ErrorCode::kRuntime, "vulkan: a ", shape.to_string(), " tensor (", bytes, " bytes) is larger than ",
          info_.name, "'s storage-buffer range (", max_range_, " bytes)");
@@ -368,14 +399,16 @@ Tensor Device::tensor(DType dtype, const Shape& shape) {
   return Tensor::device_tensor(dtype, shape, raw, std::move(b), memory_id_);
 }
 
-const Pipeline& Device::pipeline(const char* name, uint32_t bindings) {
+const Pipeline& Device::pipeline(const char* name, uint32_t bindings, bool half) {
+  std::string key = name;
+  if (half) key += half_packed_ ? "_hp" : "_h";
   std::lock_guard<std::mutex> lock(pipe_mu_);
-  auto& slot = pipelines_[name];
+  auto& slot = pipelines_[key];
   if (slot) return *slot;
   const ShaderBinary* bin = nullptr;
   for (const auto& s : kShaders)
-    if (std::strcmp(s.name, name) == 0) bin = &s;
-  if (!bin) fail(ErrorCode::kEpFailure, "vulkan: internal error: no shader named '", name, "'");
+    if (key == s.name) bin = &s;
+  if (!bin) fail(ErrorCode::kEpFailure, "vulkan: internal error: no shader named '", key, "'");
   auto p = std::make_unique<Pipeline>();
   p->bindings = bindings;
   std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
@@ -604,6 +637,46 @@ void Stream::download(const BufRef& src, void* dst, uint64_t bytes) {
   copy(src, {staging.get(), staging, 0}, bytes);
   flush();
   std::memcpy(dst, staging->mapped, bytes);
+}
+
+namespace {
+
+// float32 <-> float16 arrays, rounding to nearest even as Float16 does (F16C where the build has it).
+void floats_to_halves(const float* src, uint16_t* dst, uint64_t n) {
+  uint64_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) dst[i] = Float16::from_float(src[i]);
+}
+
+void halves_to_floats(const uint16_t* src, float* dst, uint64_t n) {
+  uint64_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  for (; i < n; ++i) dst[i] = Float16::to_float(src[i]);
+}
+
+}  // namespace
+
+void Stream::upload_as_half(const float* src, const BufRef& dst, uint64_t n) {
+  if (!n) return;
+  std::shared_ptr<Buffer> staging = device_->buffer(n * 2, true);
+  floats_to_halves(src, static_cast<uint16_t*>(staging->mapped), n);
+  Buffer* raw = staging.get();
+  copy({raw, std::move(staging), 0}, dst, n * 2);
+}
+
+void Stream::download_as_float(const BufRef& src, float* dst, uint64_t n) {
+  if (!n) return;
+  std::shared_ptr<Buffer> staging = device_->buffer(n * 2, true);
+  copy(src, {staging.get(), staging, 0}, n * 2);
+  flush();
+  halves_to_floats(static_cast<const uint16_t*>(staging->mapped), dst, n);
 }
 
 void Stream::flush() {

@@ -39,12 +39,15 @@ struct DeviceInfo {
   std::string name;
   std::string type;  // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"
   uint32_t api_version = 0;
+  bool storage16 = false;  // storageBuffer16BitAccess (VK_KHR_16bit_storage, core in Vulkan 1.1)
 };
 
 /// Every Vulkan physical device here, in the loader's order (throws when no instance opens).
 std::vector<DeviceInfo> list_devices();
 /// The device `device_id` picks (-1: discrete GPU before integrated before virtual before CPU).
 int pick_device(const std::vector<DeviceInfo>& devices, int device_id);
+/// ONYX_VULKAN_FP16_PACKED is set (not "0"): float16 tensors use the packed shaders everywhere.
+bool force_packed_halves();
 
 struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -59,9 +62,13 @@ constexpr uint32_t kPushBytes = 128;
 /// One opened logical device, shared by every session that picks the same physical device.
 class Device : public std::enable_shared_from_this<Device> {
  public:
-  /// Opens physical device `index` (of list_devices()) with a memory budget (0: none) and a
-  /// matrix-product kernel choice ("auto", "tiled", "simple"). Throws onyx::Error when it cannot.
-  static std::shared_ptr<Device> open(int index, uint64_t memory_limit, const std::string& matmul = "auto");
+  /// Opens physical device `index` (of list_devices()) with a memory budget (0: none), a
+  /// matrix-product kernel choice ("auto", "tiled", "simple") and whether float32 tensors are
+  /// stored as float16 (the fp16_storage option). Throws onyx::Error when it cannot.
+  /// ONYX_VULKAN_FP16_PACKED=1 makes float16 storage use the packed shaders even where the
+  /// device has 16-bit storage (to test that path anywhere).
+  static std::shared_ptr<Device> open(int index, uint64_t memory_limit, const std::string& matmul = "auto",
+                                      bool fp16_storage = false);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -86,14 +93,25 @@ class Device : public std::enable_shared_from_this<Device> {
   /// go. Throws onyx::Error (kRuntime, "out of device memory ...") when the device (or the
   /// memory_limit option) cannot provide it.
   std::shared_ptr<Buffer> buffer(uint64_t bytes, bool host);
-  /// A device tensor of `dtype` and `shape` in a pooled buffer.
+  /// A device tensor of `dtype` and `shape` in a pooled buffer (element_bytes(dtype) each).
   Tensor tensor(DType dtype, const Shape& shape);
+
+  /// Whether tensors of `t` are float16 in device memory: float16 ones always, float32 ones
+  /// under fp16_storage (the shaders then compute in float32 and round each stored value).
+  bool stores_half(DType t) const { return t == DType::kFloat16 || (fp16_storage_ && t == DType::kFloat); }
+  /// Bytes per element of a `t` tensor in device memory.
+  size_t element_bytes(DType t) const { return stores_half(t) ? 2 : dtype_size(t); }
+  bool fp16_storage() const { return fp16_storage_; }
+  /// Whether the float16 shaders pack two values per 32-bit word (no 16-bit storage here, or
+  /// ONYX_VULKAN_FP16_PACKED) rather than use 16-bit storage buffers.
+  bool half_packed() const { return half_packed_; }
   /// Bytes of device memory held (in use or pooled).
   uint64_t device_bytes() const;
 
   /// The compute pipeline of shader `name` (see the generated shader table) with `bindings`
-  /// storage buffers, created on first use.
-  const Pipeline& pipeline(const char* name, uint32_t bindings);
+  /// storage buffers, created on first use; with `half`, its float16-storage variant for this
+  /// device (`name`_h with 16-bit storage buffers, `name`_hp packed in 32-bit words).
+  const Pipeline& pipeline(const char* name, uint32_t bindings, bool half = false);
 
   uint32_t queue_family() const { return family_; }
   /// Submits `cmd` and waits for it to finish (the queue is used under a lock).
@@ -120,6 +138,8 @@ class Device : public std::enable_shared_from_this<Device> {
   int memory_id_ = 0;
   uint64_t memory_limit_ = 0;  // 0: no limit
   std::string matmul_ = "auto";
+  bool fp16_storage_ = false;
+  bool half_packed_ = false;
 
   mutable std::mutex pool_mu_;
   std::multimap<uint64_t, Buffer*> free_[2];  // [host]
@@ -169,6 +189,10 @@ class Stream {
   void upload(const void* src, const BufRef& dst, uint64_t bytes);
   /// Copies `src` to host memory `dst`: records the copy, submits everything recorded and waits.
   void download(const BufRef& src, void* dst, uint64_t bytes);
+  /// upload() of `n` floats stored as float16 on the device (converted on the host into the
+  /// staging buffer, rounded to nearest even), and the download() that converts them back.
+  void upload_as_half(const float* src, const BufRef& dst, uint64_t n);
+  void download_as_float(const BufRef& src, float* dst, uint64_t n);
   /// Submits what is recorded and waits for it (a no-op when nothing is). Throws onyx::Error
   /// naming the node when a kernel flagged bad data (see check_code()).
   void flush();

@@ -44,6 +44,17 @@ inline bool is_constant(const Graph& g, const Node& n, size_t i) {
 inline const Tensor* constant_of(const Graph& g, const Node& n, size_t i) {
   return is_constant(g, n, i) ? &g.values[n.inputs[i]].initializer : nullptr;
 }
+/// constant_of(), or the value of the Constant node producing input i: claims made before
+/// Constant nodes are folded into initializers (the optimizer's half_in_float pass asks which EP
+/// takes a float16 node while a Clip's bounds are still Constant nodes) see the same value.
+inline const Tensor* constant_or_node(const Graph& g, const Node& n, size_t i) {
+  if (const Tensor* t = constant_of(g, n, i)) return t;
+  if (!n.has_input(i)) return nullptr;
+  const int p = g.values[n.inputs[i]].producer;
+  if (p < 0) return nullptr;
+  const Node& c = g.nodes[p];
+  return c.op_type == "Constant" && c.domain.empty() && c.outputs.size() == 1 ? c.attr_tensor("value") : nullptr;
+}
 
 /// One line of the manifest.
 struct OpDef {
@@ -80,13 +91,17 @@ class VkKernel : public Kernel {
   /// Input i on the device: its uploaded constant or the device tensor in the frame.
   BufRef in(const KernelContext& ctx, size_t i) const;
   /// Output i (allocated by the executor, or here when its shape depends on data).
-  Tensor& out(KernelContext& ctx, size_t i, const Shape& shape, DType dt = DType::kFloat) const;
+  Tensor& out(KernelContext& ctx, size_t i, const Shape& shape, DType dt) const;
   const std::string& label() const { return label_; }
   /// Uploads a host array now and keeps it (prepared weights).
   BufRef upload(const void* data, size_t bytes) const;
+  /// The pipeline of shader `name` for this node's float storage (float32, or float16 when the
+  /// node's tensors are float16 or fp16_storage stores its float32 ones as float16).
+  const Pipeline& pipe(const char* name, uint32_t bindings) const { return dev_->pipeline(name, bindings, half_); }
 
   std::shared_ptr<Device> dev_;
   std::string label_;
+  bool half_ = false;  // the node's float tensors are float16 on the device
   std::vector<std::shared_ptr<Buffer>> consts_;  // per input: uploaded constant, or null
 };
 
@@ -114,6 +129,7 @@ struct Push {
 /// The matrix kernels' epilogue: bias (per output channel for Conv; beta * C through strides for
 /// MatMul / Gemm), alpha, activation (0 none, 1 Relu, 2 Clip to [lo, hi]).
 struct Epilogue {
+  bool half = false;  // float16 storage of A, B, bias and C
   bool conv = false;
   int64_t groups = 1;
   bool has_bias = false;
@@ -128,6 +144,13 @@ struct Epilogue {
 void record_matrix_kernel(Stream& s, Device& dev, Push base, const BufRef& A, const BufRef& B, const BufRef& bias,
                           const BufRef& C, uint32_t gx, uint32_t gy, int64_t items, int64_t M, int64_t N, int64_t K,
                           const Epilogue& e);
+
+/// Element kinds of the cast shader (cast.comp): how a tensor is stored on the device.
+constexpr int kKindF32 = 0, kKindF16 = 1, kKindI32 = 2, kKindI64 = 3, kKindBool = 4;
+/// The kind a tensor of `t` is stored as on `dev` (-1: none the cast shader converts).
+int storage_kind(const Device& dev, DType t);
+/// Records y = x converted from kind `src` to kind `dst` over `n` elements.
+void record_cast(Stream& s, Device& dev, const BufRef& x, int src, const BufRef& y, int dst, int64_t n);
 
 /// Contiguous element strides of a shape.
 std::vector<int64_t> strides_of(const Shape& s);

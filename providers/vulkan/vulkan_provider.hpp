@@ -14,9 +14,9 @@ struct Settings {
   int device_id = -1;           // -1: discrete GPU, then integrated, virtual, CPU
   uint64_t memory_limit = 0;    // bytes of device memory the EP may hold; 0: no limit
   std::string matmul = "auto";  // matrix-product kernel: auto, tiled, simple
+  bool fp16_storage = false;    // float32 tensors stored as float16 on the device
 };
-/// Reads and checks the options (throws onyx::Error naming the key on a bad value, and for
-/// fp16_storage=true, which is not supported yet).
+/// Reads and checks the options (throws onyx::Error naming the key on a bad value).
 Settings parse_settings(const OptionList& options);
 
 /// The per-session EP (ep.cpp).

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -142,16 +145,24 @@ TEST(Vulkan, FailedDeviceCreationIsAnErrorOrASkip) {
   EXPECT_EQ(s.placement().nodes.front().ep, "cpu");
 }
 
-TEST(Vulkan, Fp16StorageDeclinedHonestly) {
+TEST(Vulkan, Fp16StorageRegistersAndBadValueNamesTheKey) {
   REQUIRE_VULKAN();
   const std::string m = model_bytes(unary_graph("Relu", {2, 3}, {2, 3}));
   ep::Vulkan spec;
   spec.set("fp16_storage", "true");
+  Session s = vulkan_session(m, true, spec);
+  const auto& r = s.registration().front();
+  EXPECT_EQ(r.outcome, EpRegistration::Outcome::kRegistered) << r.reason;
+  bool seen = false;
+  for (const auto& [k, v] : r.options) seen |= k == "fp16_storage" && v == "true";
+  EXPECT_TRUE(seen);
+  ep::Vulkan bad;
+  bad.set("fp16_storage", "half");
   try {
-    vulkan_session(m, true, spec);
+    vulkan_session(m, true, bad);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not supported yet"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp16_storage"), std::string::npos) << e.what();
   }
 }
 
@@ -802,4 +813,640 @@ TEST(Vulkan, CastAndWhere) {
               {"b", random_tensor(Shape{2, 3, 1}, 5)}};
     check(g, 17, &in);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// float16: float16 models (float16 storage, float32 arithmetic), the two storage paths, and
+// fp16_storage for float32 models
+
+namespace {
+
+Tensor to_f16(const Tensor& t) {
+  std::vector<Float16> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.emplace_back(static_cast<float>(t.element_as_double(i)));
+  return Tensor::from_vector<Float16>(t.shape(), v);
+}
+
+/// `g` with every float32 tensor (inputs, outputs, initializers) float16.
+GraphSpec as_f16(GraphSpec g) {
+  for (auto* vs : {&g.inputs, &g.outputs})
+    for (ValueSpec& v : *vs)
+      if (v.dtype == DType::kFloat) v.dtype = DType::kFloat16;
+  for (auto& [name, t] : g.initializers)
+    if (t.dtype() == DType::kFloat) t = to_f16(t);
+  return g;
+}
+
+/// Inputs for `g`'s float16 inputs: random in [lo, hi), rounded to float16.
+Inputs half_inputs(const GraphSpec& g, uint32_t seed = 1, float lo = -1.0f, float hi = 1.0f) {
+  Inputs in;
+  for (const auto& v : g.inputs) in.emplace_back(v.name, to_f16(random_tensor(Shape(v.dims), seed++, lo, hi)));
+  return in;
+}
+
+/// Spacing of float16 values at |v|: 2^(e - 10) for a normal value of exponent e, 2^-24 below.
+double half_ulp(double v) {
+  const double a = std::fabs(v);
+  if (a < 6.103515625e-05) return 5.9604644775390625e-08;
+  return std::ldexp(1.0, std::ilogb(a) - 10);
+}
+
+/// Every element within `ulps` float16 spacings of `want` plus `slack` times the largest |want|
+/// (NaN matches NaN); same shape and type.
+::testing::AssertionResult within_ulps(const Value& got, const Value& want, double ulps, double slack = 0) {
+  const Tensor& a = got.tensor();
+  const Tensor& b = want.tensor();
+  if (!(a.shape() == b.shape()))
+    return ::testing::AssertionFailure() << "shape " << a.shape().to_string() << " vs " << b.shape().to_string();
+  if (a.dtype() != b.dtype()) return ::testing::AssertionFailure() << "dtype differs";
+  double mx = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) mx = std::max(mx, std::fabs(b.element_as_double(i)));
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.element_as_double(i), y = b.element_as_double(i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (!(std::fabs(x - y) <= ulps * half_ulp(y) + slack * mx))
+      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y << " ("
+                                           << std::fabs(x - y) / half_ulp(y) << " float16 spacings)";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// max |got - want| / max |want|.
+double rel_max(const Value& got, const Value& want) {
+  const Tensor& a = got.tensor();
+  const Tensor& b = want.tensor();
+  EXPECT_EQ(a.shape(), b.shape());
+  double d = 0, m = 0;
+  for (int64_t i = 0; i < std::min(a.numel(), b.numel()); ++i) {
+    d = std::max(d, std::fabs(a.element_as_double(i) - b.element_as_double(i)));
+    m = std::max(m, std::fabs(b.element_as_double(i)));
+  }
+  return m > 0 ? d / m : d;
+}
+
+bool same_bits(const Value& a, const Value& b) {
+  const Tensor& x = a.tensor();
+  const Tensor& y = b.tensor();
+  return x.dtype() == y.dtype() && x.shape() == y.shape() && std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+}
+
+/// While alive, float16 tensors use the packed shaders (two values per 32-bit word, written with
+/// atomics) even on a device with 16-bit storage: sessions made meanwhile open their own device.
+struct PackedHalves {
+  PackedHalves() { setenv("ONYX_VULKAN_FP16_PACKED", "1", 1); }
+  ~PackedHalves() { unsetenv("ONYX_VULKAN_FP16_PACKED"); }
+  PackedHalves(const PackedHalves&) = delete;
+  PackedHalves& operator=(const PackedHalves&) = delete;
+};
+
+/// Keeps the two devices check_half() uses open (with the pipelines they compiled) from one check
+/// to the next: a device closes when its last session goes.
+void keep_half_devices_open() {
+  static const std::string m = model_bytes(unary_graph("Relu", {1}, {1}));
+  static Session plain = vulkan_session(m);
+  static Session packed = [] {
+    PackedHalves guard;
+    return vulkan_session(m);
+  }();
+}
+
+/// `f32` in float16 on vulkan (strict: every node there, none given a float32 form) against the
+/// CPU EP, which runs float16 nodes in float32 (half_in_float) and rounds once where the region
+/// ends. A single op computes the same float32 value on both sides up to the order of its sums and
+/// its transcendental functions, and both round it once to float16: `ulps` is 1 for single ops
+/// (adjacent float16 values where the two float32 results straddle a rounding point), `slack` a
+/// fraction of the largest output for float32 cancellation in sums. Runs with both float16 paths
+/// (16-bit storage where the device has it, and packed), which must agree bit for bit, and twice
+/// each (the second run reuses the planned buffers).
+void check_half(const GraphSpec& f32, int64_t opset = 17, double ulps = 1, double slack = 1e-6,
+                const Inputs* given = nullptr) {
+  keep_half_devices_open();
+  const GraphSpec g = as_f16(f32);
+  const std::string m = model_bytes(g, opset);
+  const Inputs in = given ? *given : half_inputs(g);
+  const auto want = cpu_session(m).run(in);
+  std::vector<Value> first;
+  for (bool packed : {false, true}) {
+    SCOPED_TRACE(packed ? "packed float16" : "float16 storage");
+    std::unique_ptr<PackedHalves> guard;
+    if (packed) guard = std::make_unique<PackedHalves>();
+    Session vk = vulkan_session(m);
+    // Every node as written: none given a float32 form between Casts by the CPU EP's half_in_float
+    // (which would leave strict placement intact, vulkan taking the float32 forms).
+    size_t casts = 0, model_casts = 0;
+    for (const auto& n : vk.placement().nodes) casts += n.op_type == "Cast";
+    for (const auto& n : g.nodes) model_casts += n.op == "Cast";
+    EXPECT_EQ(casts, model_casts) << vk.placement().summary;
+    for (int run = 0; run < 2; ++run) {
+      const auto got = vk.run(in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(got[k].tensor().dtype(), DType::kFloat16) << "output " << k;
+        EXPECT_TRUE(within_ulps(got[k], want[k], ulps, slack)) << "output " << k << ", run " << run;
+        if (!packed && run == 0) first.push_back(got[k]);
+        if (packed) {
+          EXPECT_TRUE(same_bits(got[k], first[k])) << "output " << k << ": the two paths differ";
+        }
+      }
+    }
+  }
+}
+
+NodeSpec cast_node(const std::string& x, const std::string& y, DType to) {
+  return node("Cast", {x}, {y}, {attr_int("to", static_cast<int64_t>(to))});
+}
+
+}  // namespace
+
+TEST(Vulkan, Float16CastsAreExact) {
+  REQUIRE_VULKAN();
+  // float32 -> float16 on the device rounds to nearest even as the CPU EP does: ties at several
+  // exponents, denormal results, the largest half, the first values that overflow, 2^-25 (a tie
+  // that rounds to zero) and just above it, infinities, NaN, -0.
+  std::vector<float> v{0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e9f, 3e-5f, -3e-5f,
+                       5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f, 1e-10f, 6.1035156e-05f, 6.1035152e-05f,
+                       std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::quiet_NaN()};
+  for (int e = -24; e <= 15; e += 3) {  // exact ties between two halves, odd and even
+    const float step = std::ldexp(1.0f, e - 10);
+    for (int k = 1025; k <= 1029; ++k) v.push_back(std::ldexp(static_cast<float>(k), e - 10) + 0.5f * step);
+  }
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-70000.0f, 70000.0f);
+  for (int k = 0; k < 300; ++k) v.push_back(d(rng));
+  const int64_t n = static_cast<int64_t>(v.size());
+  GraphSpec g;
+  g.nodes.push_back(cast_node("x", "h", DType::kFloat16));
+  g.nodes.push_back(cast_node("h", "back", DType::kFloat));
+  g.nodes.push_back(cast_node("h", "i", DType::kInt32));
+  g.nodes.push_back(cast_node("h", "l", DType::kInt64));
+  g.nodes.push_back(cast_node("h", "b", DType::kBool));
+  g.nodes.push_back(cast_node("i", "hi", DType::kFloat16));
+  g.nodes.push_back(cast_node("b", "hb", DType::kFloat16));
+  g.inputs.push_back({"x", DType::kFloat, {n}});
+  g.outputs.push_back(any_out("h", DType::kFloat16));
+  g.outputs.push_back(any_out("back", DType::kFloat));
+  g.outputs.push_back(any_out("hi", DType::kFloat16));
+  g.outputs.push_back(any_out("hb", DType::kFloat16));
+  g.outputs.push_back(any_out("l", DType::kInt64));
+  g.outputs.push_back(any_out("b", DType::kBool));
+  const std::string m = model_bytes(g);
+  const Inputs in{{"x", Tensor::from_vector<float>(Shape{n}, v)}};
+  // The integer casts of infinities, NaN and values past int32 are undefined: a second run with
+  // those replaced compares every output.
+  std::vector<float> finite = v;
+  for (float& f : finite)
+    if (!std::isfinite(f) || std::fabs(f) > 65504.0f) f = 7.0f;
+  const Inputs fin{{"x", Tensor::from_vector<float>(Shape{n}, finite)}};
+  const auto want = cpu_session(m).run(in);
+  const auto want_fin = cpu_session(m).run(fin);
+  for (bool packed : {false, true}) {
+    SCOPED_TRACE(packed ? "packed float16" : "float16 storage");
+    std::unique_ptr<PackedHalves> guard;
+    if (packed) guard = std::make_unique<PackedHalves>();
+    Session vk = vulkan_session(m);
+    const auto got = vk.run(in);
+    for (size_t k = 0; k < 2; ++k) {  // h, back: every value
+      ASSERT_EQ(got[k].tensor().nbytes(), want[k].tensor().nbytes());
+      const Tensor& a = got[k].tensor();
+      const Tensor& b = want[k].tensor();
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = a.element_as_double(i), y = b.element_as_double(i);
+        if (std::isnan(x) && std::isnan(y)) continue;
+        EXPECT_TRUE(x == y && std::signbit(x) == std::signbit(y))
+            << "output " << k << " element " << i << " (" << v[i] << "): " << x << " vs " << y;
+      }
+    }
+    const auto got_fin = vk.run(fin);
+    for (size_t k = 0; k < got_fin.size(); ++k) EXPECT_TRUE(same_bits(got_fin[k], want_fin[k])) << "output " << k;
+  }
+  // Every float16 bit pattern back to float32, exactly (denormals, infinities, NaNs included).
+  std::vector<Float16> all(65536);
+  for (uint32_t b = 0; b < 65536; ++b) all[b].bits = static_cast<uint16_t>(b);
+  GraphSpec h;
+  h.nodes.push_back(cast_node("x", "y", DType::kFloat));
+  h.inputs.push_back({"x", DType::kFloat16, {65536}});
+  h.outputs.push_back({"y", DType::kFloat, {65536}});
+  const std::string hm = model_bytes(h);
+  const Inputs hin{{"x", Tensor::from_vector<Float16>(Shape{65536}, all)}};
+  const Tensor a = vulkan_session(hm).run(hin)[0].tensor();
+  const Tensor b = cpu_session(hm).run(hin)[0].tensor();
+  for (int64_t i = 0; i < 65536; ++i) {
+    const float x = a.data<float>()[i], y = b.data<float>()[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    ASSERT_TRUE(std::memcmp(&x, &y, 4) == 0) << "bits " << i << ": " << x << " vs " << y;
+  }
+}
+
+TEST(Vulkan, Float16ElementwiseOps) {
+  REQUIRE_VULKAN();
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Erf", "HardSwish", "Neg", "Softsign", "Sin"}) {
+    SCOPED_TRACE(op);
+    check_half(unary_graph(op, {3, 37}, {3, 37}), 17);
+  }
+  check_half(unary_graph("Gelu", {5, 9}, {5, 9}, {attr_string("approximate", "tanh")}), 20);
+  {
+    GraphSpec g = unary_graph("Clip", {41}, {41});  // float16 bounds, as constants
+    g.initializers.emplace_back("lo", Tensor::scalar<float>(-0.25f));
+    g.initializers.emplace_back("hi", Tensor::scalar<float>(0.5f));
+    g.nodes[0].inputs = {"x", "lo", "hi"};
+    check_half(g);
+  }
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu", "Mean"}) {
+    SCOPED_TRACE(op);
+    GraphSpec g;
+    g.nodes.push_back(node(op, {"a", "b"}, {"y"}));
+    g.inputs.push_back({"a", DType::kFloat, {2, 3, 5}});
+    g.inputs.push_back({"b", DType::kFloat, {3, 1}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 3, 5}});
+    const GraphSpec h = as_f16(g);
+    const Inputs in = half_inputs(h, 3, 0.25f, 2.0f);  // positive bases for Pow
+    check_half(g, 17, 1, 1e-6, &in);
+  }
+  {
+    GraphSpec g;  // Where with a bool condition from a float16 comparison's stand-in: Cast to bool
+    g.nodes.push_back(cast_node("c", "cb", DType::kBool));
+    g.nodes.push_back(node("Where", {"cb", "a", "b"}, {"y"}));
+    g.inputs.push_back({"c", DType::kFloat, {2, 1, 5}});
+    g.inputs.push_back({"a", DType::kFloat, {3, 5}});
+    g.inputs.push_back({"b", DType::kFloat, {2, 3, 1}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 3, 5}});
+    const GraphSpec h = as_f16(g);
+    Inputs in = half_inputs(h, 4);
+    in[0].second = to_f16(Tensor::from_vector<float>(Shape{2, 1, 5}, {0, 1, 0, 2, 0, 0, 0, 3, 3, 0}));
+    check_half(g, 17, 0, 0, &in);  // selection is exact
+  }
+}
+
+TEST(Vulkan, Float16MatrixAndConvOps) {
+  REQUIRE_VULKAN();
+  // Sums of float16 products in float32: one rounding at the end on both sides, up to the order
+  // of the float32 sums (slack 1e-6 of the largest output).
+  check_half(conv_graph({2, 6, 11, 9}, {15, 2, 3, 3}, true,
+                        {attr_int("group", 3), attr_ints("pads", {1, 0, 2, 1}), attr_ints("strides", {2, 1})},
+                        {2, 15, 6, 9}));
+  check_half(conv_graph({1, 8, 15, 13}, {8, 1, 3, 3}, true, {attr_int("group", 8), attr_ints("pads", {1, 1, 1, 1})},
+                        {1, 8, 15, 13}));  // depthwise: the direct kernel
+  {
+    GraphSpec g = conv_graph({1, 3, 9, 9}, {4, 3, 3, 3}, true, {attr_ints("pads", {1, 1, 1, 1})}, {1, 4, 9, 9});
+    g.nodes[0].outputs = {"c"};
+    g.nodes.push_back(node("Relu", {"c"}, {"y"}));  // fused by the optimizer into onyx::FusedConv
+    check_half(g);
+  }
+  {
+    GraphSpec g;
+    g.initializers.emplace_back("w", random_tensor(Shape{4, 3, 3, 3}, 7));
+    g.nodes.push_back(node("ConvTranspose", {"x", "w"}, {"y"}, {attr_ints("strides", {2, 2})}));
+    g.inputs.push_back({"x", DType::kFloat, {1, 4, 5, 5}});
+    g.outputs.push_back({"y", DType::kFloat, {1, 3, 11, 11}});
+    check_half(g);
+  }
+  for (const auto& [as, bs, ys] : {std::tuple<Shape, Shape, Shape>{{7, 37}, {37, 29}, {7, 29}},
+                                   {{2, 3, 5, 6}, {2, 3, 6, 4}, {2, 3, 5, 4}},
+                                   {{4, 1024}, {1024, 8}, {4, 8}}}) {  // the last one splits K
+    SCOPED_TRACE(as.to_string() + " x " + bs.to_string());
+    GraphSpec g;
+    g.nodes.push_back(node("MatMul", {"a", "b"}, {"y"}));
+    g.inputs.push_back({"a", DType::kFloat, as.to_vector()});
+    g.inputs.push_back({"b", DType::kFloat, bs.to_vector()});
+    g.outputs.push_back({"y", DType::kFloat, ys.to_vector()});
+    check_half(g);
+  }
+  {
+    GraphSpec g;
+    g.initializers.emplace_back("b", random_tensor(Shape{6, 5}, 4));
+    g.initializers.emplace_back("c", random_tensor(Shape{6}, 5));
+    g.nodes.push_back(node("Gemm", {"a", "b", "c"}, {"y"},
+                           {attr_int("transB", 1), attr_float("alpha", 0.5f), attr_float("beta", 2.0f)}));
+    g.inputs.push_back({"a", DType::kFloat, {3, 5}});
+    g.outputs.push_back({"y", DType::kFloat, {3, 6}});
+    check_half(g);
+  }
+}
+
+TEST(Vulkan, Float16NormalisationPoolingReductions) {
+  REQUIRE_VULKAN();
+  check_half(unary_graph("MaxPool", {1, 3, 11, 9}, {1, 3, 5, 5},
+                         {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}),
+                          attr_ints("pads", {0, 1, 1, 1})}));
+  check_half(unary_graph("AveragePool", {2, 2, 10, 10}, {2, 2, 5, 5},
+                         {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}),
+                          attr_ints("pads", {1, 1, 1, 1})}));
+  check_half(unary_graph("GlobalAveragePool", {2, 5, 7, 9}, {2, 5, 1, 1}));
+  check_half(unary_graph("GlobalMaxPool", {2, 5, 30, 31}, {2, 5, 1, 1}));
+  check_half(unary_graph("Softmax", {3, 300}, {3, 300}));
+  check_half(unary_graph("LogSoftmax", {2, 7, 5}, {2, 7, 5}, {attr_int("axis", 1)}));
+  {
+    GraphSpec g;  // BatchNormalization with float16 statistics (folded in float32 on the host)
+    g.initializers.emplace_back("s", random_tensor(Shape{5}, 2));
+    g.initializers.emplace_back("b", random_tensor(Shape{5}, 3));
+    g.initializers.emplace_back("m", random_tensor(Shape{5}, 4));
+    g.initializers.emplace_back("v", random_tensor(Shape{5}, 5, 0.5f, 2.0f));
+    g.nodes.push_back(node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {2, 5, 3, 7}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 5, 3, 7}});
+    check_half(g);
+  }
+  {
+    GraphSpec g;
+    g.initializers.emplace_back("s", random_tensor(Shape{40}, 2));
+    g.initializers.emplace_back("b", random_tensor(Shape{40}, 3));
+    g.nodes.push_back(node("LayerNormalization", {"x", "s", "b"}, {"y"}, {attr_int("axis", -1)}));
+    g.inputs.push_back({"x", DType::kFloat, {5, 3, 40}});
+    g.outputs.push_back({"y", DType::kFloat, {5, 3, 40}});
+    check_half(g);
+  }
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceL2", "ReduceLogSumExp"}) {
+    SCOPED_TRACE(op);
+    check_half(unary_graph(op, {3, 4, 5}, {3, 1, 5}, {attr_ints("axes", {1})}), 11);
+  }
+}
+
+TEST(Vulkan, Float16DataMovement) {
+  REQUIRE_VULKAN();
+  // Copies of 16-bit elements, exact (0 spacings). Odd sizes put two tensors' elements in one
+  // 32-bit word, which the packed path writes with atomics.
+  check_half(unary_graph("Transpose", {2, 3, 5, 7}, {7, 2, 5, 3}, {attr_ints("perm", {3, 0, 2, 1})}), 17, 0, 0);
+  {
+    GraphSpec g;
+    g.nodes.push_back(node("Concat", {"a", "b", "c"}, {"y"}, {attr_int("axis", 1)}));
+    g.inputs.push_back({"a", DType::kFloat, {2, 3, 5}});
+    g.inputs.push_back({"b", DType::kFloat, {2, 1, 5}});
+    g.inputs.push_back({"c", DType::kFloat, {2, 5, 5}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 9, 5}});
+    check_half(g, 17, 0, 0);
+  }
+  {
+    GraphSpec g;
+    g.initializers.emplace_back("st", Tensor::from_vector<int64_t>(Shape{2}, {1, -1}));
+    g.initializers.emplace_back("en", Tensor::from_vector<int64_t>(Shape{2}, {100, -100}));
+    g.initializers.emplace_back("ax", Tensor::from_vector<int64_t>(Shape{2}, {0, 2}));
+    g.initializers.emplace_back("sp", Tensor::from_vector<int64_t>(Shape{2}, {2, -2}));
+    g.nodes.push_back(node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {5, 3, 7}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 3, 4}});
+    check_half(g, 17, 0, 0);
+  }
+  {
+    GraphSpec g;
+    g.initializers.emplace_back("sp", Tensor::from_vector<int64_t>(Shape{3}, {2, 1, 4}));
+    g.nodes.push_back(node("Split", {"x", "sp"}, {"a", "b", "c"}, {attr_int("axis", 1)}));
+    g.inputs.push_back({"x", DType::kFloat, {3, 7, 3}});
+    g.outputs.push_back({"a", DType::kFloat, {3, 2, 3}});
+    g.outputs.push_back({"b", DType::kFloat, {3, 1, 3}});
+    g.outputs.push_back({"c", DType::kFloat, {3, 4, 3}});
+    check_half(g, 17, 0, 0);
+  }
+  {
+    GraphSpec g;
+    g.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{3}, {3, 3, 5}));
+    g.nodes.push_back(node("Expand", {"x", "s"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {3, 1}});
+    g.outputs.push_back({"y", DType::kFloat, {3, 3, 5}});
+    check_half(g, 17, 0, 0);
+  }
+  {
+    GraphSpec g;  // Gather from a constant table (an embedding), uploaded as float16
+    g.initializers.emplace_back("t", random_tensor(Shape{11, 5}, 3));
+    g.nodes.push_back(node("Gather", {"t", "i"}, {"y"}));
+    g.inputs.push_back({"i", DType::kInt64, {7}});
+    g.outputs.push_back({"y", DType::kFloat, {7, 5}});
+    const Inputs in{{"i", Tensor::from_vector<int64_t>(Shape{7}, {0, 10, -1, 4, 3, 3, 9})}};
+    check_half(g, 17, 0, 0, &in);
+  }
+  {
+    GraphSpec g;  // Pad: the constant written as float16 bits
+    g.initializers.emplace_back("p", Tensor::from_vector<int64_t>(Shape{6}, {0, 1, 2, 1, 0, 3}));
+    g.initializers.emplace_back("v", Tensor::scalar<float>(-2.5f));
+    g.nodes.push_back(node("Pad", {"x", "p", "v"}, {"y"}, {attr_string("mode", "constant")}));
+    g.inputs.push_back({"x", DType::kFloat, {3, 4, 5}});
+    g.outputs.push_back({"y", DType::kFloat, {4, 5, 10}});
+    check_half(g, 13, 0, 0);
+    GraphSpec r = g;
+    r.nodes[0].attrs = {attr_string("mode", "reflect")};
+    r.initializers[0].second = Tensor::from_vector<int64_t>(Shape{6}, {1, 2, 0, 1, 1, 2});
+    r.outputs[0].dims = {5, 7, 7};
+    check_half(r, 13, 0, 0);
+  }
+}
+
+namespace {
+
+/// A small CNN: Conv + Relu (fused), MaxPool, a residual block with BatchNormalization, global
+/// pooling and a Gemm classifier.
+GraphSpec small_cnn() {
+  GraphSpec g;
+  g.initializers.emplace_back("w1", random_tensor(Shape{8, 3, 3, 3}, 31));
+  g.initializers.emplace_back("b1", random_tensor(Shape{8}, 32));
+  g.initializers.emplace_back("w2", random_tensor(Shape{8, 8, 3, 3}, 33, -0.3f, 0.3f));
+  for (const char* n : {"s", "sh", "m"}) g.initializers.emplace_back(n, random_tensor(Shape{8}, 34));
+  g.initializers.emplace_back("v", random_tensor(Shape{8}, 35, 0.5f, 2.0f));
+  g.initializers.emplace_back("dw", random_tensor(Shape{8, 1, 3, 3}, 36));
+  g.initializers.emplace_back("fw", random_tensor(Shape{5, 8}, 37));
+  g.initializers.emplace_back("fb", random_tensor(Shape{5}, 38));
+  g.nodes.push_back(
+      node("Conv", {"x", "w1", "b1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}));
+  g.nodes.push_back(node("Relu", {"c1"}, {"r1"}));
+  g.nodes.push_back(node("MaxPool", {"r1"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})}));
+  g.nodes.push_back(node("Conv", {"p", "w2"}, {"c2"}, {attr_ints("pads", {1, 1, 1, 1})}));
+  g.nodes.push_back(node("BatchNormalization", {"c2", "s", "sh", "m", "v"}, {"bn"}));
+  g.nodes.push_back(node("Conv", {"bn", "dw"}, {"d"}, {attr_int("group", 8), attr_ints("pads", {1, 1, 1, 1})}));
+  g.nodes.push_back(node("Add", {"d", "p"}, {"sum"}));
+  g.nodes.push_back(node("Sigmoid", {"sum"}, {"sg"}));
+  g.nodes.push_back(node("GlobalAveragePool", {"sg"}, {"gap"}));
+  g.nodes.push_back(node("Flatten", {"gap"}, {"f"}));
+  g.nodes.push_back(node("Gemm", {"f", "fw", "fb"}, {"y"}, {attr_int("transB", 1)}));
+  g.inputs.push_back({"x", DType::kFloat, {2, 3, 20, 18}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 5}});
+  g.outputs.push_back({"sg", DType::kFloat, {2, 8, 5, 5}});
+  return g;
+}
+
+/// A small encoder block: MatMul + bias, GELU (Erf), attention scores with Softmax, a residual
+/// sum and LayerNormalization, with a Gather from a constant table, Concat and Transpose.
+GraphSpec small_encoder() {
+  GraphSpec g;
+  g.initializers.emplace_back("w", random_tensor(Shape{16, 16}, 51, -0.5f, 0.5f));
+  g.initializers.emplace_back("bias", random_tensor(Shape{16}, 52));
+  g.initializers.emplace_back("gamma", random_tensor(Shape{16}, 53, 0.5f, 1.5f));
+  g.initializers.emplace_back("beta", random_tensor(Shape{16}, 54));
+  g.initializers.emplace_back("table", random_tensor(Shape{10, 16}, 55));
+  g.initializers.emplace_back("half", Tensor::scalar<float>(0.5f));
+  g.initializers.emplace_back("rsqrt2", Tensor::scalar<float>(0.70710678f));
+  g.initializers.emplace_back("one", Tensor::scalar<float>(1.0f));
+  g.nodes.push_back(node("Gather", {"table", "ids"}, {"emb"}));
+  g.nodes.push_back(node("Add", {"x", "emb"}, {"xe"}));
+  g.nodes.push_back(node("MatMul", {"xe", "w"}, {"m"}));
+  g.nodes.push_back(node("Add", {"m", "bias"}, {"mb"}));
+  g.nodes.push_back(node("Mul", {"mb", "rsqrt2"}, {"g1"}));
+  g.nodes.push_back(node("Erf", {"g1"}, {"g2"}));
+  g.nodes.push_back(node("Add", {"g2", "one"}, {"g3"}));
+  g.nodes.push_back(node("Mul", {"mb", "g3"}, {"g4"}));
+  g.nodes.push_back(node("Mul", {"g4", "half"}, {"ge"}));
+  g.nodes.push_back(node("Transpose", {"ge"}, {"t"}, {attr_ints("perm", {0, 2, 1})}));
+  g.nodes.push_back(node("MatMul", {"ge", "t"}, {"scores"}));
+  g.nodes.push_back(node("Softmax", {"scores"}, {"sm"}, {attr_int("axis", -1)}));
+  g.nodes.push_back(node("MatMul", {"sm", "xe"}, {"ctx"}));
+  g.nodes.push_back(node("Add", {"ctx", "xe"}, {"res"}));
+  g.nodes.push_back(node("LayerNormalization", {"res", "gamma", "beta"}, {"ln"}, {attr_int("axis", -1)}));
+  g.nodes.push_back(node("Concat", {"ln", "sm"}, {"y"}, {attr_int("axis", 2)}));
+  g.inputs.push_back({"x", DType::kFloat, {2, 7, 16}});
+  g.inputs.push_back({"ids", DType::kInt64, {2, 7}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 7, 23}});
+  return g;
+}
+
+/// Whether every element of a float32 tensor is a float16 value (what fp16_storage stores).
+::testing::AssertionResult all_half_values(const Value& v) {
+  const Tensor& t = v.tensor();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float x = t.data<float>()[i];
+    if (!std::isnan(x) && static_cast<float>(Float16(x)) != x)
+      return ::testing::AssertionFailure() << "element " << i << " (" << x << ") is not a float16 value";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+Session fp16_storage_session(const std::string& m, bool strict = true) {
+  ep::Vulkan spec;
+  spec.set("fp16_storage", "true");
+  return vulkan_session(m, strict, spec);
+}
+
+}  // namespace
+
+TEST(Vulkan, Fp16StorageOnFloat32Models) {
+  REQUIRE_VULKAN();
+  // float32 models with fp16_storage=true against the CPU EP in float32. Every value the EP
+  // stores (inputs, weights, each node's output) is rounded to float16, relative error <= 2^-11
+  // (4.9e-4) each; through these few layers the outputs stay within 4e-3 of the largest value
+  // (measured on lavapipe: see docs/vulkan.md). Each output is a float16 value converted to float32
+  // (it was stored as float16), and the result is not the float32 one.
+  const Inputs enc_in{{"x", random_tensor(Shape{2, 7, 16}, 3)},
+                      {"ids", Tensor::from_vector<int64_t>(Shape{2, 7}, {0, 9, 3, 3, 1, 5, 7, 2, 8, 6, 4, 0, 1, 9})}};
+  const GraphSpec cnn = small_cnn();
+  const GraphSpec enc = small_encoder();
+  for (const auto& [g, in] : {std::pair<const GraphSpec*, Inputs>{&cnn, random_inputs(cnn, 3)}, {&enc, enc_in}}) {
+    const std::string m = model_bytes(*g);
+    const auto want = cpu_session(m).run(in);
+    const auto f32 = vulkan_session(m).run(in);
+    std::vector<Value> first;
+    for (bool packed : {false, true}) {
+      SCOPED_TRACE(std::string(g == &cnn ? "cnn" : "encoder") + (packed ? ", packed float16" : ", float16 storage"));
+      std::unique_ptr<PackedHalves> guard;
+      if (packed) guard = std::make_unique<PackedHalves>();
+      Session s = fp16_storage_session(m);
+      const auto got = s.run(in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(got[k].tensor().dtype(), DType::kFloat);
+        const double err = rel_max(got[k], want[k]);
+        EXPECT_LE(err, 4e-3) << "output " << k;
+        EXPECT_GT(rel_max(got[k], f32[k]), 0.0) << "output " << k << " is the float32 result";
+        EXPECT_TRUE(all_half_values(got[k])) << "output " << k;
+        if (!packed) first.push_back(got[k]);
+        if (packed) {
+          EXPECT_TRUE(same_bits(got[k], first[k])) << "output " << k << ": the two paths differ";
+        }
+        std::printf("[ fp16_storage ] %s, %s: output %zu max |diff| / max |want| = %.3g\n",
+                    g == &cnn ? "cnn" : "encoder", packed ? "packed" : "16-bit storage", k, err);
+      }
+      EXPECT_TRUE(same_bits(s.run(in)[0], got[0])) << "second run";
+    }
+  }
+}
+
+TEST(Vulkan, Fp16StorageHalvesDeviceMemory) {
+  REQUIRE_VULKAN();
+  // Relu -> Relu -> Relu over 4 MiB float32 tensors: the input and three outputs need 16 MiB on
+  // the device as float32 and 8 MiB as float16 (the copies convert in host staging memory), so a
+  // 12 MiB budget fails without fp16_storage and fits with it.
+  GraphSpec g;
+  g.nodes.push_back(node("Relu", {"x"}, {"a"}));
+  g.nodes.push_back(node("Relu", {"a"}, {"b"}));
+  g.nodes.push_back(node("Relu", {"b"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {1024, 1024}});
+  g.outputs.push_back({"y", DType::kFloat, {1024, 1024}});
+  const std::string m = model_bytes(g);
+  const Inputs in{{"x", random_tensor(Shape{1024, 1024}, 5)}};
+  ep::Vulkan f32;
+  f32.set("memory_limit_mb", "12");
+  try {
+    vulkan_session(m, true, f32).run(in);
+    FAIL() << "expected out of device memory with float32 storage";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of device memory"), std::string::npos) << e.what();
+  }
+  ep::Vulkan half = f32;
+  half.set("fp16_storage", "true");
+  const Tensor y = vulkan_session(m, true, half).run(in)[0].tensor();
+  const Tensor& x = in[0].second.tensor();
+  for (int64_t i = 0; i < x.numel(); i += 997)  // Relu of the float16 value: exact
+    ASSERT_EQ(y.data<float>()[i], static_cast<float>(Float16(std::max(x.data<float>()[i], 0.0f)))) << i;
+}
+
+TEST(Vulkan, Fp16StorageCopiesConvertBetweenDeviceAndCpuNodes) {
+  REQUIRE_VULKAN();
+  // Relu (vulkan) -> Hardmax (cpu) -> Exp (vulkan), and a float32 -> int64 Cast on the device
+  // feeding a Gather there: every copy converts, every value the device holds is a float16 one.
+  GraphSpec g;
+  g.initializers.emplace_back("t", random_tensor(Shape{10, 6}, 3));
+  g.nodes.push_back(node("Relu", {"x"}, {"a"}));
+  g.nodes.push_back(node("Hardmax", {"a"}, {"b"}));
+  g.nodes.push_back(node("Exp", {"b"}, {"y"}));
+  g.nodes.push_back(cast_node("i", "il", DType::kInt64));
+  g.nodes.push_back(node("Gather", {"t", "il"}, {"z"}));
+  g.inputs.push_back({"x", DType::kFloat, {3, 7, 5}});
+  g.inputs.push_back({"i", DType::kFloat, {4}});
+  g.outputs.push_back({"y", DType::kFloat, {3, 7, 5}});
+  g.outputs.push_back({"z", DType::kFloat, {4, 6}});
+  const std::string m = model_bytes(g);
+  Session s = fp16_storage_session(m, false);
+  EXPECT_EQ(s.placement().copies.size(), 6u) << s.placement().summary;  // x, a, b, y, i, z
+  const Inputs in{{"x", random_tensor(Shape{3, 7, 5}, 4)}, {"i", Tensor::from_vector<float>(Shape{4}, {0, 9, -1, 3})}};
+  const auto got = s.run(in);
+  const auto want = cpu_session(m).run(in);
+  EXPECT_TRUE(within_ulps(got[0], want[0], 1)) << "Hardmax's 0 / 1 through Exp: 1 and e, rounded";
+  EXPECT_TRUE(all_half_values(got[1]));
+  EXPECT_TRUE(within_ulps(got[1], want[1], 0.5)) << "the table rounded to float16";
+}
+
+TEST(Vulkan, HalfPrecisionDeclinesSayWhy) {
+  REQUIRE_VULKAN();
+  // What vulkan does not take in half precision, with the reason `onyx explain` shows (the CPU EP
+  // without half_in_float, so the nodes stay as written).
+  GraphSpec g;
+  g.nodes.push_back(node("Pow", {"h", "e"}, {"p"}));             // float16 base, float32 exponent
+  g.nodes.push_back(node("Relu", {"bf"}, {"r"}));                // bfloat16
+  g.nodes.push_back(cast_node("h", "d", DType::kDouble));        // float16 -> double
+  g.nodes.push_back(node("Relu", {"h"}, {"ok"}));                // taken
+  g.inputs.push_back({"h", DType::kFloat16, {3}});
+  g.inputs.push_back({"e", DType::kFloat, {3}});
+  g.inputs.push_back({"bf", DType::kBFloat16, {3}});
+  g.outputs.push_back({"p", DType::kFloat16, {3}});
+  g.outputs.push_back({"r", DType::kBFloat16, {3}});
+  g.outputs.push_back({"d", DType::kDouble, {3}});
+  g.outputs.push_back({"ok", DType::kFloat16, {3}});
+  const std::string m = model_bytes(g, 17);
+  Session s = Session::builder()
+                  .with_no_environment_execution_providers()
+                  .with_execution_providers(
+                      {ep::Vulkan().build().error_on_failure(), ep::CPU().with_half_in_float(false).build()})
+                  .commit_from_memory(m.data(), m.size());
+  std::map<std::string, std::string> why;
+  for (const auto& n : s.placement().nodes) {
+    if (n.op_type == "Copy") continue;
+    why[n.op_type + (n.op_type == "Relu" ? std::string(n.ep) : "")] =
+        n.declined.empty() ? n.ep : n.declined[0].code + ": " + n.declined[0].message;
+  }
+  EXPECT_EQ(why["Pow"],
+            "UnsupportedType: input 1 ('e') is float where input 0 ('h') is float16 (vulkan's kernels take one float "
+            "type per node)");
+  EXPECT_EQ(why["Relucpu"],
+            "UnsupportedType: float32 or float16 only; input 0 ('bf') is bfloat16 (the shaders store float32 or "
+            "float16)");
+  EXPECT_EQ(why["Cast"],
+            "UnsupportedType: vulkan casts float32 and float16 to and from each other, int32, int64 and bool only, not "
+            "float16 to double");
+  EXPECT_EQ(why["Reluvulkan"], "vulkan");
 }

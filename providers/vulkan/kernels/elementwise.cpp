@@ -46,12 +46,12 @@ bool clip_bounds(const Graph& g, const Node& n, float* lo, float* hi, std::strin
   }
   for (size_t i = 1; i <= 2; ++i) {
     if (!n.has_input(i)) continue;
-    const Tensor* t = constant_of(g, n, i);
-    if (!t || t->numel() != 1 || t->dtype() != DType::kFloat) {
+    const Tensor* t = constant_or_node(g, n, i);
+    if (!t || t->numel() != 1 || (t->dtype() != DType::kFloat && t->dtype() != DType::kFloat16)) {
       if (why) *why = str("Clip bound input ", i, " is not a constant float scalar");
       return false;
     }
-    (i == 1 ? *lo : *hi) = t->data<float>()[0];
+    (i == 1 ? *lo : *hi) = static_cast<float>(t->element_as_double(0));
   }
   return true;
 }
@@ -62,11 +62,11 @@ class UnaryKernel final : public VkKernel {
       : VkKernel(info, std::move(d), 0b110), code_(code), alpha_(alpha), beta_(beta) {}
   void run(KernelContext& ctx, Stream& s) const override {
     const Tensor& x = ctx.input(0);
-    Tensor& y = out(ctx, 0, x.shape());
+    Tensor& y = out(ctx, 0, x.shape(), x.dtype());
     check_size(label(), x.numel());
     Push p;
     p.i(x.numel()).i(code_).f(alpha_).f(beta_);
-    s.dispatch_1d(dev_->pipeline("unary", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), x.numel());
+    s.dispatch_1d(pipe("unary", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), x.numel());
   }
 
  private:
@@ -153,7 +153,7 @@ class BinaryKernel final : public VkKernel {
     }
     Push p;
     p.i(y.numel()).i(code_).i(kMaxRank).i(same ? 1 : 0).six(dims, 1).six(va, 0).six(vb, 0);
-    s.dispatch_1d(dev_->pipeline("binary", 3), {in(ctx, 0), in(ctx, 1), device_ref(y, "output")}, p.w, p.bytes(),
+    s.dispatch_1d(pipe("binary", 3), {in(ctx, 0), in(ctx, 1), device_ref(y, "output")}, p.w, p.bytes(),
                   y.numel());
   }
 
@@ -199,7 +199,7 @@ class WhereKernel final : public VkKernel {
     }
     Push p;
     p.i(y.numel()).i(kMaxRank).six(dims, 1).six(st[0], 0).six(st[1], 0).six(st[2], 0);
-    s.dispatch_1d(dev_->pipeline("where", 4), {in(ctx, 0), in(ctx, 1), in(ctx, 2), device_ref(y, "output")}, p.w,
+    s.dispatch_1d(pipe("where", 4), {in(ctx, 0), in(ctx, 1), in(ctx, 2), device_ref(y, "output")}, p.w,
                   p.bytes(), y.numel());
   }
 };
@@ -219,37 +219,31 @@ std::unique_ptr<Kernel> make_where(const KernelCreateInfo& info, const std::shar
 
 // Cast -----------------------------------------------------------------------------------------
 
-int cast_mode(DType from, DType to) {
-  if (to == DType::kFloat) {
-    if (from == DType::kFloat) return 0;
-    if (from == DType::kInt32) return 1;
-    if (from == DType::kInt64) return 2;
-    if (from == DType::kBool) return 3;
-  }
-  if (from == DType::kFloat) {
-    if (to == DType::kInt32) return 4;
-    if (to == DType::kInt64) return 5;
-    if (to == DType::kBool) return 6;
-  }
-  return -1;
+/// The pair of dtypes Cast runs: a float (float32 or float16) on at least one side, the other side
+/// a float, int32, int64 or bool.
+bool cast_supported(DType from, DType to) {
+  auto is_float = [](DType t) { return t == DType::kFloat || t == DType::kFloat16; };
+  auto other = [&](DType t) { return is_float(t) || t == DType::kInt32 || t == DType::kInt64 || t == DType::kBool; };
+  return (is_float(from) && other(to)) || (is_float(to) && other(from));
 }
 
 class CastKernel final : public VkKernel {
  public:
-  CastKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d, int mode, DType to)
-      : VkKernel(info, std::move(d), 0), mode_(mode), to_(to) {}
+  CastKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d, DType from, DType to)
+      : VkKernel(info, std::move(d), 0), src_(storage_kind(*dev_, from)), dst_(storage_kind(*dev_, to)), to_(to) {
+    if (src_ < 0 || dst_ < 0)
+      fail(ErrorCode::kNotImplemented, "vulkan: ", label(), ": no cast from ", dtype_name(from), " to ",
+           dtype_name(to));
+  }
   void run(KernelContext& ctx, Stream& s) const override {
     const Tensor& x = ctx.input(0);
     Tensor& y = out(ctx, 0, x.shape(), to_);
     check_size(label(), x.numel());
-    Push p;
-    p.i(x.numel()).i(mode_);
-    const int64_t items = mode_ == 6 ? (x.numel() + 3) / 4 : x.numel();
-    s.dispatch_1d(dev_->pipeline("cast", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), items);
+    record_cast(s, *dev_, in(ctx, 0), src_, device_ref(y, "output"), dst_, x.numel());
   }
 
  private:
-  int mode_;
+  int src_, dst_;  // storage kinds (cast.comp)
   DType to_;
 };
 
@@ -257,19 +251,43 @@ bool check_cast(const ClaimInfo& c, Decline* why) {
   const TypeInfo* t = in_type(c, 0);
   const TypeInfo* o = out_type(c, 0);
   if (!t || !o) return decline(why, DeclineCode::kUnsupportedType, "Cast's types are unknown");
-  if (cast_mode(t->dtype, o->dtype) < 0)
+  if (!cast_supported(t->dtype, o->dtype))
     return decline(why, DeclineCode::kUnsupportedType,
-                   str("vulkan casts float32 to and from int32, int64 and bool only, not ", dtype_name(t->dtype),
-                       " to ", dtype_name(o->dtype)));
+                   str("vulkan casts float32 and float16 to and from each other, int32, int64 and bool only, not ",
+                       dtype_name(t->dtype), " to ", dtype_name(o->dtype)));
   return true;
 }
 
 std::unique_ptr<Kernel> make_cast(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
-  const DType from = info.input_dtype(0), to = info.output_dtype(0);
-  return std::make_unique<CastKernel>(info, d, cast_mode(from, to), to);
+  return std::make_unique<CastKernel>(info, d, info.input_dtype(0), info.output_dtype(0));
 }
 
 }  // namespace
+
+int storage_kind(const Device& dev, DType t) {
+  switch (t) {
+    case DType::kFloat:
+    case DType::kFloat16:
+      return dev.stores_half(t) ? kKindF16 : kKindF32;
+    case DType::kInt32:
+      return kKindI32;
+    case DType::kInt64:
+      return kKindI64;
+    case DType::kBool:
+      return kKindBool;
+    default:
+      return -1;
+  }
+}
+
+void record_cast(Stream& s, Device& dev, const BufRef& x, int src, const BufRef& y, int dst, int64_t n) {
+  if (!n) return;
+  Push p;
+  p.i(n).i(src).i(dst);
+  // One invocation per 32-bit word of the output (cast.comp).
+  const int64_t items = dst == kKindBool ? (n + 3) / 4 : dst == kKindF16 ? (n + 1) / 2 : n;
+  s.dispatch_1d(dev.pipeline("cast", 2), {x, y}, p.w, p.bytes(), static_cast<uint64_t>(items));
+}
 
 void add_elementwise_ops(std::vector<OpDef>& defs) {
   for (const auto& u : kUnary) {

@@ -12,6 +12,7 @@ struct MatmulArgs {
   bool has_bias = false;
   int64_t bias_b = 0, bias_m = 0, bias_n = 0;
   float alpha = 1, beta = 1;
+  bool half = false;  // float16 storage
 };
 
 void record_matmul(Stream& s, Device& dev, const MatmulArgs& a, const BufRef& A, const BufRef& B, const BufRef& bias,
@@ -23,6 +24,7 @@ void record_matmul(Stream& s, Device& dev, const MatmulArgs& a, const BufRef& A,
   p.i(a.bias_b).i(a.bias_m).i(a.bias_n).i(0);
   p.f(a.alpha).f(a.beta).f(0).f(0);
   Epilogue e;
+  e.half = a.half;
   e.has_bias = a.has_bias;
   e.bias_b = a.bias_b;
   e.bias_m = a.bias_m;
@@ -57,7 +59,7 @@ void record_matrix_kernel(Stream& s, Device& dev, Push base, const BufRef& A, co
   }
   Push p = base;
   p.i(splits).i(kchunk);
-  const Pipeline& pipe = dev.pipeline(shader, 5);
+  const Pipeline& pipe = dev.pipeline(shader, 5, e.half);
   if (splits <= 1) {
     s.dispatch(pipe, {A, B, bias, C, C}, p.w, p.bytes(), gx, gy, static_cast<uint32_t>(items));
     return;
@@ -71,7 +73,7 @@ void record_matrix_kernel(Stream& s, Device& dev, Push base, const BufRef& A, co
   r.i(e.conv ? 1 : 0).i(e.groups).i(e.has_bias ? 1 : 0).i(e.act);
   r.i(e.bias_b).i(e.bias_m).i(e.bias_n).i(0);
   r.f(e.alpha).f(e.beta).f(e.lo).f(e.hi);
-  s.dispatch_1d(dev.pipeline("splitk_reduce", 3), {P, bias, C}, r.w, r.bytes(), items * M * N);
+  s.dispatch_1d(dev.pipeline("splitk_reduce", 3, e.half), {P, bias, C}, r.w, r.bytes(), items * M * N);
 }
 
 namespace {
@@ -98,6 +100,7 @@ class MatMulKernel final : public VkKernel {
     Tensor& y = ctx.output(0);
     check_size(label(), y.numel());
     MatmulArgs a;
+    a.half = half_;
     const bool a1 = as.size() == 1, b1 = bs.size() == 1;
     a.M = a1 ? 1 : as[as.size() - 2];
     a.K = as[as.size() - 1];
@@ -174,6 +177,7 @@ class GemmKernel final : public VkKernel {
     Tensor& y = ctx.output(0);
     check_size(label(), y.numel());
     MatmulArgs a;
+    a.half = half_;
     a.M = ta_ ? as[1] : as[0];
     a.K = ta_ ? as[0] : as[1];
     a.N = tb_ ? bs[0] : bs[1];

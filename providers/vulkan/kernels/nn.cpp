@@ -84,7 +84,7 @@ class ConvKernel final : public VkKernel {
       p.i(sh).i(sw).i(ph).i(pw);
       p.i(dh).i(dw).i(has_bias).i(act_);
       p.f(lo_).f(hi_);
-      s.dispatch_1d(dev_->pipeline("conv_direct", 4), {X, W, B, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
+      s.dispatch_1d(pipe("conv_direct", 4), {X, W, B, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
       return;
     }
     p.i(cout_g).i(ho * wo).i(cin_g * kh * kw).i(group_);
@@ -94,6 +94,7 @@ class ConvKernel final : public VkKernel {
     p.i(dh).i(dw).i(has_bias).i(act_);
     p.f(lo_).f(hi_);
     Epilogue e;
+    e.half = half_;
     e.conv = true;
     e.groups = group_;
     e.has_bias = has_bias;
@@ -167,7 +168,7 @@ class ConvTransposeKernel final : public VkKernel {
     p.i(ho).i(wo).i(kh).i(kw);
     p.i(sh).i(sw).i(ph).i(pw);
     p.i(dh).i(dw).i(has_bias).i(0);
-    s.dispatch_1d(dev_->pipeline("conv_transpose", 4), {X, W, B, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
+    s.dispatch_1d(pipe("conv_transpose", 4), {X, W, B, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
   }
 
  private:
@@ -216,7 +217,7 @@ class PoolKernel final : public VkKernel {
     p.i(ho).i(wo).i(kh).i(kw);
     p.i(sh).i(sw).i(ph).i(pw);
     p.i(dh).i(dw).i(phe).i(pwe);
-    s.dispatch_1d(dev_->pipeline("pool", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), y.numel());
+    s.dispatch_1d(pipe("pool", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), y.numel());
   }
 
  private:
@@ -258,7 +259,7 @@ class GlobalPoolKernel final : public VkKernel {
     Push p;
     p.i(planes).i(size).i(max_ ? 1 : 0);
     // One work group per plane (spread over x and y within the device limits).
-    s.dispatch_1d(dev_->pipeline("global_pool", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), planes, 1);
+    s.dispatch_1d(pipe("global_pool", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), planes, 1);
   }
 
  private:
@@ -289,10 +290,13 @@ class BatchNormKernel final : public VkKernel {
     c_ = sc->numel();
     if (b->numel() != c_ || mean->numel() != c_ || var->numel() != c_)
       fail(ErrorCode::kInvalidGraph, label(), ": BatchNormalization's scale, B, mean and var differ in size");
+    // The folded map stays float32 (its own buffers) whatever the storage of X and Y.
     std::vector<float> scale(c_), shift(c_);
     for (int64_t k = 0; k < c_; ++k) {
-      scale[k] = sc->data<float>()[k] / std::sqrt(var->data<float>()[k] + eps);
-      shift[k] = b->data<float>()[k] - mean->data<float>()[k] * scale[k];
+      const double s = sc->element_as_double(k), v = var->element_as_double(k);
+      scale[k] = static_cast<float>(s) / std::sqrt(static_cast<float>(v) + eps);
+      const float mu = static_cast<float>(mean->element_as_double(k));
+      shift[k] = static_cast<float>(b->element_as_double(k)) - mu * scale[k];
     }
     scale_ = upload(scale.data(), scale.size() * 4);
     shift_ = upload(shift.data(), shift.size() * 4);
@@ -306,7 +310,7 @@ class BatchNormKernel final : public VkKernel {
     const int64_t inner = x.numel() ? x.numel() / (x.dim(0) * c_) : 1;
     Push p;
     p.i(x.numel()).i(c_).i(inner);
-    s.dispatch_1d(dev_->pipeline("channel_affine", 4), {in(ctx, 0), scale_, shift_, device_ref(y, "output")}, p.w,
+    s.dispatch_1d(pipe("channel_affine", 4), {in(ctx, 0), scale_, shift_, device_ref(y, "output")}, p.w,
                   p.bytes(), x.numel());
   }
 
@@ -348,7 +352,8 @@ class SoftmaxKernel final : public VkKernel {
     if (!rows || !sp.dim) return;
     Push p;
     p.i(rows).i(sp.dim).i(sp.inner).i(log_ ? 1 : 0);
-    s.dispatch_1d(dev_->pipeline("softmax", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), rows, 1);  // a group per row
+    // A work group per row.
+    s.dispatch_1d(pipe("softmax", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), rows, 1);
   }
 
  private:
@@ -387,7 +392,7 @@ class LayerNormKernel final : public VkKernel {
     const bool has_b = ctx.has_input(2);
     Push p;
     p.i(rows).i(d).f(eps_).i(has_b ? 1 : 0);
-    s.dispatch_1d(dev_->pipeline("layer_norm", 4), {in(ctx, 0), G, has_b ? in(ctx, 2) : G, device_ref(y, "output")}, p.w,
+    s.dispatch_1d(pipe("layer_norm", 4), {in(ctx, 0), G, has_b ? in(ctx, 2) : G, device_ref(y, "output")}, p.w,
                   p.bytes(), rows, 1);  // a group per row
   }
 
@@ -482,7 +487,7 @@ class ReduceKernel final : public VkKernel {
     p.i(y.numel()).i(op_.code).i(static_cast<int64_t>(kd.size())).i(static_cast<int64_t>(rd.size()));
     p.six(kd, 1).six(ks, 0).six(rd, 1).six(rs, 0);
     p.i(count).f(op_.init);
-    s.dispatch_1d(dev_->pipeline("reduce", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), y.numel());
+    s.dispatch_1d(pipe("reduce", 2), {in(ctx, 0), device_ref(y, "output")}, p.w, p.bytes(), y.numel());
   }
 
  private:

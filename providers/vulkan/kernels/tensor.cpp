@@ -48,8 +48,10 @@ std::unique_ptr<Kernel> make_view(const KernelCreateInfo& info, const std::share
   return std::make_unique<ViewKernel>(info, d);
 }
 
-/// Records out[i] = in[base + sum idx_d * str_d] over `out` (rank <= 6).
-void strided_copy(Stream& s, Device& dev, const BufRef& x, Tensor& y, int64_t base, const std::vector<int64_t>& str) {
+/// Records out[i] = in[base + sum idx_d * str_d] over `out` (rank <= 6), elements of float16
+/// storage when `half`.
+void strided_copy(Stream& s, Device& dev, bool half, const BufRef& x, Tensor& y, int64_t base,
+                  const std::vector<int64_t>& str) {
   const Shape& os = y.shape();
   if (!y.numel()) return;
   std::vector<int64_t> dims(os.begin(), os.end()), st = str;
@@ -59,7 +61,7 @@ void strided_copy(Stream& s, Device& dev, const BufRef& x, Tensor& y, int64_t ba
   }
   Push p;
   p.i(y.numel()).i(static_cast<int64_t>(dims.size())).i(base).i(0).six(dims, 1).six(st, 0);
-  s.dispatch_1d(dev.pipeline("strided_copy", 2), {x, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
+  s.dispatch_1d(dev.pipeline("strided_copy", 2, half), {x, device_ref(y, "output")}, p.w, p.bytes(), y.numel());
 }
 
 class TransposeKernel final : public VkKernel {
@@ -84,7 +86,7 @@ class TransposeKernel final : public VkKernel {
         fail(ErrorCode::kInvalidArgument, label(), ": perm entry ", perm[k], " is out of range");
       str[k] = st[p];
     }
-    strided_copy(s, *dev_, in(ctx, 0), y, 0, str);
+    strided_copy(s, *dev_, half_, in(ctx, 0), y, 0, str);
   }
 
  private:
@@ -136,7 +138,7 @@ class SliceKernel final : public VkKernel {
       base += spec.start[a] * st[a];
       str[a] = st[a] * spec.step[a];
     }
-    strided_copy(s, *dev_, in(ctx, 0), y, base, str);
+    strided_copy(s, *dev_, half_, in(ctx, 0), y, base, str);
   }
 
  private:
@@ -164,7 +166,7 @@ class ExpandKernel final : public VkKernel {
   void run(KernelContext& ctx, Stream& s) const override {
     Tensor& y = ctx.output(0);
     check_size(label(), y.numel());
-    strided_copy(s, *dev_, in(ctx, 0), y, 0, broadcast_strides(ctx.input(0).shape(), y.shape()));
+    strided_copy(s, *dev_, half_, in(ctx, 0), y, 0, broadcast_strides(ctx.input(0).shape(), y.shape()));
   }
 };
 
@@ -202,7 +204,7 @@ class ConcatKernel final : public VkKernel {
       if (x.numel()) {
         Push p;
         p.i(x.numel()).i(blk).i(out_blk).i(off * inner);
-        s.dispatch_1d(dev_->pipeline("concat_copy", 2), {in(ctx, i), Y}, p.w, p.bytes(), x.numel());
+        s.dispatch_1d(pipe("concat_copy", 2), {in(ctx, i), Y}, p.w, p.bytes(), x.numel());
       }
       off += a;
     }
@@ -233,7 +235,7 @@ class SplitKernel final : public VkKernel {
         fail(ErrorCode::kRuntime, "vulkan: ", label(), ": the shape of output ", o, " is unknown");
       Tensor& y = ctx.output(o);
       if (y.rank() != x.rank()) fail(ErrorCode::kInvalidArgument, label(), ": output ", o, " has another rank");
-      strided_copy(s, *dev_, X, y, off * st[axis], st);
+      strided_copy(s, *dev_, half_, X, y, off * st[axis], st);
       off += y.dim(axis);
     }
     if (off > x.dim(axis)) fail(ErrorCode::kInvalidArgument, label(), ": the parts are longer than the input");
@@ -305,7 +307,7 @@ class GatherKernel final : public VkKernel {
     const uint32_t code = s.check_code(&bad_index_);
     Push p;
     p.i(y.numel()).i(nidx).i(d).i(inner).i(idx64).i(code);
-    s.dispatch_1d(dev_->pipeline("gather", 4), {in(ctx, 0), I, device_ref(y, "output"), s.error_word()}, p.w, p.bytes(),
+    s.dispatch_1d(pipe("gather", 4), {in(ctx, 0), I, device_ref(y, "output"), s.error_word()}, p.w, p.bytes(),
                   y.numel());
   }
 
@@ -367,10 +369,13 @@ class PadKernel final : public VkKernel {
     const BufRef M{raw, std::move(b), 0};
     s.upload(maps.data(), M, maps.size() * 4);
     uint32_t bits = 0;
-    std::memcpy(&bits, &value, 4);
+    if (half_)
+      bits = Float16::from_float(value);
+    else
+      std::memcpy(&bits, &value, 4);
     Push pc;
     pc.i(y.numel()).i(static_cast<int64_t>(dims.size())).i(static_cast<int32_t>(bits)).i(0).six(dims, 1).six(moff, 0).six(str, 0);
-    s.dispatch_1d(dev_->pipeline("pad", 3), {in(ctx, 0), M, device_ref(y, "output")}, pc.w, pc.bytes(), y.numel());
+    s.dispatch_1d(pipe("pad", 3), {in(ctx, 0), M, device_ref(y, "output")}, pc.w, pc.bytes(), y.numel());
   }
 
  private:

@@ -2,9 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+DATA_IN(0, A, a);
+DATA_IN(1, B, b);
+DATA_OUT(2, Y, y);
 // dims: output dims (rank <= 6, leading unused dims are 1); sa, sb: element strides of the inputs
 // per output dim (0 where an input is broadcast). same != 0: both inputs have the output's shape.
 layout(push_constant) uniform P { uint n; int op; int rank; int same; int dims[6]; int sa[6]; int sb[6]; } p;
@@ -23,7 +23,7 @@ void main() {
       ib += q * uint(p.sb[d]);
     }
   }
-  float u = a[ia], v = b[ib], r = 0.0;
+  float u = LOAD(a, ia), v = LOAD(b, ib), r = 0.0;
   switch (p.op) {
     case 0: r = u + v; break;
     case 1: r = u - v; break;
@@ -38,5 +38,5 @@ void main() {
     case 7: r = u < 0.0 ? u * v : u; break;  // PRelu
     case 8: r = 0.5 * (u + v); break;        // Mean of two
   }
-  y[i] = r;
+  STORE(y, i, r);
 }

@@ -4,10 +4,10 @@
 // Direct 2-D convolution, one output element per invocation: for depthwise and other
 // convolutions with few input channels per group.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Wt { float wt[]; };
-layout(std430, binding = 2) readonly buffer Bias_ { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_IN(1, Wt, wt);
+DATA_IN(2, Bias_, bias);
+DATA_OUT(3, Y, y);
 layout(push_constant) uniform P {
   uint n; int cout, cout_g, groups;
   int cin, h, w, cin_g;
@@ -26,7 +26,7 @@ void main() {
   int co = idx % p.cout;
   int b = idx / p.cout;
   int g = co / p.cout_g;
-  float acc = p.has_bias != 0 ? bias[co] : 0.0;
+  float acc = p.has_bias != 0 ? LOAD(bias, co) : 0.0;
   for (int ci = 0; ci < p.cin_g; ++ci) {
     int xc = (b * p.cin + g * p.cin_g + ci) * p.h;
     int wc = (co * p.cin_g + ci) * p.kh;
@@ -36,11 +36,11 @@ void main() {
       for (int kx = 0; kx < p.kw; ++kx) {
         int ix = ox * p.sw - p.pw + kx * p.dw;
         if (ix < 0 || ix >= p.w) continue;
-        acc = fma(x[(xc + iy) * p.w + ix], wt[(wc + ky) * p.kw + kx], acc);
+        acc = fma(LOAD(x, (xc + iy) * p.w + ix), LOAD(wt, (wc + ky) * p.kw + kx), acc);
       }
     }
   }
   if (p.act == 1) acc = max(acc, 0.0);
   else if (p.act == 2) acc = min(max(acc, p.lo), p.hi);
-  y[i] = acc;
+  STORE(y, i, acc);
 }

@@ -4,10 +4,10 @@
 // Direct 2-D transposed convolution, one output element per invocation: the sum over the input
 // positions and taps that land on it (oy = iy * sh - ph + ky * dh). Weights [cin, cout_g, kh, kw].
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Wt { float wt[]; };
-layout(std430, binding = 2) readonly buffer Bias_ { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_IN(1, Wt, wt);
+DATA_IN(2, Bias_, bias);
+DATA_OUT(3, Y, y);
 layout(push_constant) uniform P {
   uint n; int cout, cout_g, groups;
   int cin, h, w, cin_g;
@@ -25,7 +25,7 @@ void main() {
   int co = idx % p.cout;
   int b = idx / p.cout;
   int g = co / p.cout_g, m = co % p.cout_g;
-  float acc = p.has_bias != 0 ? bias[co] : 0.0;
+  float acc = p.has_bias != 0 ? LOAD(bias, co) : 0.0;
   for (int ky = 0; ky < p.kh; ++ky) {
     int ty = oy + p.ph - ky * p.dh;
     if (ty < 0 || ty % p.sh != 0) continue;
@@ -38,9 +38,10 @@ void main() {
       if (ix >= p.w) continue;
       for (int ci = 0; ci < p.cin_g; ++ci) {
         int c = g * p.cin_g + ci;
-        acc = fma(x[((b * p.cin + c) * p.h + iy) * p.w + ix], wt[((c * p.cout_g + m) * p.kh + ky) * p.kw + kx], acc);
+        float wv = LOAD(wt, ((c * p.cout_g + m) * p.kh + ky) * p.kw + kx);
+        acc = fma(LOAD(x, ((b * p.cin + c) * p.h + iy) * p.w + ix), wv, acc);
       }
     }
   }
-  y[i] = acc;
+  STORE(y, i, acc);
 }

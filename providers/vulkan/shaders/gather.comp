@@ -6,9 +6,9 @@
 // out-of-range index (the host checks the ones it sees; these were computed on the device) writes
 // 0 and sets the error word to `code`, which fails the run naming the node.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { uint x[]; };
+BITS_IN(0, X, x);
 layout(std430, binding = 1) readonly buffer I { int idx[]; };
-layout(std430, binding = 2) writeonly buffer Y { uint y[]; };
+BITS_OUT(2, Y, y);
 layout(std430, binding = 3) buffer E { uint error_code; };
 layout(push_constant) uniform P { uint n; uint nidx; int d; uint inner; int idx64; uint code; } p;
 
@@ -24,8 +24,8 @@ void main() {
   bad = bad || k < 0 || k >= p.d;
   if (bad) {
     atomicMax(error_code, p.code);
-    y[i] = 0u;
+    STORE_BITS(y, i, 0u);
     return;
   }
-  y[i] = x[(o * uint(p.d) + uint(k)) * p.inner + in_];
+  STORE_BITS(y, i, LOAD_BITS(x, (o * uint(p.d) + uint(k)) * p.inner + in_));
 }

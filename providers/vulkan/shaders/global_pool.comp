@@ -3,8 +3,8 @@
 #include "common.glsl"
 // GlobalAveragePool / GlobalMaxPool: one work group per (n, c) plane.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_OUT(1, Y, y);
 layout(push_constant) uniform P { uint planes; uint size; int mode; } p;  // mode 0: average, 1: max
 shared float part[256];
 
@@ -14,7 +14,7 @@ void main() {
   uint t = gl_LocalInvocationID.x;
   float acc = p.mode == 1 ? -3.402823466e38 : 0.0;
   for (uint k = t; k < p.size; k += 256) {
-    float v = x[plane * p.size + k];
+    float v = LOAD(x, plane * p.size + k);
     acc = p.mode == 1 ? max(acc, v) : acc + v;
   }
   part[t] = acc;
@@ -23,5 +23,5 @@ void main() {
     if (t < s) part[t] = p.mode == 1 ? max(part[t], part[t + s]) : part[t] + part[t + s];
     barrier();
   }
-  if (t == 0) y[plane] = p.mode == 1 ? part[0] : part[0] / float(p.size);
+  if (t == 0) STORE(y, plane, p.mode == 1 ? part[0] : part[0] / float(p.size));
 }

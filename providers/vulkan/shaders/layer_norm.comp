@@ -3,10 +3,10 @@
 #include "common.glsl"
 // LayerNormalization over the last d elements of each row: one work group per row.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer G { float gamma[]; };
-layout(std430, binding = 2) readonly buffer Bt { float beta[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_IN(1, G, gamma);
+DATA_IN(2, Bt, beta);
+DATA_OUT(3, Y, y);
 layout(push_constant) uniform P { uint rows; uint d; float eps; int has_beta; } p;
 shared float part[256];
 
@@ -16,7 +16,7 @@ void main() {
   uint t = gl_LocalInvocationID.x;
   uint base = row * p.d;
   float s = 0.0;
-  for (uint k = t; k < p.d; k += 256) s += x[base + k];
+  for (uint k = t; k < p.d; k += 256) s += LOAD(x, base + k);
   part[t] = s;
   barrier();
   for (uint h = 128; h > 0; h >>= 1) {
@@ -27,7 +27,7 @@ void main() {
   barrier();
   float q = 0.0;
   for (uint k = t; k < p.d; k += 256) {
-    float c = x[base + k] - mean;
+    float c = LOAD(x, base + k) - mean;
     q += c * c;
   }
   part[t] = q;
@@ -38,8 +38,8 @@ void main() {
   }
   float inv = inversesqrt(part[0] / float(p.d) + p.eps);
   for (uint k = t; k < p.d; k += 256) {
-    float v = (x[base + k] - mean) * inv * gamma[k];
-    if (p.has_beta != 0) v += beta[k];
-    y[base + k] = v;
+    float v = (LOAD(x, base + k) - mean) * inv * LOAD(gamma, k);
+    if (p.has_beta != 0) v += LOAD(beta, k);
+    STORE(y, base + k, v);
   }
 }

@@ -1,4 +1,6 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
 // Tiled matrix product with shared memory: each 16x16 work group computes a 64x64 tile of C,
 // each invocation a 4x4 block, stepping through K 16 at a time. Without CONV: batched
 // C[z] = alpha * A[z] B[z] + beta * bias, every operand addressed through strides (so transposed
@@ -6,10 +8,10 @@
 // A is the weight [Cout, Cin/g * kh * kw], B the input gathered on the fly (im2col without the
 // buffer) and z = batch * groups + group.
 layout(local_size_x = 16, local_size_y = 16) in;
-layout(std430, binding = 0) readonly buffer A_ { float A[]; };
-layout(std430, binding = 1) readonly buffer B_ { float B[]; };
-layout(std430, binding = 2) readonly buffer Bias_ { float bias[]; };
-layout(std430, binding = 3) writeonly buffer C_ { float C[]; };
+DATA_IN(0, A_, A);
+DATA_IN(1, B_, B);
+DATA_IN(2, Bias_, bias);
+DATA_OUT(3, C_, C);
 // Split-K partial sums [split][item][M][N], summed with the epilogue by splitk_reduce.comp.
 layout(std430, binding = 4) writeonly buffer P_ { float Pt[]; };
 #ifdef CONV
@@ -39,9 +41,9 @@ shared float Bs[16][64];
 float load_a(int z, int m, int k) {
 #ifdef CONV
   int g = z % p.groups;
-  return A[(g * p.M + m) * p.K + k];
+  return LOAD(A, (g * p.M + m) * p.K + k);
 #else
-  return A[z * p.a_b + m * p.a_m + k * p.a_k];
+  return LOAD(A, z * p.a_b + m * p.a_m + k * p.a_k);
 #endif
 }
 
@@ -54,9 +56,9 @@ float load_b(int z, int k, int n) {
   int oy = n / p.wo, ox = n - oy * p.wo;
   int iy = oy * p.sh - p.ph + ky * p.dh, ix = ox * p.sw - p.pw + kx * p.dw;
   if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) return 0.0;
-  return B[((b * p.cin + g * p.cin_g + ci) * p.h + iy) * p.w + ix];
+  return LOAD(B, ((b * p.cin + g * p.cin_g + ci) * p.h + iy) * p.w + ix);
 #else
-  return B[z * p.b_b + k * p.b_k + n * p.b_n];
+  return LOAD(B, z * p.b_b + k * p.b_k + n * p.b_n);
 #endif
 }
 
@@ -70,16 +72,16 @@ void store(int z, int m, int n, float acc) {
 #ifdef CONV
   int b = z / p.groups, g = z % p.groups;
   float v = acc;
-  if (p.has_bias != 0) v += bias[g * p.M + m];
+  if (p.has_bias != 0) v += LOAD(bias, g * p.M + m);
   if (p.act == 1) v = max(v, 0.0);
   else if (p.act == 2) v = min(max(v, p.lo), p.hi);
-  C[((b * p.groups + g) * p.M + m) * p.N + n] = v;
+  STORE(C, ((b * p.groups + g) * p.M + m) * p.N + n, v);
 #else
   float v = p.alpha * acc;
-  if (p.has_bias != 0) v += p.beta * bias[z * p.bias_b + m * p.bias_m + n * p.bias_n];
+  if (p.has_bias != 0) v += p.beta * LOAD(bias, z * p.bias_b + m * p.bias_m + n * p.bias_n);
   if (p.act == 1) v = max(v, 0.0);
   else if (p.act == 2) v = min(max(v, p.lo), p.hi);
-  C[z * p.c_b + m * p.N + n] = v;
+  STORE(C, z * p.c_b + m * p.N + n, v);
 #endif
 }
 

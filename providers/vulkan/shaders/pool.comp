@@ -3,8 +3,8 @@
 #include "common.glsl"
 // MaxPool / AveragePool over 2-D windows (1-D pools run with h = 1), one output per invocation.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_OUT(1, Y, y);
 layout(push_constant) uniform P {
   uint n; int mode; int h, w;      // mode 0: max, 1: average without pads, 2: average counting pads
   int ho, wo, kh, kw;
@@ -28,7 +28,7 @@ void main() {
     for (int kx = 0; kx < p.kw; ++kx) {
       int ix = ox * p.sw - p.pw + kx * p.dw;
       if (ix < 0 || ix >= p.w) continue;
-      float v = x[base + iy * p.w + ix];
+      float v = LOAD(x, base + iy * p.w + ix);
       if (p.mode == 0) acc = max(acc, v);
       else acc += v;
       ++count;
@@ -40,5 +40,5 @@ void main() {
     int y1 = min(y0 + p.kh, p.h + p.ph_end), x1 = min(x0 + p.kw, p.w + p.pw_end);
     acc /= float(max((y1 - y0) * (x1 - x0), 1));
   }
-  y[i] = acc;
+  STORE(y, i, acc);
 }

@@ -4,8 +4,8 @@
 // Reduce* over any set of axes: one output per invocation. The input is described by its kept
 // dims (kd, with strides ks) and its reduced dims (rd, with strides rs), each up to 6.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_OUT(1, Y, y);
 layout(push_constant) uniform P {
   uint n; int op; int nk; int nr;
   int kd[6]; int ks[6]; int rd[6]; int rs[6];
@@ -27,13 +27,13 @@ void main() {
     for (uint e = 0; e < p.count; ++e) {
       uint rr = e, off = base;
       for (int d = p.nr - 1; d >= 0; --d) { uint q = rr % uint(p.rd[d]); rr /= uint(p.rd[d]); off += q * uint(p.rs[d]); }
-      mx = max(mx, x[off]);
+      mx = max(mx, LOAD(x, off));
     }
   }
   for (uint e = 0; e < p.count; ++e) {
     uint rr = e, off = base;
     for (int d = p.nr - 1; d >= 0; --d) { uint q = rr % uint(p.rd[d]); rr /= uint(p.rd[d]); off += q * uint(p.rs[d]); }
-    float v = x[off];
+    float v = LOAD(x, off);
     switch (p.op) {
       case 0: case 1: case 8: acc += v; break;          // Sum, Mean, LogSum
       case 2: acc = max(acc, v); break;                 // Max
@@ -48,5 +48,5 @@ void main() {
   if (p.op == 6) acc = sqrt(acc);
   if (p.op == 8) acc = log(acc);
   if (p.op == 9) acc = log(acc) + mx;
-  y[i] = acc;
+  STORE(y, i, acc);
 }

@@ -4,8 +4,8 @@
 // Softmax / LogSoftmax along an axis of length d with `inner` elements after it: one work group
 // per (outer, inner) row.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_OUT(1, Y, y);
 layout(push_constant) uniform P { uint rows; uint d; uint inner; int log_softmax; } p;
 shared float part[256];
 
@@ -16,7 +16,7 @@ void main() {
   uint o = row / p.inner, in_ = row % p.inner;
   uint base = o * p.d * p.inner + in_;
   float m = -3.402823466e38;
-  for (uint k = t; k < p.d; k += 256) m = max(m, x[base + k * p.inner]);
+  for (uint k = t; k < p.d; k += 256) m = max(m, LOAD(x, base + k * p.inner));
   part[t] = m;
   barrier();
   for (uint s = 128; s > 0; s >>= 1) {
@@ -26,7 +26,7 @@ void main() {
   m = part[0];
   barrier();
   float sum = 0.0;
-  for (uint k = t; k < p.d; k += 256) sum += exp(x[base + k * p.inner] - m);
+  for (uint k = t; k < p.d; k += 256) sum += exp(LOAD(x, base + k * p.inner) - m);
   part[t] = sum;
   barrier();
   for (uint s = 128; s > 0; s >>= 1) {
@@ -36,9 +36,9 @@ void main() {
   sum = part[0];
   if (p.log_softmax != 0) {
     float ls = log(sum);
-    for (uint k = t; k < p.d; k += 256) y[base + k * p.inner] = x[base + k * p.inner] - m - ls;
+    for (uint k = t; k < p.d; k += 256) STORE(y, base + k * p.inner, LOAD(x, base + k * p.inner) - m - ls);
   } else {
     float inv = 1.0 / sum;
-    for (uint k = t; k < p.d; k += 256) y[base + k * p.inner] = exp(x[base + k * p.inner] - m) * inv;
+    for (uint k = t; k < p.d; k += 256) STORE(y, base + k * p.inner, exp(LOAD(x, base + k * p.inner) - m) * inv);
   }
 }

@@ -5,8 +5,8 @@
 // (alpha, bias or beta * C, activation), writing C in the layout the unsplit kernel would.
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer P_ { float Pt[]; };
-layout(std430, binding = 1) readonly buffer Bias_ { float bias[]; };
-layout(std430, binding = 2) writeonly buffer C_ { float C[]; };
+DATA_IN(1, Bias_, bias);
+DATA_OUT(2, C_, C);
 layout(push_constant) uniform P {
   uint total; int M, N, splits;   // total = items * M * N
   int conv, groups, has_bias, act;
@@ -25,12 +25,12 @@ void main() {
   float v;
   if (p.conv != 0) {
     v = acc;
-    if (p.has_bias != 0) v += bias[(z % p.groups) * p.M + m];
+    if (p.has_bias != 0) v += LOAD(bias, (z % p.groups) * p.M + m);
   } else {
     v = p.alpha * acc;
-    if (p.has_bias != 0) v += p.beta * bias[z * p.bias_b + m * p.bias_m + n * p.bias_n];
+    if (p.has_bias != 0) v += p.beta * LOAD(bias, z * p.bias_b + m * p.bias_m + n * p.bias_n);
   }
   if (p.act == 1) v = max(v, 0.0);
   else if (p.act == 2) v = min(max(v, p.lo), p.hi);
-  C[i] = v;
+  STORE(C, i, v);
 }

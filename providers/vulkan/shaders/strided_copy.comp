@@ -1,11 +1,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// out[i] = in[base + sum_d idx_d * stride_d] over the output's dims (rank <= 6) for 32-bit
-// elements: Transpose, Slice, Expand.
+// out[i] = in[base + sum_d idx_d * stride_d] over the output's dims (rank <= 6) for 32-bit elements
+// (16-bit in the float16 variants): Transpose, Slice, Expand.
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { uint x[]; };
-layout(std430, binding = 1) writeonly buffer Y { uint y[]; };
+BITS_IN(0, X, x);
+BITS_OUT(1, Y, y);
 layout(push_constant) uniform P { uint n; int rank; int base; int pad; int dims[6]; int str[6]; } p;
 
 void main() {
@@ -18,5 +18,5 @@ void main() {
     r /= uint(p.dims[d]);
     off += q * p.str[d];
   }
-  y[i] = x[off];
+  STORE_BITS(y, i, LOAD_BITS(x, off));
 }

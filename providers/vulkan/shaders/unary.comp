@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+DATA_IN(0, X, x);
+DATA_OUT(1, Y, y);
 layout(push_constant) uniform P { uint n; int op; float alpha; float beta; } p;
 
 float softplus(float v) { return v > 20.0 ? v : log(1.0 + exp(v)); }
@@ -11,7 +11,7 @@ float softplus(float v) { return v > 20.0 ? v : log(1.0 + exp(v)); }
 void main() {
   uint i = flat_id(256);
   if (i >= p.n) return;
-  float v = x[i];
+  float v = LOAD(x, i);
   float a = p.alpha, b = p.beta, r = v;
   switch (p.op) {
     case 0: r = max(v, 0.0); break;                                    // Relu
@@ -55,5 +55,5 @@ void main() {
     case 38: r = log(v + sqrt(v * v - 1.0)); break;                    // Acosh
     case 39: r = 0.5 * log((1.0 + v) / (1.0 - v)); break;              // Atanh
   }
-  y[i] = r;
+  STORE(y, i, r);
 }

@@ -3,9 +3,9 @@
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer C { uint c[]; };  // bool bytes
-layout(std430, binding = 1) readonly buffer X { float x[]; };
-layout(std430, binding = 2) readonly buffer Yi { float yv[]; };
-layout(std430, binding = 3) writeonly buffer O { float o[]; };
+BITS_IN(1, X, x);
+BITS_IN(2, Yi, yv);
+BITS_OUT(3, O, o);
 layout(push_constant) uniform P { uint n; int rank; int dims[6]; int sc[6]; int sx[6]; int sy[6]; } p;
 
 void main() {
@@ -20,5 +20,5 @@ void main() {
     iy += q * uint(p.sy[d]);
   }
   bool cond = ((c[ic >> 2] >> ((ic & 3u) * 8u)) & 0xffu) != 0u;
-  o[i] = cond ? x[ix] : yv[iy];
+  STORE_BITS(o, i, cond ? LOAD_BITS(x, ix) : LOAD_BITS(yv, iy));
 }
