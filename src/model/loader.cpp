@@ -9,6 +9,7 @@
 #include "model/mapped_file.hpp"
 #include "model/proto.hpp"
 #include "model/tensor_proto.hpp"
+#include "model/validate.hpp"
 
 namespace onyx {
 namespace {
@@ -420,6 +421,7 @@ class Builder {
       const int id = g->find(vi.name);
       if (id >= 0 && vi.has_type && !g->values[id].has_initializer) merge_declared(g->values[id].type, vi.type);
     }
+    validate_nodes(*g, where);  // arity and attributes against the schemas, in file order
     topo_sort(*g, where);
     return g;
   }

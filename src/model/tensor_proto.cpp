@@ -14,6 +14,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "onyx reads little-endi
 namespace {
 
 constexpr int kMaxTypeDepth = 32;
+/// Largest dense form of a sparse tensor (2 GiB, ONNX Runtime's limit too).
+constexpr uint64_t kMaxSparseDenseBytes = uint64_t(1) << 31;
 
 struct RawTensor {
   std::vector<int64_t> dims;
@@ -47,48 +49,56 @@ uint8_t unpack(DType dt, int bits, uint8_t byte, int64_t i) {
   return sign ? static_cast<uint8_t>(v | ~mask) : v;
 }
 
+/// How many values the typed field that holds `dt` has, how many `n` elements need, and its name.
+struct TypedCount {
+  uint64_t have, want;
+  const char* field;
+};
+TypedCount typed_count(const RawTensor& rt, DType dt, uint64_t n) {
+  switch (dt) {
+    case DType::kFloat: return {rt.floats.size(), n, "float_data"};
+    case DType::kComplex64: return {rt.floats.size(), 2 * n, "float_data"};
+    case DType::kDouble: return {rt.doubles.size(), n, "double_data"};
+    case DType::kComplex128: return {rt.doubles.size(), 2 * n, "double_data"};
+    case DType::kInt64: return {rt.int64s.size(), n, "int64_data"};
+    case DType::kUInt64:
+    case DType::kUInt32: return {rt.uint64s.size(), n, "uint64_data"};
+    case DType::kString: return {rt.strings.size(), n, "string_data"};
+    case DType::kInt4:
+    case DType::kUInt4:
+    case DType::kFloat4E2M1:
+    case DType::kInt2:
+    case DType::kUInt2: {
+      const uint64_t per = 8 / packed_bits(dt);
+      return {rt.int32s.size(), (n + per - 1) / per, "int32_data"};
+    }
+    default: return {rt.int32s.size(), n, "int32_data"};  // one int32_data entry per element
+  }
+}
+
 Tensor from_typed(const RawTensor& rt, DType dt, const Shape& shape, ProtoReader& r) {
+  const int64_t n = checked_numel(shape, "tensor");
+  // The field must hold exactly the values the shape needs, checked before anything is
+  // allocated: a shape claiming more than the file holds is an error, not an allocation.
+  const TypedCount c = typed_count(rt, dt, static_cast<uint64_t>(n));
+  if (c.have != c.want)
+    r.error(str("tensor '", rt.name, "' of shape ", shape.to_string(), " has ", c.have, " values in ", c.field,
+                ", expected ", c.want));
   Tensor t(dt, shape);
-  const int64_t n = t.numel();
-  auto check = [&](size_t have, size_t want, const char* field) {
-    if (have != want)
-      r.error(str("tensor '", rt.name, "' of shape ", shape.to_string(), " has ", have, " values in ", field,
-                  ", expected ", want));
-  };
   void* d = t.raw_data();
   switch (dt) {
-    case DType::kFloat:
-      check(rt.floats.size(), n, "float_data");
-      std::memcpy(d, rt.floats.data(), n * 4);
-      break;
-    case DType::kComplex64:
-      check(rt.floats.size(), 2 * n, "float_data");
-      std::memcpy(d, rt.floats.data(), n * 8);
-      break;
-    case DType::kDouble:
-      check(rt.doubles.size(), n, "double_data");
-      std::memcpy(d, rt.doubles.data(), n * 8);
-      break;
-    case DType::kComplex128:
-      check(rt.doubles.size(), 2 * n, "double_data");
-      std::memcpy(d, rt.doubles.data(), n * 16);
-      break;
-    case DType::kInt64:
-      check(rt.int64s.size(), n, "int64_data");
-      std::memcpy(d, rt.int64s.data(), n * 8);
-      break;
-    case DType::kUInt64:
-      check(rt.uint64s.size(), n, "uint64_data");
-      std::memcpy(d, rt.uint64s.data(), n * 8);
-      break;
+    case DType::kFloat: std::memcpy(d, rt.floats.data(), n * 4); break;
+    case DType::kComplex64: std::memcpy(d, rt.floats.data(), n * 8); break;
+    case DType::kDouble: std::memcpy(d, rt.doubles.data(), n * 8); break;
+    case DType::kComplex128: std::memcpy(d, rt.doubles.data(), n * 16); break;
+    case DType::kInt64: std::memcpy(d, rt.int64s.data(), n * 8); break;
+    case DType::kUInt64: std::memcpy(d, rt.uint64s.data(), n * 8); break;
     case DType::kUInt32: {
-      check(rt.uint64s.size(), n, "uint64_data");
       auto* o = static_cast<uint32_t*>(d);
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint32_t>(rt.uint64s[i]);
       break;
     }
     case DType::kString: {
-      check(rt.strings.size(), n, "string_data");
       auto* o = static_cast<std::string*>(d);
       for (int64_t i = 0; i < n; ++i) o[i] = rt.strings[i];
       break;
@@ -99,14 +109,12 @@ Tensor from_typed(const RawTensor& rt, DType dt, const Shape& shape, ProtoReader
     case DType::kInt2:
     case DType::kUInt2: {
       const int bits = packed_bits(dt), per = 8 / bits;
-      check(rt.int32s.size(), (n + per - 1) / per, "int32_data");
       auto* o = static_cast<uint8_t*>(d);
       for (int64_t i = 0; i < n; ++i) o[i] = unpack(dt, bits, static_cast<uint8_t>(rt.int32s[i / per]), i);
       break;
     }
     default: {
       // int32, int16, int8, uint16, uint8, bool, float16, bfloat16, float8: one int32_data entry each.
-      check(rt.int32s.size(), n, "int32_data");
       const size_t es = dtype_size(dt);
       auto* o = static_cast<uint8_t*>(d);
       for (int64_t i = 0; i < n; ++i) {
@@ -276,6 +284,13 @@ Tensor parse_sparse_tensor_proto(ProtoReader r, const TensorSource& src, std::st
   if (values.rank() != 1) r.error(str("sparse tensor '", vname, "' values must be 1-D"));
   const int64_t nnz = values.dim(0);
   if (indices.dtype() != DType::kInt64) r.error(str("sparse tensor '", vname, "' indices must be int64"));
+  // The dense form is allocated here, so its size is bounded before: nothing in the file limits
+  // it (a few bytes of dims can claim terabytes). ONNX Runtime refuses the same sizes.
+  uint64_t dense_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(total), dtype_size(values.dtype()), &dense_bytes) ||
+      dense_bytes > kMaxSparseDenseBytes)
+    r.error(str("sparse tensor '", vname, "' of shape ", shape.to_string(), " takes more than ", kMaxSparseDenseBytes,
+                " bytes dense (sparse tensors are densified at load, up to that size)"));
   Tensor dense(values.dtype(), shape);
   const int64_t* idx = indices.data<int64_t>();
   const bool linear = indices.rank() == 1;

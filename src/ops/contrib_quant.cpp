@@ -133,6 +133,9 @@ void infer_qlinear_average_pool(InferContext& ctx) {
   const std::vector<int64_t> ks = n.attr_ints("kernel_shape");
   if (ks.empty()) ctx.fail_node("attribute 'kernel_shape' is required");
   if (ks.size() > 3) ctx.fail_node("kernel_shape has ", ks.size(), " dims; 1 to 3 spatial dims are supported");
+  const TypeInfo& x0 = ctx.input_type(0);
+  check_window_attr_sizes(n, x0.has_shape && x0.shape.size() >= 3 ? static_cast<int64_t>(x0.shape.size()) - 2
+                                                                    : static_cast<int64_t>(ks.size()));
   const std::vector<int64_t> pads = n.attr_ints("pads");
   if (pads.size() == 2 * ks.size())
     for (size_t k = 0; k < ks.size(); ++k)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/nn.hpp"
 #include "ops/schema.hpp"
 
 namespace onyx {
@@ -436,6 +437,7 @@ void infer_col2im(InferContext& ctx) {
   ctx.require_dtype(2, {DType::kInt64});
   std::vector<int64_t> image, block;
   const bool ki = ctx.input_ints(1, image), kb = ctx.input_ints(2, block);
+  if (ki) check_window_attr_sizes(ctx.node(), static_cast<int64_t>(image.size()));
   if (ki && kb && t.has_shape && t.shape.is_concrete())
     return ctx.set_output(0, t.dtype,
                           col2im_spec(ctx.node(), t.shape, Shape(image), Shape(block), col2im_attrs(ctx.node())).out);
@@ -447,6 +449,7 @@ void infer_col2im(InferContext& ctx) {
   else if (ctx.input_has_shape(1) && ctx.input_shape(1).size() == 1)
     d = ctx.input_shape(1)[0];
   if (!known(d)) return ctx.set_output_unranked(0, t.dtype);
+  check_window_attr_sizes(ctx.node(), d);  // dilations, strides, pads: per image dim
   if (t.has_shape && t.shape.size() != 3) ctx.fail_node("input must have rank 3, got ", t.shape.to_string());
   Shape out{t.has_shape ? t.shape[0] : ctx.fresh(), ctx.fresh()};
   if (kb && t.has_shape && known(t.shape[1])) {

@@ -2,6 +2,7 @@
 #include "ops/nn.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "ops/schema.hpp"
 
@@ -18,6 +19,33 @@ Shape attr_or(const Node& n, const char* name, size_t rank, int64_t dflt) {
   return attr_or(n, Shape(n.attr_ints(name)), name, rank, dflt);
 }
 }  // namespace
+
+void check_window_attr_sizes(const Node& node, int64_t spatial_rank) {
+  auto count = [](const Attribute& a) { return a.type == AttrType::kInts ? a.ints.size() : size_t(1); };
+  if (spatial_rank < 0) {
+    const Attribute* ks = node.attr("kernel_shape");
+    if (!ks) return;
+    if (count(*ks) == 0)
+      fail(ErrorCode::kInvalidGraph, node.label(), ": attribute 'kernel_shape' is empty; it needs one value per spatial dim");
+    spatial_rank = static_cast<int64_t>(count(*ks));
+  }
+  const size_t r = static_cast<size_t>(spatial_rank);
+  static constexpr struct {
+    const char* name;
+    size_t per_dim;
+  } kAttrs[] = {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"pads", 2}, {"output_padding", 1}, {"output_shape", 1}};
+  for (const auto& [name, per_dim] : kAttrs) {
+    const Attribute* a = node.attr(name);
+    if (!a) continue;
+    const size_t have = count(*a);
+    // ConvTranspose's output_shape may also list N and C first (onyx reads the spatial tail).
+    if (std::string_view(name) == "output_shape" && have == r + 2) continue;
+    if (have != per_dim * r)
+      fail(ErrorCode::kInvalidGraph, node.label(), ": attribute '", name, "' has ", have, " value", have == 1 ? "" : "s",
+           "; with ", r, " spatial dim", r == 1 ? "" : "s", " it needs ", per_dim * r,
+           per_dim == 2 ? " (the begins, then the ends)" : " (one per spatial dim)");
+  }
+}
 
 WindowAttrs WindowAttrs::of(const Node& node, bool is_pool) {
   WindowAttrs a;
@@ -168,9 +196,18 @@ Shape kernel_of(InferContext& ctx, const Shape& w) {
   return Shape(ks);
 }
 
+/// The spatial rank of a Conv-like node: X's rank (or W's) less two, or -1 when neither is known
+/// (or has no spatial dims: the inference refuses that itself).
+int64_t spatial_rank_of(const TypeInfo& x, const TypeInfo& w) {
+  if (x.has_shape && x.shape.size() >= 3) return static_cast<int64_t>(x.shape.size()) - 2;
+  if (w.has_shape && w.shape.size() >= 3) return static_cast<int64_t>(w.shape.size()) - 2;
+  return -1;
+}
+
 void infer_conv(InferContext& ctx) {
   const TypeInfo& x = ctx.input_type(0);
   const TypeInfo& w = ctx.input_type(1);
+  check_window_attr_sizes(ctx.node(), spatial_rank_of(x, w));
   if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, x.dtype);
   if (x.shape.size() < 3) ctx.fail_node("input must have rank >= 3 (N, C, spatial...), got ", x.shape.to_string());
   if (w.shape.size() != x.shape.size())
@@ -224,6 +261,7 @@ void infer_deform_conv(InferContext& ctx) {
 void infer_conv_transpose(InferContext& ctx) {
   const TypeInfo& x = ctx.input_type(0);
   const TypeInfo& w = ctx.input_type(1);
+  check_window_attr_sizes(ctx.node(), spatial_rank_of(x, w));
   if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, x.dtype);
   if (x.shape.size() < 3 || w.shape.size() != x.shape.size()) ctx.fail_node("input and weight ranks must match and be >= 3");
   const int64_t group = ctx.node().attr_int("group", 1);
@@ -236,6 +274,7 @@ void infer_conv_transpose(InferContext& ctx) {
 
 void infer_pool(InferContext& ctx) {
   const TypeInfo& x = ctx.input_type(0);
+  check_window_attr_sizes(ctx.node(), x.has_shape && x.shape.size() >= 3 ? static_cast<int64_t>(x.shape.size()) - 2 : -1);
   if (!x.has_shape) {
     ctx.set_output_unranked(0, x.dtype);
     if (ctx.num_outputs() > 1) ctx.set_output_unranked(1, DType::kInt64);

@@ -37,6 +37,13 @@ WindowGeometry window_geometry(const Node& node, const Shape& in_spatial, const 
 /// ConvTranspose geometry: output size from output_shape, or from strides/pads/output_padding.
 WindowGeometry conv_transpose_geometry(const Node& node, const Shape& in_spatial, const Shape& kernel);
 
+/// ONNX's rule for the window attributes of Conv, ConvTranspose, the pools and the ops like them:
+/// when present (even empty), kernel_shape, strides, dilations, output_padding and output_shape
+/// hold one value per spatial dim and pads two (the begins, then the ends). Throws naming the node,
+/// the attribute and the count the rank needs. `spatial_rank` < 0: not known (X and W unranked);
+/// kernel_shape, when given, then stands for it (it must not be empty).
+void check_window_attr_sizes(const Node& node, int64_t spatial_rank);
+
 /// Shape of LayerNormalization's Mean / InvStdDev outputs: X's dims, those from `axis` on set to 1.
 Shape layer_norm_stat_shape(const Shape& x, int64_t axis);
 

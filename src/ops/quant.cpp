@@ -197,6 +197,9 @@ void require_scalar_or_channels(InferContext& ctx, size_t i, const char* name, i
 void infer_qconv_shape(InferContext& ctx, size_t xi, size_t wi, DType out) {
   const TypeInfo& x = ctx.input_type(xi);
   const TypeInfo& w = ctx.input_type(wi);
+  const TypeInfo& ranked = x.has_shape ? x : w;
+  check_window_attr_sizes(ctx.node(), ranked.has_shape && ranked.shape.size() >= 3
+                                          ? static_cast<int64_t>(ranked.shape.size()) - 2 : -1);
   if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, out);
   if (x.shape.size() < 3) ctx.fail_node("x must have rank >= 3 (N, C, spatial...), got ", x.shape.to_string());
   if (w.shape.size() != x.shape.size())

@@ -171,9 +171,9 @@ TEST(Opset27, CausalConvWithStateStreams) {
   expect_near(second[1].tensor(), {3, 4});
   // Bias then SiLU: x * sigmoid(x) of (100 + 1).
   const auto silu = run_op("CausalConvWithState", {{"x", f32({1, 1, 1}, {1})}, {"w", w, true}, {"b", f32({1}, {1}), true}},
-                           {DType::kFloat}, {attr_string("activation", "silu")}, 27);
+                           {DType::kFloat, DType::kFloat}, {attr_string("activation", "silu")}, 27);
   expect_near(silu[0].tensor(), {101.0f / (1.0f + std::exp(-101.0f))});
-  expect_error([&] { run_op("CausalConvWithState", {{"x", f32({1, 1, 1}, {1})}, {"w", w, true}}, {DType::kFloat},
+  expect_error([&] { run_op("CausalConvWithState", {{"x", f32({1, 1, 1}, {1})}, {"w", w, true}}, {DType::kFloat, DType::kFloat},
                             {attr_string("activation", "gelu")}, 27); },
                "activation");
 }
@@ -215,7 +215,8 @@ TEST(Opset27, LinearAttentionStreams) {
   expect_near(p2[0].tensor(), {out[4], out[5]});
   expect_near(p2[1].tensor(), values<float>(all[1].tensor()));
   // The gated rules need the decay.
-  expect_error([&] { run_op("LinearAttention", {{"q", q}, {"k", k}, {"v", v}}, {DType::kFloat}, attrs, 27); }, "decay");
+  expect_error([&] { run_op("LinearAttention", {{"q", q}, {"k", k}, {"v", v}}, {DType::kFloat, DType::kFloat}, attrs, 27); },
+               "decay");
 }
 
 namespace {
