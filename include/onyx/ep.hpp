@@ -43,8 +43,8 @@ class ExecutionProviderDispatch {
  public:
   ExecutionProviderDispatch(std::string name, std::vector<std::pair<std::string, std::string>> options)
       : name_(std::move(name)), options_(std::move(options)) {}
-  /// Make registration failure (not built, module missing, no device, bad option) an error at
-  /// session creation instead of a silent skip.
+  /// Make registration failure (not built, module missing, no device) an error at session
+  /// creation instead of a silent skip. (A malformed option is an error either way.)
   ExecutionProviderDispatch& error_on_failure(bool on = true) & {
     error_on_failure_ = on;
     return *this;
@@ -74,8 +74,10 @@ class Spec {
   explicit Spec(std::string name) : name_(std::move(name)) {}
   /// Lower-case name as `onyx providers` prints it ("cpu", "onednn", "cuda", ...).
   const std::string& name() const { return name_; }
-  /// Any option the EP publishes, by key (the escape hatch behind the typed methods). Unknown
-  /// keys and bad values are reported, naming the key, when the EP registers.
+  /// Any option the EP publishes, by key (the escape hatch behind the typed methods). An unknown
+  /// key or a value that does not parse makes session creation throw onyx::Error naming the EP,
+  /// the key and what it accepts, with or without error_on_failure (checked once the EP's module
+  /// is loaded; an EP that cannot load is skipped as usual).
   Spec& set(std::string key, std::string value);
   /// The configured EP, for SessionBuilder::with_execution_providers.
   ExecutionProviderDispatch build() const { return ExecutionProviderDispatch(name_, options_); }

@@ -1,5 +1,7 @@
 // The EP table, factory resolution, option validation and the environment's default EPs.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -99,30 +101,50 @@ ep::Availability ep_availability(const std::string& name, const std::string& mod
 
 namespace {
 
+/// The values of an "enum:a|b|c" option type.
+std::vector<std::string> enum_values(const std::string& type) {
+  std::vector<std::string> r;
+  size_t b = 5;
+  while (b <= type.size()) {
+    const size_t e = type.find('|', b);
+    r.push_back(type.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  return r;
+}
+
 bool valid_value(const std::string& type, const std::string& v) {
   if (type == "bool") return v == "true" || v == "false" || v == "1" || v == "0";
   if (type == "int" || type == "uint") {
-    if (v.empty()) return false;
+    if (v.empty() || std::isspace(static_cast<unsigned char>(v[0]))) return false;
     char* end = nullptr;
+    errno = 0;
     const long long x = std::strtoll(v.c_str(), &end, 10);
-    return *end == '\0' && (type == "int" || x >= 0);
+    return *end == '\0' && errno != ERANGE && (type == "int" || x >= 0);
   }
   if (type == "float") {
+    if (v.empty() || std::isspace(static_cast<unsigned char>(v[0]))) return false;
     char* end = nullptr;
     std::strtod(v.c_str(), &end);
-    return !v.empty() && *end == '\0';
+    return *end == '\0';
   }
   if (type.rfind("enum:", 0) == 0) {
-    size_t b = 5;
-    while (b <= type.size()) {
-      const size_t e = type.find('|', b);
-      if (type.substr(b, e == std::string::npos ? std::string::npos : e - b) == v) return true;
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
+    for (const auto& e : enum_values(type))
+      if (e == v) return true;
     return false;
   }
   return true;  // string
+}
+
+/// What a value of `type` may be, for an error message: "int (an integer)", "one of auto, tiled, simple".
+std::string accepted_values(const std::string& type) {
+  if (type == "bool") return "bool (true, false, 1 or 0)";
+  if (type == "int") return "int (an integer)";
+  if (type == "uint") return "uint (a non-negative integer)";
+  if (type == "float") return "float (a number)";
+  if (type.rfind("enum:", 0) == 0) return "one of " + join(enum_values(type), ", ");
+  return type;
 }
 
 }  // namespace
@@ -143,7 +165,8 @@ OptionList effective_options(const std::string& ep, const std::vector<ep::Option
            keys.empty() ? std::string(" (it takes none)") : " (options: " + join(keys, ", ") + ")");
     }
     if (!valid_value(it->type, v))
-      fail(ErrorCode::kInvalidArgument, "execution provider '", ep, "': option '", k, "' must be ", it->type, ", got '", v, "'");
+      fail(ErrorCode::kInvalidArgument, "execution provider '", ep, "': option '", k, "' must be ", accepted_values(it->type),
+           ", got '", v, "'");
     for (auto& [ek, ev] : out)
       if (ek == k) ev = v;
   }

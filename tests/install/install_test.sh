@@ -21,6 +21,25 @@ LD_LIBRARY_PATH="$LIBDIR" "$TMP/ex/onyx_example_run_model" "$SRC/examples/models
   "$SRC/examples/models/tiny_normalize_test_data" >/dev/null
 echo "ok   find_package(onyx) build runs"
 
+# A consumer project that sets no C++ standard of its own: onyx::onyx carries C++20 (the headers
+# need it), so find_package(onyx) + target_link_libraries(app PRIVATE onyx::onyx) is all it takes.
+mkdir -p "$TMP/consumer"
+cat >"$TMP/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(onyx_consumer LANGUAGES CXX)
+find_package(onyx REQUIRED)
+add_executable(app main.cpp)
+target_link_libraries(app PRIVATE onyx::onyx)
+CMAKE
+cp "$SRC/examples/run_model.cpp" "$TMP/consumer/main.cpp"
+cmake -S "$TMP/consumer" -B "$TMP/consumer/build" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release >/dev/null
+if ! cmake --build "$TMP/consumer/build" >"$TMP/consumer.log" 2>&1; then
+  echo "FAIL: a project that sets no C++ standard does not build against onyx::onyx:"; tail -n 20 "$TMP/consumer.log"; exit 1
+fi
+LD_LIBRARY_PATH="$LIBDIR" "$TMP/consumer/build/app" "$SRC/examples/models/tiny_normalize.onnx" \
+  "$SRC/examples/models/tiny_normalize_test_data" >/dev/null
+echo "ok   a consumer that sets no C++ standard builds against onyx::onyx and runs"
+
 # pkg-config
 PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --exists onyx
 g++ -O1 "$SRC/examples/run_model.cpp" $(PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --cflags --libs onyx) -o "$TMP/pc_example"

@@ -8,7 +8,10 @@
 
 #include "cli.hpp"
 #include "core/common.hpp"
+#include "model/loader.hpp"
 #include "model/tensor_proto.hpp"
+#include "session/infer.hpp"
+#include "session/io_info.hpp"
 #include "session/session_impl.hpp"
 
 namespace onyx::cli {
@@ -153,60 +156,208 @@ Json& Json::null() {
   return *this;
 }
 
-std::map<std::string, int64_t> dims_from(const Args& a) {
-  std::map<std::string, int64_t> dims;
-  for (const auto& d : a.all("--dim")) {
-    const size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0) fail(ErrorCode::kInvalidArgument, "--dim expects NAME=N, got '", d, "'");
-    char* end = nullptr;
-    const long long v = std::strtoll(d.c_str() + eq + 1, &end, 10);
-    if (*end || v < 0) fail(ErrorCode::kInvalidArgument, "--dim ", d, ": N must be a non-negative integer");
-    dims[d.substr(0, eq)] = v;
+namespace {
+
+/// "x float[batch,?,4], mask int64[batch,seq]"
+std::string describe_inputs(const std::vector<IoInfo>& inputs) {
+  std::vector<std::string> parts;
+  for (const auto& in : inputs) parts.push_back(in.name + " " + in.type_string);
+  return parts.empty() ? std::string("none") : join(parts, ", ");
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+ModelInfo read_model_info(const std::string& path, bool infer_outputs) {
+  const std::shared_ptr<Model> m = load_model_file(path);
+  const Graph& g = *m->graph;
+  SymbolTable& symbols = *m->symbols;
+  ModelInfo r;
+  r.ir_version = m->ir_version;
+  r.producer = m->producer_version.empty() ? m->producer_name : m->producer_name + " " + m->producer_version;
+  for (const auto& [d, v] : m->opsets) r.opsets.emplace_back(d.empty() ? "ai.onnx" : d, v);
+  for (int in : g.inputs) r.inputs.push_back(io_info(g.values[in], g.values[in].type, symbols));
+  // An output's declared type, or the inferred one where the file declares none (or no shape).
+  auto wants_inferred = [](const TypeInfo& declared, const TypeInfo& inferred) {
+    return declared.kind == TypeInfo::Kind::kUnknown || (declared.is_tensor() && !declared.has_shape && inferred.has_shape);
+  };
+  GraphFacts facts;
+  bool need = false;
+  for (int out : g.outputs) need |= g.values[out].type.kind == TypeInfo::Kind::kUnknown || !g.values[out].type.has_shape;
+  if (infer_outputs && need) {
+    try {
+      facts = entry_facts(g, nullptr, false);
+      infer_graph(g, facts, symbols, InferOptions{});
+    } catch (const Error&) {
+      // An op onyx does not know, or a type error: the outputs inferred before it keep their types.
+    }
   }
-  return dims;
+  for (int out : g.outputs) {
+    const TypeInfo& declared = g.values[out].type;
+    const bool inferred = static_cast<size_t>(out) < facts.types.size() && wants_inferred(declared, facts.types[out]) &&
+                          facts.types[out].kind != TypeInfo::Kind::kUnknown;
+    r.outputs.push_back(io_info(g.values[out], inferred ? facts.types[out] : declared, symbols));
+  }
+  std::map<std::string, int64_t> counts;
+  for (const Node& n : g.nodes) counts[n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type]++;
+  r.op_counts.assign(counts.begin(), counts.end());
+  return r;
+}
+
+std::vector<DimSetting> dims_from(const Args& a, const std::vector<IoInfo>& inputs) {
+  std::vector<std::string> named;  // the inputs' symbolic dim names, in order of appearance
+  for (const auto& in : inputs)
+    for (size_t k = 0; k < in.shape.size(); ++k)
+      if (in.shape[k] < 0 && !in.dim_names[k].empty() && std::find(named.begin(), named.end(), in.dim_names[k]) == named.end())
+        named.push_back(in.dim_names[k]);
+  std::vector<DimSetting> r;
+  for (const auto& text : a.all("--dim")) {
+    const size_t eq = text.rfind('=');
+    if (eq == std::string::npos || eq == 0) fail(ErrorCode::kInvalidArgument, "--dim expects NAME=N or INPUT:AXIS=N, got '", text, "'");
+    DimSetting d;
+    d.text = text;
+    const std::string lhs = text.substr(0, eq), n = text.substr(eq + 1);
+    if (!all_digits(n) || n.size() > 18) fail(ErrorCode::kInvalidArgument, "--dim ", text, ": N must be a non-negative integer");
+    d.value = std::stoll(n);
+    if (std::find(named.begin(), named.end(), lhs) != named.end()) {
+      d.name = lhs;
+      r.push_back(d);
+      continue;
+    }
+    // INPUT:AXIS (the last ':' splits, so input names with a ':' of their own, "input:0", work too).
+    const size_t colon = lhs.rfind(':');
+    if (colon == std::string::npos || colon == 0 || !all_digits(lhs.substr(colon + 1)))
+      fail(ErrorCode::kInvalidArgument, "--dim ", text, ": no input of the model has a dim named '", lhs, "' (",
+           named.empty() ? std::string("the inputs have no named dims") : "named dims: " + join(named, ", "),
+           "; inputs: ", describe_inputs(inputs), "; a dim without a name is set with --dim INPUT:AXIS=N)");
+    d.input = lhs.substr(0, colon);
+    const std::string axis = lhs.substr(colon + 1);
+    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const IoInfo& in) { return in.name == d.input; });
+    if (it == inputs.end())
+      fail(ErrorCode::kInvalidArgument, "--dim ", text, ": the model has no input named '", d.input, "' (inputs: ",
+           describe_inputs(inputs), ")");
+    if (!it->has_shape)
+      fail(ErrorCode::kInvalidArgument, "--dim ", text, ": input '", d.input, "' (", it->type_string, ") has no declared shape");
+    if (axis.size() > 9 || std::stoul(axis) >= it->shape.size())
+      fail(ErrorCode::kInvalidArgument, "--dim ", text, ": input '", d.input, "' (", it->type_string, ") has rank ", it->shape.size(),
+           it->shape.empty() ? std::string() : str(" (axes 0 to ", it->shape.size() - 1, ")"));
+    d.axis = std::stoul(axis);
+    if (it->shape[d.axis] >= 0 && it->shape[d.axis] != d.value)
+      fail(ErrorCode::kInvalidArgument, "--dim ", text, ": dim ", d.axis, " of input '", d.input, "' (", it->type_string,
+           ") is fixed at ", it->shape[d.axis], " by the model");
+    r.push_back(d);
+  }
+  return r;
 }
 
 std::vector<ep::ExecutionProviderDispatch> eps_from(const Args& a) {
-  std::vector<ep::ExecutionProviderDispatch> eps;
   const bool require = a.has("--require-ep");
   // --ep-option NAME.KEY=VALUE sets an option of EP NAME.
-  std::vector<std::tuple<std::string, std::string, std::string>> opts;
+  struct EpOption {
+    std::string text, ep, key, value;
+  };
+  std::vector<EpOption> opts;
   for (const auto& o : a.all("--ep-option")) {
     const size_t dot = o.find('.'), eq = o.find('=');
     if (dot == std::string::npos || eq == std::string::npos || eq < dot)
       fail(ErrorCode::kInvalidArgument, "--ep-option expects NAME.KEY=VALUE, got '", o, "'");
-    opts.emplace_back(o.substr(0, dot), o.substr(dot + 1, eq - dot - 1), o.substr(eq + 1));
+    opts.push_back({o, o.substr(0, dot), o.substr(dot + 1, eq - dot - 1), o.substr(eq + 1)});
   }
+  std::vector<std::string> names;  // --ep, in priority order
   for (const auto& list : a.all("--ep")) {
     size_t b = 0;
     while (b <= list.size()) {
       const size_t e = list.find(',', b);
       std::string name = list.substr(b, e == std::string::npos ? std::string::npos : e - b);
-      if (!name.empty()) {
-        ep::Spec spec = ep::by_name(name);
-        for (const auto& [n, k, v] : opts)
-          if (n == name) spec.set(k, v);
-        eps.push_back(spec.build().error_on_failure(require));
-      }
+      if (!name.empty()) names.push_back(name);
       if (e == std::string::npos) break;
       b = e + 1;
     }
   }
-  if (require && eps.empty()) fail(ErrorCode::kInvalidArgument, "--require-ep needs --ep NAME[,NAME...]");
+  if (require && names.empty()) fail(ErrorCode::kInvalidArgument, "--require-ep needs --ep NAME[,NAME...]");
+  std::vector<ep::ExecutionProviderDispatch> eps;
+  for (const auto& name : names) {
+    ep::Spec spec = ep::by_name(name);
+    for (const auto& o : opts)
+      if (o.ep == name) spec.set(o.key, o.value);
+    eps.push_back(spec.build().error_on_failure(require));
+  }
+  // Options of an EP --ep does not list: the CPU EP is always there (last, unless listed), so its
+  // options apply to it, listed where the session would add it; any other EP's are a mistake.
+  ep::Spec cpu = ep::by_name("cpu");
+  bool cpu_options = false;
+  for (const auto& o : opts) {
+    if (std::find(names.begin(), names.end(), o.ep) != names.end()) continue;
+    if (o.ep != "cpu")
+      fail(ErrorCode::kInvalidArgument, "--ep-option ", o.text, ": '", o.ep, "' is not one of the EPs given with --ep (",
+           names.empty() ? std::string("none given") : join(names, ","), ")");
+    if (a.has("--strict"))
+      fail(ErrorCode::kInvalidArgument, "--ep-option ", o.text, ": with --strict no node may run on the CPU EP, so its options have no effect");
+    cpu.set(o.key, o.value);
+    cpu_options = true;
+  }
+  if (cpu_options) eps.push_back(cpu.build());
   return eps;
 }
 
-SessionBuilder builder_from(const Args& a) {
+SessionBuilder builder_from(const Args& a, const std::string& path) {
   SessionBuilder b;
   b.with_intra_threads(static_cast<int>(a.get_int("--threads", 0)));
-  for (auto& [k, v] : dims_from(a)) b.with_dimension_override(k, v);
+  if (a.has("--no-spin")) b.with_intra_op_spinning(false);
+  if (a.has("--memory-limit")) {
+    const int64_t mb = a.get_int("--memory-limit", 0);
+    if (mb < 1 || mb > (int64_t(1) << 30))
+      fail(ErrorCode::kInvalidArgument, "--memory-limit must be a number of MB in [1, 2^30], got ", mb);
+    b.with_memory_limit(static_cast<uint64_t>(mb) << 20);
+  }
+  // --dim is checked against the inputs as the model declares them (the loader alone, only when
+  // --dim is given), so a typo is an error that lists the names instead of a setting that is ignored.
+  if (a.has("--dim"))
+    for (const DimSetting& d : dims_from(a, read_model_info(path, false).inputs)) {
+      if (d.by_input())
+        b.with_input_dimension(d.input, d.axis, d.value);
+      else
+        b.with_dimension_override(d.name, d.value);
+    }
   b.with_execution_providers(eps_from(a));
   if (a.has("--strict")) b.with_cpu_fallback(false);
   return b;
 }
 
-std::vector<std::pair<std::string, Value>> random_inputs(const Session& s, const std::map<std::string, int64_t>& dims,
-                                                         int64_t int_max, uint64_t seed) {
+std::vector<std::pair<std::string, Value>> random_inputs(const Session& s, int64_t int_max, uint64_t seed) {
+  // Dims the session leaves symbolic are 1, said before anything runs (a shape error deep in the
+  // model is then understandable): one note per dim name (with the inputs that have it), or per
+  // unnamed dim, in the order of the inputs.
+  struct Unset {
+    std::string name;                 // "" for an unnamed dim
+    std::vector<std::string> inputs;  // quoted
+    std::string note;                 // the whole note, for an unnamed dim
+  };
+  std::vector<Unset> unset;
+  for (const IoInfo& in : s.inputs()) {
+    if (in.has_default || in.kind != Value::Kind::kTensor) continue;
+    for (size_t k = 0; k < in.shape.size(); ++k) {
+      if (in.shape[k] >= 0) continue;
+      const std::string& name = in.dim_names[k];
+      if (name.empty()) {
+        unset.push_back({"", {}, str("dim ", k, " of input '", in.name, "' (", in.type_string, ") not set (--dim ", in.name, ":", k, "=N)")});
+        continue;
+      }
+      auto it = std::find_if(unset.begin(), unset.end(), [&](const Unset& u) { return u.name == name; });
+      if (it == unset.end()) it = unset.insert(unset.end(), Unset{name, {}, ""});
+      const std::string quoted = "'" + in.name + "'";
+      if (std::find(it->inputs.begin(), it->inputs.end(), quoted) == it->inputs.end()) it->inputs.push_back(quoted);
+    }
+  }
+  for (const Unset& u : unset) {
+    const std::string note = u.name.empty() ? u.note
+                                            : str("dim '", u.name, "' of input", u.inputs.size() == 1 ? " " : "s ", join(u.inputs, ", "),
+                                                  " not set (--dim ", u.name, "=N)");
+    std::fprintf(stderr, "note: %s; using 1\n", note.c_str());
+  }
   std::mt19937_64 rng(seed);
   std::vector<std::pair<std::string, Value>> r;
   for (const IoInfo& in : s.inputs()) {
@@ -215,14 +366,7 @@ std::vector<std::pair<std::string, Value>> random_inputs(const Session& s, const
       fail(ErrorCode::kInvalidArgument, "input '", in.name, "' is a ", in.type_string,
            "; random values are only made for tensors (use --inputs)");
     Shape shape;
-    for (size_t k = 0; k < in.shape.size(); ++k) {
-      int64_t d = in.shape[k];
-      if (d < 0) {
-        auto it = dims.find(in.dim_names[k]);
-        d = it != dims.end() ? it->second : 1;
-      }
-      shape.push_back(d);
-    }
+    for (size_t k = 0; k < in.shape.size(); ++k) shape.push_back(in.shape[k] >= 0 ? in.shape[k] : 1);
     Tensor t(in.dtype, shape);
     const bool mask = in.name.find("mask") != std::string::npos;
     std::uniform_real_distribution<double> uf(-1.0, 1.0);

@@ -1,4 +1,4 @@
-// onyx bench MODEL [--runs N] [--warmup N] [--threads N] [--json]
+// onyx bench MODEL [options] (onyx bench --help)
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <thread>
+#include <vector>
 
 #include "cli.hpp"
 #include "core/common.hpp"
@@ -34,17 +36,20 @@ void progress(const char* what, int i, int n, bool enabled) {
 
 int cmd_bench(const Args& a) {
   if (a.positional.size() != 1)
-    fail(ErrorCode::kInvalidArgument, "usage: onyx bench MODEL [--runs N] [--warmup N] [--threads N] [--json]");
+    fail(ErrorCode::kInvalidArgument, "usage: onyx bench MODEL [options] (onyx bench --help lists them)");
   const std::string& path = a.positional[0];
   const int runs = static_cast<int>(a.get_int("--runs", 50));
   const int warmup = static_cast<int>(a.get_int("--warmup", 5));
   if (runs < 1 || warmup < 0) fail(ErrorCode::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
+  const int64_t concurrent = a.get_int("--concurrent", 1);
+  if (concurrent < 1 || concurrent > 1024) fail(ErrorCode::kInvalidArgument, "--concurrent must be in [1, 1024], got ", concurrent);
   const bool show = !a.has("--no-progress") && isatty(STDERR_FILENO);
+  const SessionBuilder builder = builder_from(a, path);
   auto t0 = std::chrono::steady_clock::now();
-  Session s = builder_from(a).commit_from_file(path);
+  Session s = builder.commit_from_file(path);
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto inputs = a.has("--inputs") ? read_inputs(s, a.get("--inputs"))
-                                        : random_inputs(s, dims_from(a), a.get_int("--int-max", 10), 42);
+                                        : random_inputs(s, a.get_int("--int-max", 10), 42);
   Binding b(s);
   for (const auto& [name, v] : inputs) b.bind_input(name, v);
   for (int i = 0; i < warmup; ++i) {
@@ -52,13 +57,43 @@ int cmd_bench(const Args& a) {
     progress("warmup", i + 1, warmup, show);
   }
   std::vector<double> times;
-  times.reserve(runs);
-  for (int i = 0; i < runs; ++i) {
-    auto r0 = std::chrono::steady_clock::now();
-    s.run(b);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count());
-    progress("bench", i + 1, runs, show);
+  times.reserve(static_cast<size_t>(runs * concurrent));
+  const auto w0 = std::chrono::steady_clock::now();
+  if (concurrent == 1) {
+    for (int i = 0; i < runs; ++i) {
+      auto r0 = std::chrono::steady_clock::now();
+      s.run(b);
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count());
+      progress("bench", i + 1, runs, show);
+    }
+  } else {
+    // --concurrent N: N threads share the session, each with its own binding, --runs runs each;
+    // the latency figures are over every run of every thread.
+    std::vector<std::vector<double>> per(static_cast<size_t>(concurrent));
+    std::vector<std::string> errors(static_cast<size_t>(concurrent));
+    std::vector<std::thread> threads;
+    for (int64_t t = 0; t < concurrent; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          Binding mine(s);
+          for (const auto& [name, v] : inputs) mine.bind_input(name, v);
+          for (int i = 0; i < runs; ++i) {
+            auto r0 = std::chrono::steady_clock::now();
+            s.run(mine);
+            per[t].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r0).count());
+          }
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (int64_t t = 0; t < concurrent; ++t) {
+      if (!errors[t].empty()) fail(ErrorCode::kRuntime, "bench thread ", t, ": ", errors[t]);
+      times.insert(times.end(), per[t].begin(), per[t].end());
+    }
   }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  const double throughput = static_cast<double>(times.size()) / std::max(wall_s, 1e-9);
   // --profile FILE / --per-node: --profile-runs more runs with node timing (kept out of the
   // latency figures). One profiled run says little on a noisy machine: the per-node figures are
   // medians over the runs, and the trace holds every run, one after another.
@@ -134,6 +169,8 @@ int cmd_bench(const Args& a) {
     j.key("runs").value(runs);
     j.key("warmup").value(warmup);
     j.key("threads").value(static_cast<int64_t>(a.get_int("--threads", 0)));
+    j.key("concurrent").value(concurrent);
+    j.key("throughput_rps").value(throughput);
     j.key("median_ms").value(median);
     j.key("p90_ms").value(p90);
     j.key("min_ms").value(mn);
@@ -144,10 +181,14 @@ int cmd_bench(const Args& a) {
     return 0;
   }
   std::printf("model:    %s\n", path.c_str());
-  std::printf("runs:     %d (after %d warm-up)\n", runs, warmup);
+  if (concurrent > 1)
+    std::printf("runs:     %d x %lld threads (after %d warm-up)\n", runs, static_cast<long long>(concurrent), warmup);
+  else
+    std::printf("runs:     %d (after %d warm-up)\n", runs, warmup);
   std::printf("median:   %.3f ms\n", median);
   std::printf("p90:      %.3f ms\n", p90);
   std::printf("min:      %.3f ms\n", mn);
+  std::printf("rate:     %.1f runs/s\n", throughput);
   std::printf("load:     %.1f ms\n", load_ms);
   std::printf("peak RSS: %.1f MB\n", rss);
   return 0;

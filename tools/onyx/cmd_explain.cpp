@@ -50,9 +50,9 @@ const char* kColours[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3",
 }  // namespace
 
 int cmd_explain(const Args& a) {
-  if (a.positional.size() != 1) fail(ErrorCode::kInvalidArgument, "usage: onyx explain MODEL [--ep LIST] [--json | --dot]");
+  if (a.positional.size() != 1) fail(ErrorCode::kInvalidArgument, "usage: onyx explain MODEL [options] (onyx explain --help lists them)");
   const std::string& path = a.positional[0];
-  Session s = builder_from(a).commit_from_file(path);
+  Session s = builder_from(a, path).commit_from_file(path);
   const Placement p = s.placement();
   if (a.has("--json")) {
     Json j;

@@ -1,4 +1,4 @@
-// onyx info MODEL [--json]
+// onyx info MODEL [--json]: a model's metadata, read with the loader alone
 #include <cstdio>
 
 #include "cli.hpp"
@@ -39,26 +39,28 @@ void io_json(Json& j, const IoInfo& io, bool input) {
 int cmd_info(const Args& a) {
   if (a.positional.size() != 1) fail(ErrorCode::kInvalidArgument, "usage: onyx info MODEL [--json]");
   const std::string& path = a.positional[0];
-  // The model as written: no graph rewriting, so op counts are those of the file.
-  Session s = Session::builder().with_intra_threads(1).with_optimization_level(GraphOptimizationLevel::kDisabled).commit_from_file(path);
+  // The model as the loader reads it: no session (nothing optimised, placed or prepared, no weight
+  // converted or packed), so op counts are those of the file and a model with an op no EP runs
+  // still shows its metadata.
+  const ModelInfo m = read_model_info(path, true);
   if (a.has("--json")) {
     Json j;
     j.begin_object();
     j.key("model").value(path);
-    j.key("ir_version").value(s.ir_version());
-    j.key("producer").value(s.producer());
+    j.key("ir_version").value(m.ir_version);
+    j.key("producer").value(m.producer);
     j.key("opsets").begin_object();
-    for (auto& [d, v] : s.opsets()) j.key(d).value(v);
+    for (auto& [d, v] : m.opsets) j.key(d).value(v);
     j.end_object();
     j.key("inputs").begin_array();
-    for (const auto& in : s.inputs()) io_json(j, in, true);
+    for (const auto& in : m.inputs) io_json(j, in, true);
     j.end_array();
     j.key("outputs").begin_array();
-    for (const auto& out : s.outputs()) io_json(j, out, false);
+    for (const auto& out : m.outputs) io_json(j, out, false);
     j.end_array();
     int64_t total = 0;
     j.key("op_counts").begin_object();
-    for (auto& [op, n] : s.op_counts()) {
+    for (auto& [op, n] : m.op_counts) {
       j.key(op).value(n);
       total += n;
     }
@@ -69,18 +71,18 @@ int cmd_info(const Args& a) {
     return 0;
   }
   std::printf("model:    %s\n", path.c_str());
-  std::printf("ir:       %lld    producer: %s\n", static_cast<long long>(s.ir_version()), s.producer().c_str());
+  std::printf("ir:       %lld    producer: %s\n", static_cast<long long>(m.ir_version), m.producer.c_str());
   std::printf("opsets:  ");
-  for (auto& [d, v] : s.opsets()) std::printf(" %s=%lld", d.c_str(), static_cast<long long>(v));
+  for (auto& [d, v] : m.opsets) std::printf(" %s=%lld", d.c_str(), static_cast<long long>(v));
   std::printf("\ninputs:\n");
-  for (const auto& in : s.inputs())
+  for (const auto& in : m.inputs)
     std::printf("  %-24s %s%s\n", in.name.c_str(), in.type_string.c_str(), in.has_default ? "  (has initializer)" : "");
   std::printf("outputs:\n");
-  for (const auto& out : s.outputs()) std::printf("  %-24s %s\n", out.name.c_str(), out.type_string.c_str());
+  for (const auto& out : m.outputs) std::printf("  %-24s %s\n", out.name.c_str(), out.type_string.c_str());
   int64_t total = 0;
-  for (auto& [op, n] : s.op_counts()) total += n;
+  for (auto& [op, n] : m.op_counts) total += n;
   std::printf("ops (%lld nodes):\n", static_cast<long long>(total));
-  for (auto& [op, n] : s.op_counts()) std::printf("  %-24s %lld\n", op.c_str(), static_cast<long long>(n));
+  for (auto& [op, n] : m.op_counts) std::printf("  %-24s %lld\n", op.c_str(), static_cast<long long>(n));
   return 0;
 }
 

@@ -109,7 +109,10 @@ int cmd_ops(const Args& a) {
       std::string types;
       for (const auto& t : r.types) types += (types.empty() ? "" : "; ") + t;
       std::string vs;
-      for (int v : r.versions) vs += (vs.empty() ? "" : ", ") + std::to_string(v);
+      for (int v : r.versions) {
+        if (!vs.empty()) vs += ", ";
+        vs += std::to_string(v);
+      }
       std::printf("| %s | %s | %s | %s | %s |\n", r.domain.c_str(), r.name.c_str(), vs.c_str(), cpu.c_str(),
                   types.empty() ? "–" : types.c_str());
     }
@@ -118,7 +121,10 @@ int cmd_ops(const Args& a) {
   std::printf("%-26s %-18s %-24s %s\n", "domain", "operator", "versions", "CPU EP");
   for (const auto& r : rows) {
     std::string vs;
-    for (int v : r.versions) vs += (vs.empty() ? "" : ",") + std::to_string(v);
+    for (int v : r.versions) {
+      if (!vs.empty()) vs += ",";
+      vs += std::to_string(v);
+    }
     const std::string missing = versions_text(r, false);
     std::printf("%-26s %-18s %-24s %s\n", r.domain.c_str(), r.name.c_str(), vs.c_str(),
                 missing.empty() ? "all" : ("missing " + missing).c_str());
