@@ -17,6 +17,8 @@ enum class ErrorCode {
   kIo,               ///< The file system refused: missing file, unreadable, cannot map.
   kEpFailure,        ///< An execution provider failed to register or to run.
   kNotAvailable,     ///< An execution provider is not built, not loadable or not usable here.
+  kCancelled,        ///< The run was stopped by RunOptions::terminate().
+  kOutOfMemory,      ///< A run would pass the session's memory limit (SessionBuilder::with_memory_limit).
 };
 
 /// Name of an error code, e.g. "InvalidModel".

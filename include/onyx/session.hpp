@@ -1,6 +1,7 @@
 // onyx: sessions — load a model once, run it many times.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -92,17 +93,31 @@ class SessionBuilder {
 
   /// Threads for intra-op parallelism (the calling thread included). 0 (default) = one per core.
   SessionBuilder& with_intra_threads(int n);
+  /// Whether idle intra-op threads spin briefly before sleeping (default true: lower latency
+  /// between kernels). false makes them sleep at once, burning no CPU between kernels: for a
+  /// machine busy with other work (ORT's session.intra_op.allow_spinning = 0).
+  SessionBuilder& with_intra_op_spinning(bool allowed);
+  /// Caps the host memory the session's runs hold at once, in bytes: activation arenas, outputs
+  /// and every tensor a kernel allocates (weights, loaded once, are not counted). A run that would
+  /// pass it throws onyx::Error kOutOfMemory naming the node. 0 (default) = no limit.
+  SessionBuilder& with_memory_limit(uint64_t bytes);
   /// Graph rewriting level (default kAll).
   SessionBuilder& with_optimization_level(GraphOptimizationLevel level);
-  /// Fix a symbolic dimension (dim_param) to a value for every input that uses it.
+  /// Fix a symbolic dimension (dim_param) to a value for every input that uses it. A name no
+  /// input has changes nothing (a warning is logged).
   SessionBuilder& with_dimension_override(std::string name, int64_t value);
+  /// Fix dim `axis` of graph input `input` to `value`: for a dim without a name (`float[?,3]`),
+  /// or one input's named dim alone. Session creation throws onyx::Error when the model has no
+  /// such input, the axis is past its rank, or the model fixes that dim to another value.
+  SessionBuilder& with_input_dimension(std::string input, size_t axis, int64_t value);
   /// Directory where external data files are looked up for commit_from_memory (default: none).
   SessionBuilder& with_external_data_dir(std::string dir);
 
   /// Execution providers in priority order, appended to any registered before. Each node runs on
   /// the first EP that takes it; the CPU EP takes the rest (it is added last unless listed).
   /// An EP that cannot register is skipped (see Session::registration()), or makes commit throw
-  /// when it was built with error_on_failure().
+  /// when it was built with error_on_failure(). A malformed option (unknown key, a value that does
+  /// not parse) always makes commit throw.
   SessionBuilder& with_execution_providers(std::vector<ep::ExecutionProviderDispatch> eps);
   /// Appends one EP (what ep::Spec::register_with does after checking it).
   SessionBuilder& add_execution_provider(ep::ExecutionProviderDispatch ep);
@@ -133,6 +148,23 @@ struct NodeTiming {
   std::string device;
   double start_us = 0;  ///< from the start of the run
   double duration_us = 0;
+};
+
+/// Per-run options. Copies share one terminate flag, so a copy handed to another thread can stop
+/// the runs using it (ORT's RunOptions::SetTerminate).
+class RunOptions {
+ public:
+  RunOptions() : terminate_(std::make_shared<std::atomic<bool>>(false)) {}
+  /// Stops every run using these options, now and until reset(): each throws onyx::Error
+  /// kCancelled at its next node (or loop iteration). Safe to call from any thread.
+  void terminate() const { terminate_->store(true, std::memory_order_relaxed); }
+  /// Lets runs with these options proceed again.
+  void reset() const { terminate_->store(false, std::memory_order_relaxed); }
+  bool terminated() const { return terminate_->load(std::memory_order_relaxed); }
+  const std::atomic<bool>* flag() const { return terminate_.get(); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> terminate_;
 };
 
 /// Inputs and outputs for Session::run, reusable across runs: bind once, run many times with no
@@ -192,6 +224,11 @@ class Session {
                          const std::vector<std::string>& output_names) const;
   /// Runs with a Binding (reusable; supports outputs into user buffers).
   void run(Binding& binding) const;
+  /// The same three forms with run options (cancellation from another thread).
+  std::vector<Value> run(const std::vector<std::pair<std::string, Value>>& inputs, const RunOptions& options) const;
+  std::vector<Value> run(const std::vector<std::pair<std::string, Value>>& inputs,
+                         const std::vector<std::string>& output_names, const RunOptions& options) const;
+  void run(Binding& binding, const RunOptions& options) const;
 
   /// Where each node of the main graph runs, with every higher-priority EP's reason for declining
   /// it, and the copies between memories.

@@ -9,8 +9,10 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "core/common.hpp"
+#include "core/memory_budget.hpp"
 
 namespace onyx {
 
@@ -24,6 +26,8 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kIo: return "IoError";
     case ErrorCode::kEpFailure: return "EpFailure";
     case ErrorCode::kNotAvailable: return "NotAvailable";
+    case ErrorCode::kCancelled: return "Cancelled";
+    case ErrorCode::kOutOfMemory: return "OutOfMemory";
   }
   return "Unknown";
 }
@@ -60,20 +64,29 @@ struct Storage {
   void* ptr = nullptr;
   int64_t count = 0;
   bool strings = false;
+  std::shared_ptr<MemoryBudget> budget;  // the session budget the block counts against, if any
+  uint64_t budget_bytes = 0;
   ~Storage() {
     if (strings) {
       auto* s = static_cast<std::string*>(ptr);
       for (int64_t i = 0; i < count; ++i) s[i].~basic_string();
     }
     std::free(ptr);
+    if (budget) budget->release(budget_bytes);
   }
 };
 
 constexpr size_t kAlign = 64;
+
+thread_local std::shared_ptr<MemoryBudget> t_budget;
 // Refuse single allocations larger than this (hostile shapes must not exhaust memory).
 constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 40;
 
 }  // namespace
+
+const std::shared_ptr<MemoryBudget>& MemoryBudget::current() { return t_budget; }
+MemoryBudget::Scope::Scope(std::shared_ptr<MemoryBudget> b) : previous_(std::exchange(t_budget, std::move(b))) {}
+MemoryBudget::Scope::~Scope() { t_budget = std::move(previous_); }
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   if (dtype == DType::kUndefined) fail(ErrorCode::kInvalidArgument, "cannot allocate a tensor of undefined type");
@@ -83,11 +96,16 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     fail(ErrorCode::kInvalidArgument, "tensor of shape ", shape_.to_string(), " and type ", dtype_name(dtype),
          " is too large to allocate");
   const size_t alloc = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  auto st = std::make_shared<Storage>();
+  if (const std::shared_ptr<MemoryBudget>& b = MemoryBudget::current()) {
+    b->reserve(alloc, [&] { return str("a tensor of shape ", shape_.to_string(), " and type ", dtype_name(dtype)); });
+    st->budget = b;
+    st->budget_bytes = alloc;
+  }
   void* p = std::aligned_alloc(kAlign, alloc);
   if (!p)
     fail(ErrorCode::kRuntime, "out of memory allocating ", bytes, " bytes for a tensor of shape ", shape_.to_string());
   std::memset(p, 0, alloc);
-  auto st = std::make_shared<Storage>();
   st->ptr = p;
   st->count = n;
   if (dtype == DType::kString) {

@@ -1,18 +1,39 @@
 #include "core/thread_pool.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 
 namespace onyx {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Bounded spin of an idle worker: a few tens of microseconds of pause loops, in slices between
+// which the core is offered to any other runnable thread (sched_yield returns at once when
+// there is none), so that on a busy machine spinning does not take the time slice of threads
+// with work to do.
+constexpr int kSpinSlices = 16;
+constexpr int kPausesPerSlice = 128;
+
+}  // namespace
 
 int hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, PoolSpin spin) : spin_(spin) {
   const int workers = std::max(0, num_threads - 1);
   workers_.reserve(workers);
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -25,30 +46,34 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks(const FunctionRef<void(int64_t, int64_t)>& fn) {
+void ThreadPool::run_chunks() {
+  const FunctionRef<void(int64_t, int64_t)>& fn = *fn_;
+  const int64_t n = n_, chunk = chunk_;
   for (;;) {
-    const int64_t b = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (b >= n_) break;
+    const int64_t b = next_.fetch_add(chunk, std::memory_order_relaxed);
+    if (b >= n) break;
     try {
-      fn(b, std::min(n_, b + chunk_));
+      fn(b, std::min(n, b + chunk));
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mu_);
       if (!error_) error_ = std::current_exception();
-      next_.store(n_, std::memory_order_relaxed);  // skip what is left
+      next_.store(n, std::memory_order_relaxed);  // skip what is left
     }
   }
 }
 
-void ThreadPool::worker_loop(int /*index*/) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    // Spin briefly for the next job (kernels come in quick succession), then sleep.
     uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; g == seen && spin < 20000; ++spin) {
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
-      g = generation_.load(std::memory_order_acquire);
+    if (spin_ == PoolSpin::kBounded) {
+      for (int slice = 0; g == seen && slice < kSpinSlices; ++slice) {
+        for (int i = 0; g == seen && i < kPausesPerSlice; ++i) {
+          cpu_relax();
+          g = generation_.load(std::memory_order_acquire);
+        }
+        if (g == seen) sched_yield();
+      }
     }
     if (g == seen) {
       std::unique_lock<std::mutex> lock(mu_);
@@ -60,8 +85,14 @@ void ThreadPool::worker_loop(int /*index*/) {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
     }
-    if (fn_) run_chunks(*fn_);
-    active_.fetch_sub(1, std::memory_order_acq_rel);
+    // Join the job only while it is open. The owner closes it (open_ = false) and then waits for
+    // active_ to drop to zero; with both sides sequentially consistent, either the owner sees this
+    // increment and waits for it, or this load sees the job closed and the worker leaves without
+    // touching the job's fields. A worker that arrives so late that a newer job is open joins that
+    // one, whose fields were written before it opened.
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    if (open_.load(std::memory_order_seq_cst)) run_chunks();
+    active_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -73,27 +104,29 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t
     fn(0, n);
     return;
   }
+  // Wait for stragglers of the previous job that saw it open but have not left yet (they are
+  // counted in active_ and may still read the fields about to be rewritten).
+  while (active_.load(std::memory_order_acquire) != 0) cpu_relax();
   // Aim for a few chunks per thread so uneven chunks balance out.
   const int64_t want_chunks = static_cast<int64_t>(threads) * 4;
   chunk_ = std::max(grain, (n + want_chunks - 1) / want_chunks);
   n_ = n;
   fn_ = &fn;
   next_.store(0, std::memory_order_relaxed);
-  active_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  open_.store(true, std::memory_order_seq_cst);
   {
     std::lock_guard<std::mutex> lock(mu_);
     generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
-  run_chunks(fn);
-  for (int spin = 0; active_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < 4000) {
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
-    } else {
+  run_chunks();
+  // Every chunk is taken: close the job and wait only for the workers inside it.
+  open_.store(false, std::memory_order_seq_cst);
+  for (int spin = 0; active_.load(std::memory_order_seq_cst) != 0; ++spin) {
+    if (spin < 2000)
+      cpu_relax();
+    else
       std::this_thread::yield();
-    }
   }
   fn_ = nullptr;
   std::exception_ptr error;

@@ -95,10 +95,16 @@ std::vector<Placement::CopyInfo> insert_copies(Graph& g, PartitionResult& part,
       if (mem == kHost && reads_metadata_only(g.nodes[i])) continue;  // a host Shape / Size reads only the dims
       v = copy_to(v, mem);
     }
-    for (int v : g.nodes[i].implicit_inputs)
-      if (home[v] != kHost)
-        fail(ErrorCode::kNotImplemented, g.nodes[i].label(), ": subgraphs reading device values ('", g.values[v].name,
-             "') are not supported");
+    // A subgraph reads its outer-scope values by name, in host memory (its own nodes are placed
+    // and given copies on their own, with outer values at home on the host). A value produced
+    // on a device is copied to the host once, and the name now resolves to the copy, for this
+    // node's subgraphs and any other's; device consumers keep reading the original by id.
+    for (int& v : g.nodes[i].implicit_inputs) {
+      if (v < 0 || v >= static_cast<int>(nv0) || home[v] == kHost) continue;
+      const int h = copy_to(v, kHost);
+      g.by_name[g.values[v].name] = h;
+      v = h;
+    }
   }
   // Graph outputs must end in host memory: the producer writes a device value, the copy writes
   // the output's own slot (so names stay what the model says).

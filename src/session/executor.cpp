@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "core/logging.hpp"
 #include "session/session_impl.hpp"
@@ -55,15 +56,28 @@ std::vector<Value> RunHooks::run_subgraph(const PreparedSubgraph& g, std::vector
   return session_.run_subgraph(g, std::move(inputs), caller, *this);
 }
 
-RunContext::~RunContext() { std::free(arena); }
+RunContext::~RunContext() {
+  std::free(arena);
+  if (arena_budget) arena_budget->release(arena_size);
+}
 
-void RunContext::ensure_arena(size_t bytes) {
+void RunContext::ensure_arena(size_t bytes, const std::shared_ptr<MemoryBudget>& budget) {
   if (bytes <= arena_size) return;
   std::free(arena);
   arena = nullptr;
+  if (arena_budget) arena_budget->release(arena_size);
+  arena_budget.reset();
   arena_size = 0;
+  if (budget) {
+    budget->reserve(bytes, [&] { return str("the run's activation arena (", bytes, " bytes planned)"); });
+    arena_budget = budget;
+  }
   arena = std::aligned_alloc(kArenaAlign, (bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign);
-  if (!arena) fail(ErrorCode::kRuntime, "out of memory allocating a ", bytes, "-byte activation arena");
+  if (!arena) {
+    if (arena_budget) arena_budget->release(bytes);
+    arena_budget.reset();
+    fail(ErrorCode::kRuntime, "out of memory allocating a ", bytes, "-byte activation arena");
+  }
   arena_size = bytes;
 }
 
@@ -73,6 +87,7 @@ void RunContext::ensure_arena(size_t bytes) {
 void GraphRunner::run_node(size_t i, std::vector<Value>& frame, RunHooks& hooks) const {
   if (inside_region(i)) return;  // computed by its region's kernel, at the region's first node
   const Node& n = graph.nodes[i];
+  hooks.check_cancelled(n);
   KernelContext ctx(n, frame.data(), *session.pool, &hooks, node_alloc[i], hooks.state(node_ep[i]));
   if (host_reader[i]) {
     // A host node must never see device memory: that would mean a missing copy.
@@ -144,6 +159,7 @@ bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel
 
 void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, RunHooks& hooks) const {
   const Node& n = graph.nodes[i];
+  hooks.check_cancelled(n);
   if (region_of[i] >= 0) {
     if (inside_region(i)) return;
     // Shape every node of the region in order, then run the region's kernel once.
@@ -178,6 +194,7 @@ std::vector<Value> SessionImpl::run_subgraph(const PreparedSubgraph& pg, std::ve
                                              RunHooks& hooks) const {
   const auto& r = static_cast<const GraphRunner&>(pg);
   const Graph& g = r.graph;
+  hooks.check_cancelled(caller.node());
   if (in.size() != g.inputs.size())
     fail(ErrorCode::kRuntime, "subgraph '", g.name, "' takes ", g.inputs.size(), " inputs, got ", in.size());
   std::vector<Value> frame(g.values.size());
@@ -281,7 +298,10 @@ void SessionImpl::check_inputs(const std::vector<Value>& in) const {
         for (size_t d = 0; ok && d < t.shape.size(); ++d) ok = t.shape[d] < 0 || t.shape[d] == x.dim(d);
         if (!ok) {
           std::string want = "[";
-          for (size_t d = 0; d < t.shape.size(); ++d) want += (d ? "," : "") + symbols.describe(t.shape[d]);
+          for (size_t d = 0; d < t.shape.size(); ++d) {
+            if (d) want += ",";
+            want += symbols.describe(t.shape[d]);
+          }
           fail(ErrorCode::kInvalidArgument, "input '", s.name, "' has shape ", x.shape().to_string(),
                " but the model expects ", want, "]");
         }
@@ -565,7 +585,7 @@ void SessionImpl::release_context(std::unique_ptr<RunContext> ctx) const {
   contexts_.push_back(std::move(ctx));
 }
 
-void SessionImpl::run(Binding& binding) const {
+void SessionImpl::run(Binding& binding, const std::atomic<bool>* terminate) const {
   const Graph& g = *model->graph;
   const GraphRunner& r = *main;
   check_inputs(binding.inputs_);
@@ -583,7 +603,9 @@ void SessionImpl::run(Binding& binding) const {
   };
   try {
     Cleanup cleanup{frame};
-    ctx->ensure_arena(plan.arena_bytes);
+    std::optional<MemoryBudget::Scope> budget_scope;
+    if (budget) budget_scope.emplace(budget);
+    ctx->ensure_arena(plan.arena_bytes, budget);
     auto* arena = static_cast<uint8_t*>(ctx->arena);
     for (size_t v = 0; v < g.values.size(); ++v) {
       switch (plan.slot[v]) {
@@ -629,6 +651,7 @@ void SessionImpl::run(Binding& binding) const {
       }
     }
     RunHooks hooks(*this);
+    hooks.terminate = terminate;
     const bool profiling = binding.profiling_;
     // Whole-run capture (profiled runs are never recorded or replayed: they time each node).
     RunContext::Capture& cap = ctx->capture;

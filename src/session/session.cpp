@@ -8,6 +8,7 @@
 #include "optimizer/passes.hpp"
 #include "ep/factory.hpp"
 #include "session/copies.hpp"
+#include "session/io_info.hpp"
 #include "session/partition.hpp"
 #include "onyx/version.hpp"
 #include "session/session_impl.hpp"
@@ -150,8 +151,6 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
 // ---------------------------------------------------------------------------------------------
 // SessionImpl
 
-namespace {
-
 IoInfo io_info(const ValueSlot& slot, const TypeInfo& type, const SymbolTable& symbols) {
   IoInfo info;
   info.name = slot.name;
@@ -180,8 +179,6 @@ IoInfo io_info(const ValueSlot& slot, const TypeInfo& type, const SymbolTable& s
   return info;
 }
 
-}  // namespace
-
 void SessionImpl::register_eps() {
   struct Request {
     const ep::ExecutionProviderDispatch* d;
@@ -209,6 +206,7 @@ void SessionImpl::register_eps() {
       registration.push_back(std::move(rec));
       continue;
     }
+    bool bad_option = false;
     try {
       std::string module_path;
       for (const auto& [k, v] : d.options())
@@ -216,9 +214,14 @@ void SessionImpl::register_eps() {
       ep::Availability a;
       const EpFactory* f = resolve_factory(d.name(), module_path, &a);
       if (!f) fail(ErrorCode::kNotAvailable, a.reason);
+      // The options are checked as soon as the EP's schema is known, before its device: an
+      // unknown key or a malformed value is a mistake in the program, not a machine without the
+      // EP, so it is an error with or without error_on_failure.
+      bad_option = true;
+      const OptionList opts = effective_options(d.name(), f->options(), d.options());
+      bad_option = false;
       std::string reason;
       if (!f->probe(&reason)) fail(ErrorCode::kNotAvailable, "no usable device: ", reason);
-      const OptionList opts = effective_options(d.name(), f->options(), d.options());
       EpCreateContext ctx{opts, pool->num_threads(), pool.get()};
       std::unique_ptr<ExecutionProvider> instance = f->create(ctx);
       rec.outcome = EpRegistration::Outcome::kRegistered;
@@ -233,6 +236,7 @@ void SessionImpl::register_eps() {
       }
       eps.push_back(std::move(instance));
     } catch (const Error& e) {
+      if (bad_option) throw;
       if (d.fails_on_error())
         throw Error(e.code(), str("execution provider '", d.name(), "' (requested by the ", source_name(rec.source),
                                   " with error_on_failure) could not be registered: ", e.what()));
@@ -258,13 +262,49 @@ void SessionImpl::register_eps() {
   }
 }
 
-SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options& o) : model(std::move(m)), options(o) {
-  const int threads = options.threads > 0 ? options.threads : hardware_threads();
-  pool = std::make_unique<ThreadPool>(threads);
-  register_eps();
-
+void SessionImpl::apply_dimension_overrides() {
   Graph& g = *model->graph;
-  SymbolTable& symbols = *model->symbols;
+  const SymbolTable& symbols = *model->symbols;
+  // One dim of one input (with_input_dimension): the input must exist, the axis be in its rank,
+  // and a dim the model fixes keep its value. Checked against the inputs as the model declares them.
+  for (const auto& o : options.input_dim_overrides) {
+    int id = -1;
+    std::vector<std::string> names;
+    for (int in : g.inputs) {
+      names.push_back("'" + g.values[in].name + "'");
+      if (g.values[in].name == o.input) id = in;
+    }
+    if (id < 0)
+      fail(ErrorCode::kInvalidArgument, model->path, ": with_input_dimension: the model has no input named '", o.input,
+           "' (inputs: ", names.empty() ? std::string("none") : join(names, ", "), ")");
+    TypeInfo& t = g.values[id].type;
+    const std::string declared = io_info(g.values[id], t, symbols).type_string;
+    if (!t.is_tensor() || !t.has_shape)
+      fail(ErrorCode::kInvalidArgument, model->path, ": with_input_dimension: input '", o.input, "' (", declared,
+           ") has no declared shape to set a dim of");
+    if (o.axis >= t.shape.size())
+      fail(ErrorCode::kInvalidArgument, model->path, ": with_input_dimension: input '", o.input, "' (", declared, ") has rank ",
+           t.shape.size(), ", so it has no dim ", o.axis);
+    if (t.shape[o.axis] >= 0 && t.shape[o.axis] != o.value)
+      fail(ErrorCode::kInvalidArgument, model->path, ": with_input_dimension: dim ", o.axis, " of input '", o.input, "' (",
+           declared, ") is fixed at ", t.shape[o.axis], " by the model, not ", o.value);
+  }
+  // Named dims (with_dimension_override) on every input that has them. A name no input has changes
+  // nothing (as in ONNX Runtime) but is logged: it is most often a typo.
+  std::vector<std::string> named;
+  for (int in : g.inputs) {
+    const TypeInfo& t = g.values[in].type;
+    if (!t.is_tensor() || !t.has_shape) continue;
+    for (int64_t d : t.shape) {
+      const std::string name = symbols.name(d);
+      if (!name.empty() && std::find(named.begin(), named.end(), name) == named.end()) named.push_back(name);
+    }
+  }
+  for (const auto& [k, v] : options.dim_overrides)
+    if (std::find(named.begin(), named.end(), k) == named.end())
+      log_message(LogLevel::kWarning, str(model->path, ": with_dimension_override: no input has a dim named '", k, "' (",
+                                          named.empty() ? std::string("the inputs have no named dims") : "named dims: " + join(named, ", "),
+                                          ")"));
   for (int in : g.inputs) {
     TypeInfo& t = g.values[in].type;
     if (!t.is_tensor() || !t.has_shape) continue;
@@ -275,6 +315,20 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
         if (!name.empty() && k == name) d = v;
     }
   }
+  for (const auto& o : options.input_dim_overrides)
+    for (int in : g.inputs)
+      if (g.values[in].name == o.input) g.values[in].type.shape[o.axis] = o.value;
+}
+
+SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options& o) : model(std::move(m)), options(o) {
+  const int threads = options.threads > 0 ? options.threads : hardware_threads();
+  pool = std::make_unique<ThreadPool>(threads, options.spinning ? PoolSpin::kBounded : PoolSpin::kNever);
+  if (options.memory_limit > 0) budget = std::make_shared<MemoryBudget>(options.memory_limit);
+  register_eps();
+
+  Graph& g = *model->graph;
+  SymbolTable& symbols = *model->symbols;
+  apply_dimension_overrides();
   for (int out : g.outputs) declared_output_types.push_back(g.values[out].type);
   {
     std::map<std::string, int64_t> counts;
@@ -455,6 +509,16 @@ SessionBuilder& SessionBuilder::with_intra_threads(int n) {
   return *this;
 }
 
+SessionBuilder& SessionBuilder::with_intra_op_spinning(bool allowed) {
+  options_->spinning = allowed;
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_memory_limit(uint64_t bytes) {
+  options_->memory_limit = bytes;
+  return *this;
+}
+
 SessionBuilder& SessionBuilder::with_optimization_level(GraphOptimizationLevel level) {
   options_->level = level;
   return *this;
@@ -463,6 +527,13 @@ SessionBuilder& SessionBuilder::with_optimization_level(GraphOptimizationLevel l
 SessionBuilder& SessionBuilder::with_dimension_override(std::string name, int64_t value) {
   if (value < 0) fail(ErrorCode::kInvalidArgument, "with_dimension_override: '", name, "' must be >= 0, got ", value);
   options_->dim_overrides.emplace_back(std::move(name), value);
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_input_dimension(std::string input, size_t axis, int64_t value) {
+  if (value < 0)
+    fail(ErrorCode::kInvalidArgument, "with_input_dimension: dim ", axis, " of input '", input, "' must be >= 0, got ", value);
+  options_->input_dim_overrides.push_back({std::move(input), axis, value});
   return *this;
 }
 
@@ -594,8 +665,14 @@ const Value& Binding::output(std::string_view name) const {
 }
 
 void Session::run(Binding& binding) const {
+  // No RunOptions here: making one allocates its flag, and a bound run allocates nothing.
   if (binding.session_ != impl_) fail(ErrorCode::kInvalidArgument, "the binding belongs to another session");
-  onyx_errors_only("running the model", [&] { impl_->run(binding); });
+  onyx_errors_only("running the model", [&] { impl_->run(binding, nullptr); });
+}
+
+void Session::run(Binding& binding, const RunOptions& options) const {
+  if (binding.session_ != impl_) fail(ErrorCode::kInvalidArgument, "the binding belongs to another session");
+  onyx_errors_only("running the model", [&] { impl_->run(binding, options.flag()); });
 }
 
 std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& inputs) const {
@@ -606,10 +683,28 @@ std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>
 }
 
 std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& inputs,
+                                const RunOptions& options) const {
+  Binding b(*this);
+  for (const auto& [name, v] : inputs) b.bind_input(name, v);
+  run(b, options);
+  return std::move(b.outputs_);
+}
+
+std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& inputs,
                                 const std::vector<std::string>& output_names) const {
   Binding b(*this);
   for (const auto& [name, v] : inputs) b.bind_input(name, v);
   run(b);
+  std::vector<Value> r;
+  for (const auto& n : output_names) r.push_back(b.output(n));
+  return r;
+}
+
+std::vector<Value> Session::run(const std::vector<std::pair<std::string, Value>>& inputs,
+                                const std::vector<std::string>& output_names, const RunOptions& options) const {
+  Binding b(*this);
+  for (const auto& [name, v] : inputs) b.bind_input(name, v);
+  run(b, options);
   std::vector<Value> r;
   for (const auto& n : output_names) r.push_back(b.output(n));
   return r;

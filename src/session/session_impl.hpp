@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_budget.hpp"
 #include "core/thread_pool.hpp"
 #include "ep/provider.hpp"
 #include "ir/graph.hpp"
@@ -19,10 +20,18 @@ struct SessionBuilder::Options {
   int threads = 0;
   GraphOptimizationLevel level = GraphOptimizationLevel::kAll;
   std::vector<std::pair<std::string, int64_t>> dim_overrides;
+  struct InputDim {
+    std::string input;
+    size_t axis = 0;
+    int64_t value = 0;
+  };
+  std::vector<InputDim> input_dim_overrides;  // with_input_dimension
   std::string external_dir;
   std::vector<ep::ExecutionProviderDispatch> eps;
   bool environment_eps = true;
   bool cpu_fallback = true;
+  bool spinning = true;
+  uint64_t memory_limit = 0;  // bytes; 0 = none
 };
 
 class SessionImpl;
@@ -38,6 +47,13 @@ class RunHooks final : public ExecHooks {
   }
   /// Per EP: its state for this run (owned by the run context, so a run allocates nothing here).
   std::vector<std::shared_ptr<void>>* states = nullptr;
+  /// RunOptions::terminate() flag of this run (null: none).
+  const std::atomic<bool>* terminate = nullptr;
+  /// Throws kCancelled when the run was asked to stop (checked before each node and subgraph).
+  void check_cancelled(const Node& n) const {
+    if (terminate && terminate->load(std::memory_order_relaxed))
+      fail(ErrorCode::kCancelled, "the run was cancelled (RunOptions::terminate) before ", n.label());
+  }
 
  private:
   const SessionImpl& session_;
@@ -128,16 +144,19 @@ struct RunContext {
     bool recorded = false;  // `state` holds a recording of the plan
     bool failed = false;    // recording failed: the plan runs as usual on this context
   } capture;
+  std::shared_ptr<MemoryBudget> arena_budget;  // the budget the arena counts against, if any
   ~RunContext();
-  void ensure_arena(size_t bytes);
+  void ensure_arena(size_t bytes, const std::shared_ptr<MemoryBudget>& budget);
 };
 
 class SessionImpl {
  public:
   SessionImpl(std::shared_ptr<Model> model, const SessionBuilder::Options& options);
   ~SessionImpl();
+  /// Fixes the graph inputs' dims that options.dim_overrides and input_dim_overrides set.
+  void apply_dimension_overrides();
 
-  void run(Binding& binding) const;
+  void run(Binding& binding, const std::atomic<bool>* terminate = nullptr) const;
   /// Runs a prepared subgraph in `frame`'s context (outer values from the caller's frame).
   std::vector<Value> run_subgraph(const PreparedSubgraph& g, std::vector<Value> inputs, const KernelContext& caller,
                                   RunHooks& hooks) const;
@@ -155,6 +174,7 @@ class SessionImpl {
   std::shared_ptr<Model> model;
   SessionBuilder::Options options;
   std::unique_ptr<ThreadPool> pool;
+  std::shared_ptr<MemoryBudget> budget;  // SessionBuilder::with_memory_limit, or null
   std::vector<std::unique_ptr<ExecutionProvider>> eps;  // priority order, CPU last
   std::vector<EpRegistration> registration;
   size_t cpu_index = 0;         // index of the CPU EP in eps

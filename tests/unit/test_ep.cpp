@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "ep/factory.hpp"
 #include "layout_graphs.hpp"
 #include "model_builder.hpp"
 
@@ -192,6 +193,60 @@ TEST(Ep, OptionsAreValidatedAndReported) {
     if (k == "claim") saw = v == "Relu";
   EXPECT_TRUE(saw);
   EXPECT_EQ(ep_of(s, "add"), "cpu");
+}
+
+// A malformed option (unknown key, a value that does not parse) is a mistake in the program, not
+// an environment without the EP: session creation throws naming the EP, the key and what is
+// accepted, with or without error_on_failure. An EP that is unavailable is still skipped.
+TEST(Ep, MalformedOptionIsAnErrorWithoutErrorOnFailure) {
+  auto error_of = [](SessionBuilder b) -> std::string {
+    try {
+      commit(std::move(b));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      return e.what();
+    }
+    return "(no error)";
+  };
+  std::string e = error_of(Session::builder().with_execution_providers({testdev().set("no_such_key", "1").build()}));
+  EXPECT_NE(e.find("execution provider 'testdev' has no option 'no_such_key' (options: claim, device,"), std::string::npos) << e;
+  e = error_of(Session::builder().with_execution_providers({testdev().set("threads", "two").build()}));
+  EXPECT_NE(e.find("execution provider 'testdev': option 'threads' must be int (an integer), got 'two'"), std::string::npos) << e;
+  e = error_of(Session::builder().with_execution_providers({testdev().set("min_region_nodes", "99999999999999999999").build()}));
+  EXPECT_NE(e.find("option 'min_region_nodes' must be int"), std::string::npos) << e;
+  e = error_of(Session::builder().with_execution_providers({ep::CPU().set("prefer_nhwc", "maybe").build()}));
+  EXPECT_NE(e.find("execution provider 'cpu': option 'prefer_nhwc' must be bool (true, false, 1 or 0), got 'maybe'"), std::string::npos)
+      << e;
+  // The options are checked before the device: a typo is reported on a machine without one too.
+  setenv("ONYX_TESTDEV_NO_DEVICE", "1", 1);
+  e = error_of(Session::builder().with_execution_providers({testdev().set("threads", "two").build()}));
+  EXPECT_NE(e.find("option 'threads' must be int"), std::string::npos) << e;
+  Session nd = commit(Session::builder().with_execution_providers({testdev().set("threads", "2").build()}));
+  EXPECT_EQ(nd.registration()[0].outcome, EpRegistration::Outcome::kSkipped);
+  unsetenv("ONYX_TESTDEV_NO_DEVICE");
+  // The environment's EPs are checked the same way.
+  {
+    EnvReset reset;
+    onyx::init().with_execution_providers({testdev().set("claim_ops", "Relu").build()}).commit();
+    e = error_of(Session::builder());
+    EXPECT_NE(e.find("has no option 'claim_ops'"), std::string::npos) << e;
+  }
+  // An EP that is not built has no schema to check against: skipped, as before.
+  Session trt = commit(Session::builder().with_execution_providers({ep::TensorRT().set("no_such_key", "1").build()}));
+  EXPECT_EQ(trt.registration()[0].outcome, EpRegistration::Outcome::kSkipped);
+  // Enum values: the error lists them.
+  const std::vector<ep::OptionInfo> schema = {{"kernel", "enum:auto|tiled|simple", "auto", ""}, {"n", "uint", "0", ""}};
+  EXPECT_EQ(effective_options("x", schema, {{"kernel", "tiled"}})[0].second, "tiled");
+  try {
+    effective_options("x", schema, {{"kernel", "fast"}});
+    ADD_FAILURE();
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("execution provider 'x': option 'kernel' must be one of auto, tiled, simple, got 'fast'"),
+              std::string::npos)
+        << err.what();
+  }
+  EXPECT_THROW(effective_options("x", schema, {{"n", "-1"}}), Error);
+  EXPECT_THROW(effective_options("x", schema, {{"n", " 1"}}), Error);
 }
 
 TEST(Ep, ManualRegistrationThrowsWithTheReason) {
@@ -474,4 +529,42 @@ TEST(Ep, WholeRunCaptureWithConcurrentRuns) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(Ep, SubgraphsReadDeviceValuesThroughAHostCopy) {
+  // r = Relu(x) runs on the device; If(c) reads r from both branches (outer scope), which run on
+  // the host: r is copied to the host once, the copy shows in the placement, and the results are
+  // the CPU EP's. (Before: NotImplemented, "subgraphs reading device values".)
+  auto branch = [](const std::string& name, const std::string& op) {
+    GraphSpec b;
+    b.name = name;
+    b.nodes.push_back({op, {"r"}, {name + "_y"}, {}, name + "_op"});
+    b.outputs.push_back({name + "_y", DType::kFloat, {2, 3}});
+    AttrSpec a{name == "then" ? "then_branch" : "else_branch", AttrSpec::kGraph};
+    a.s = b.encode();
+    return a;
+  };
+  GraphSpec g;
+  g.nodes.push_back({"Relu", {"x"}, {"r"}, {}, "relu"});
+  g.nodes.push_back({"If", {"c"}, {"i"}, {branch("then", "Sigmoid"), branch("else", "Neg")}, "if"});
+  g.nodes.push_back({"Add", {"i", "r"}, {"y"}, {}, "add"});
+  g.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  g.inputs.push_back({"c", DType::kBool, {}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 3}});
+  const std::string m = encode_model(g);
+  Session dev = Session::builder()
+                    .with_execution_providers({testdev().set("memory", "testdev:0").build()})
+                    .commit_from_memory(m.data(), m.size());
+  EXPECT_EQ(ep_of(dev, "relu"), "testdev");
+  EXPECT_EQ(ep_of(dev, "if"), "cpu");
+  std::multiset<std::string> copies;
+  for (const auto& c : dev.placement().copies) copies.insert(c.value + ":" + c.from + "->" + c.to);
+  EXPECT_EQ(copies.count("r:testdev:0->cpu"), 1u);
+  Session cpu = Session::builder().commit_from_memory(m.data(), m.size());
+  const Tensor x = Tensor::from_vector<float>(Shape{2, 3}, {-1, 0, 1, 2, -2, 3});
+  for (bool c : {true, false}) {
+    const Tensor a = dev.run({{"x", x}, {"c", Tensor::scalar<bool>(c)}})[0].tensor();
+    const Tensor b = cpu.run({{"x", x}, {"c", Tensor::scalar<bool>(c)}})[0].tensor();
+    for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(a.data<float>()[i], b.data<float>()[i]) << "c=" << c << " i=" << i;
+  }
 }

@@ -93,6 +93,56 @@ TEST(Session, RunsAndReportsMetadata) {
   EXPECT_EQ(placement.nodes[0].ep, "cpu");
 }
 
+// with_input_dimension fixes one dim of one input, named or not; a request that cannot apply is an
+// error naming what the model has. A dim name no input has is logged (and changes nothing).
+TEST(Session, InputDimensionSetsOneDimOfOneInput) {
+  GraphSpec g;
+  g.nodes.push_back({"Relu", {"x"}, {"y"}});
+  g.inputs.push_back({"x", DType::kFloat, {-1, -1, 4}, {"batch", "", ""}});
+  g.outputs.push_back({"y", DType::kFloat, {-1, -1, 4}, {"batch", "", ""}});
+  const std::string m = encode_model(g);
+  auto commit = [&](SessionBuilder b) { return b.with_intra_threads(1).commit_from_memory(m.data(), m.size()); };
+  EXPECT_EQ(commit(Session::builder()).inputs()[0].type_string, "float[batch,?,4]");
+  Session s = commit(Session::builder().with_dimension_override("batch", 2).with_input_dimension("x", 1, 5));
+  EXPECT_EQ(s.inputs()[0].type_string, "float[2,5,4]");
+  EXPECT_EQ(s.inputs()[0].shape, (std::vector<int64_t>{2, 5, 4}));
+  EXPECT_EQ(s.run({{"x", Tensor(DType::kFloat, Shape{2, 5, 4})}})[0].tensor().shape(), (Shape{2, 5, 4}));
+  EXPECT_THROW(s.run({{"x", Tensor(DType::kFloat, Shape{2, 6, 4})}}), Error);
+  // A named dim of one input alone; a fixed dim may be restated.
+  EXPECT_EQ(commit(Session::builder().with_input_dimension("x", 0, 3).with_input_dimension("x", 2, 4)).inputs()[0].type_string,
+            "float[3,?,4]");
+  auto error_of = [&](SessionBuilder b) -> std::string {
+    try {
+      commit(std::move(b));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      return e.what();
+    }
+    return "(no error)";
+  };
+  std::string e = error_of(Session::builder().with_input_dimension("q", 1, 2));
+  EXPECT_NE(e.find("with_input_dimension: the model has no input named 'q' (inputs: 'x')"), std::string::npos) << e;
+  e = error_of(Session::builder().with_input_dimension("x", 3, 2));
+  EXPECT_NE(e.find("input 'x' (float[batch,?,4]) has rank 3, so it has no dim 3"), std::string::npos) << e;
+  e = error_of(Session::builder().with_input_dimension("x", 2, 5));
+  EXPECT_NE(e.find("dim 2 of input 'x' (float[batch,?,4]) is fixed at 4 by the model, not 5"), std::string::npos) << e;
+  EXPECT_THROW(Session::builder().with_input_dimension("x", 1, -1), Error);
+  // A dim name no input has: logged, nothing else changes.
+  std::vector<std::string> warnings;
+  const LogLevel level_before = log_level();
+  set_log_level(LogLevel::kWarning);
+  set_log_sink([&](LogLevel level, std::string_view msg) {
+    if (level == LogLevel::kWarning) warnings.emplace_back(msg);
+  });
+  Session t = commit(Session::builder().with_dimension_override("btach", 2));
+  set_log_sink({});
+  set_log_level(level_before);
+  EXPECT_EQ(t.inputs()[0].type_string, "float[batch,?,4]");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("with_dimension_override: no input has a dim named 'btach' (named dims: batch)"), std::string::npos)
+      << warnings[0];
+}
+
 TEST(Session, RejectsWrongInputs) {
   Session s = session_of(add_relu_graph());
   try {
@@ -374,6 +424,9 @@ TEST(Session, OutOfMemoryIsAnOnyxError) {
   const std::string expand_model = encode_model(ex);
   Session expand = Session::builder().with_intra_threads(1).commit_from_memory(expand_model.data(), expand_model.size());
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a capped address space";
+#endif
   // Caps from 4 to 160 MiB above what the process has mapped: each fails at another step.
   for (int extra_mib = 4; extra_mib <= 160; extra_mib += 12) {
     SCOPED_TRACE(std::to_string(extra_mib) + " MiB above the mapped size");

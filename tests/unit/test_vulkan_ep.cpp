@@ -1450,3 +1450,36 @@ TEST(Vulkan, HalfPrecisionDeclinesSayWhy) {
             "float16 to double");
   EXPECT_EQ(why["Reluvulkan"], "vulkan");
 }
+
+TEST(Vulkan, IfBranchesReadADeviceValue) {
+  // r = Relu(x) on the device; If(c)'s branches read r (outer scope) on the host: one copy of r
+  // to the host, shown in the placement; results equal the CPU EP's.
+  REQUIRE_VULKAN();
+  auto branch = [](const std::string& name, const std::string& op) {
+    GraphSpec b;
+    b.name = name;
+    b.nodes.push_back(node(op, {"r"}, {name + "_y"}));
+    b.outputs.push_back({name + "_y", DType::kFloat, {2, 3}});
+    AttrSpec a{name == "then" ? "then_branch" : "else_branch", AttrSpec::kGraph};
+    a.s = b.encode();
+    return a;
+  };
+  GraphSpec g;
+  g.nodes.push_back(node("Relu", {"x"}, {"r"}));
+  g.nodes.push_back(node("If", {"c"}, {"i"}, {branch("then", "Sigmoid"), branch("else", "Neg")}));
+  g.nodes.push_back(node("Add", {"i", "r"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  g.inputs.push_back({"c", DType::kBool, {}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 3}});
+  const std::string m = model_bytes(g);
+  Session vk = vulkan_session(m, false);
+  bool copied = false;
+  for (const auto& c : vk.placement().copies) copied |= c.value == "r" && c.to == "cpu";
+  EXPECT_TRUE(copied) << vk.placement().summary;
+  Session cpu = cpu_session(m);
+  const Tensor x = Tensor::from_vector<float>(Shape{2, 3}, {-1, 0, 1, 2, -2, 3});
+  for (bool c : {true, false}) {
+    const Inputs in = {{"x", x}, {"c", Tensor::scalar<bool>(c)}};
+    EXPECT_TRUE(close(vk.run(in)[0], cpu.run(in)[0], 1e-5, 1e-6)) << "c=" << c;
+  }
+}
