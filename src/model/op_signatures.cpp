@@ -17,6 +17,16 @@ const OpAttrSpec* OpSignature::attr(std::string_view n) const {
   return nullptr;
 }
 
+std::span<const OpTypeConstraint> OpSignature::type_constraints() const {
+  return {kTypeConstraints + first_constraint, num_constraints};
+}
+
+const OpTypeConstraint* OpSignature::constraint(std::string_view type) const {
+  for (const OpTypeConstraint& c : type_constraints())
+    if (type == c.name) return &c;
+  return nullptr;
+}
+
 std::span<const OpSignature> op_signatures() { return kSignatures; }
 
 bool op_signature_domain(std::string_view domain) {

@@ -85,6 +85,7 @@ Tensor from_typed(const RawTensor& rt, DType dt, const Shape& shape, ProtoReader
     r.error(str("tensor '", rt.name, "' of shape ", shape.to_string(), " has ", c.have, " values in ", c.field,
                 ", expected ", c.want));
   Tensor t(dt, shape);
+  if (n == 0) return t;  // (the empty fields' data() may be null, which memcpy must not get)
   void* d = t.raw_data();
   switch (dt) {
     case DType::kFloat: std::memcpy(d, rt.floats.data(), n * 4); break;

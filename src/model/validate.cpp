@@ -44,7 +44,58 @@ void check_not_omitted(const std::vector<int>& ids, std::span<const OpFormal> fo
   }
 }
 
+/// "float, double, float16": the tensor element types a constraint allows.
+std::string allowed_names(const OpTypeConstraint& c) {
+  std::vector<std::string_view> names;
+  for (int d = 0; d <= kMaxDType; ++d)
+    if (c.allows(static_cast<DType>(d))) names.push_back(dtype_name(static_cast<DType>(d)));
+  return names.empty() ? std::string("no tensor type") : join(names, ", ");
+}
+
 }  // namespace
+
+void check_input_types(const Node& n, std::span<const TypeInfo* const> in_types) {
+  if (!op_signature_domain(n.domain)) return;
+  const OpSignature* sig = find_op_signature(n.domain, n.op_type, n.opset);
+  if (!sig || sig->deprecated()) return;
+  const OpSignature& s = *sig;
+  const std::span<const OpFormal> formals = s.inputs();
+  if (formals.empty()) return;
+  struct Binding {
+    std::string_view var;
+    size_t input;
+    DType type;
+  };
+  std::vector<Binding> bound;
+  for (size_t i = 0; i < n.inputs.size() && i < in_types.size(); ++i) {
+    if (n.inputs[i] < 0 || !in_types[i]) continue;
+    const TypeInfo& t = *in_types[i];
+    if (!t.is_tensor() || t.dtype == DType::kUndefined) continue;
+    if (i >= formals.size() && formals.back().option != 'V') continue;  // too many inputs: validate_node's
+    const OpFormal& f = i < formals.size() ? formals[i] : formals.back();
+    const OpTypeConstraint* c = s.constraint(f.type);
+    if (!c) continue;
+    if (c->tensors_only && !c->allows(t.dtype)) {
+      const bool fixed = std::string_view(f.type).find('(') != std::string_view::npos;
+      fail(ErrorCode::kInvalidGraph, "node ", n.label(), ": input ", i, " ('", f.name, "') is ", dtype_name(t.dtype),
+           ", but ", schema_name(s),
+           fixed ? str(" takes it as ", f.type) : str(" binds it to type ", f.type, ", which allows only ", allowed_names(*c)));
+    }
+    if (f.option == 'V' && !f.homogeneous) continue;  // each value its own type (Loop's, If's, ...)
+    const std::string_view var = f.type;
+    auto it = std::find_if(bound.begin(), bound.end(), [&](const Binding& b) { return b.var == var; });
+    if (it == bound.end()) {
+      bound.push_back({var, i, t.dtype});
+      continue;
+    }
+    if (it->type != t.dtype) {
+      const OpFormal& first = it->input < formals.size() ? formals[it->input] : formals.back();
+      fail(ErrorCode::kInvalidGraph, "node ", n.label(), ": input ", i, " ('", f.name, "') is ", dtype_name(t.dtype),
+           ", but ", schema_name(s), " binds it to type ", f.type, " with input ", it->input, " ('", first.name,
+           "'), which is ", dtype_name(it->type));
+    }
+  }
+}
 
 void validate_node(const Node& n, size_t index, std::string_view where) {
   if (!op_signature_domain(n.domain)) return;  // onyx's own forms, custom domains: the session decides

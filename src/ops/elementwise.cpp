@@ -13,7 +13,7 @@ Shape legacy_broadcast_shape(const Node& node, const Shape& a, const Shape& b) {
   int64_t axis = ax->i;
   const int64_t ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
   if (axis < 0) axis += ra;
-  if (axis < 0 || axis + rb > ra)
+  if (axis < 0 || axis > ra - rb)
     fail(ErrorCode::kInvalidGraph, node.label(), ": broadcast axis ", ax->i, " does not fit B of rank ", rb,
          " into A of rank ", ra);
   Shape out;
@@ -83,7 +83,17 @@ void infer_variadic(InferContext& ctx) {
   if (ctx.opset() < 8) {
     // Before opset 8 these ops required equal shapes.
     if (!ctx.input_has_shape(0)) return ctx.set_output_unranked(0, dt);
-    return ctx.set_output(0, dt, ctx.input_shape(0));
+    const Shape& s0 = ctx.input_shape(0);
+    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+      if (!ctx.input_has_shape(i)) continue;
+      const Shape& si = ctx.input_shape(i);
+      bool same = si.size() == s0.size();
+      for (size_t d = 0; same && d < si.size(); ++d) same = si[d] < 0 || s0[d] < 0 || si[d] == s0[d];
+      if (!same)
+        ctx.fail_node("input ", i, " has shape ", si.to_string(), " but input 0 has ", s0.to_string(),
+                      " (before opset 8 the inputs must have one shape)");
+    }
+    return ctx.set_output(0, dt, s0);
   }
   if (!shape_util::broadcast_inputs(ctx, 0, ctx.num_inputs(), out)) return ctx.set_output_unranked(0, dt);
   ctx.set_output(0, dt, out);

@@ -90,6 +90,8 @@ int64_t blocksize_attr(const Node& node) {
   const int64_t b = node.attr_int("blocksize", 0);
   if (b <= 0)
     fail(ErrorCode::kInvalidGraph, node.label(), ": attribute 'blocksize' must be a positive integer (got ", b, ")");
+  if (b > (int64_t(1) << 31))  // (blocksize^2 must fit in 64 bits; no tensor has such dims anyway)
+    fail(ErrorCode::kInvalidGraph, node.label(), ": attribute 'blocksize' ", b, " is too large");
   return b;
 }
 

@@ -61,6 +61,18 @@ WindowGeometry window_geometry(const Node& node, const Shape& in, const Shape& k
   return window_geometry(WindowAttrs::of(node, is_pool), node, in, kernel);
 }
 
+namespace {
+/// A window quantity computed in 128 bits, refused beyond 2^60 (hostile kernel_shape, strides,
+/// dilations, pads or output_shape must give an error, not a signed overflow; the headroom keeps
+/// the kernels' sums of two such values in range).
+int64_t window_value(__int128 v, const Node& node, const char* what) {
+  constexpr __int128 kLimit = __int128(1) << 60;
+  if (v > kLimit || v < -kLimit)
+    fail(ErrorCode::kInvalidGraph, node.label(), ": the ", what, " overflows (kernel_shape, strides, dilations or pads too large)");
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
 WindowGeometry window_geometry(const WindowAttrs& attrs, const Node& node, const Shape& in, const Shape& kernel) {
   const size_t r = in.size();
   WindowGeometry g;
@@ -87,14 +99,15 @@ WindowGeometry window_geometry(const WindowAttrs& attrs, const Node& node, const
   for (size_t k = 0; k < r; ++k) {
     if (g.stride[k] <= 0 || g.dilation[k] <= 0 || kernel[k] <= 0)
       fail(ErrorCode::kInvalidGraph, node.label(), ": strides, dilations and kernel sizes must be positive");
-    const int64_t span = (kernel[k] - 1) * g.dilation[k] + 1;
+    const int64_t span = window_value(__int128(kernel[k] - 1) * g.dilation[k] + 1, node, "dilated kernel");
     if (in[k] < 0) {
       g.out[k] = -1;
       continue;
     }
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t out = (in[k] + g.stride[k] - 1) / g.stride[k];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * g.stride[k] + span - in[k]);
+      const int64_t out = window_value((__int128(in[k]) + g.stride[k] - 1) / g.stride[k], node, "output size");
+      const int64_t total =
+          std::max<int64_t>(0, window_value(__int128(out - 1) * g.stride[k] + span - in[k], node, "padding"));
       g.pad_begin[k] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       g.pad_end[k] = total - g.pad_begin[k];
       g.out[k] = out;
@@ -102,13 +115,13 @@ WindowGeometry window_geometry(const WindowAttrs& attrs, const Node& node, const
     }
     if (auto_pad != "NOTSET" && auto_pad != "VALID")
       fail(ErrorCode::kInvalidGraph, node.label(), ": unknown auto_pad '", auto_pad, "'");
-    const int64_t padded = in[k] + g.pad_begin[k] + g.pad_end[k];
+    const int64_t padded = window_value(__int128(in[k]) + g.pad_begin[k] + g.pad_end[k], node, "padded input");
     if (padded < span)
       fail(ErrorCode::kInvalidArgument, node.label(), ": the window (", span, ") is larger than the padded input (", padded,
            ") in spatial dim ", k);
     int64_t out;
     if (ceil_mode) {
-      out = (padded - span + g.stride[k] - 1) / g.stride[k] + 1;
+      out = window_value((__int128(padded) - span + g.stride[k] - 1) / g.stride[k] + 1, node, "output size");
       // The last window must start inside the input or its leading padding.
       if ((out - 1) * g.stride[k] >= in[k] + g.pad_begin[k]) --out;
     } else {
@@ -138,15 +151,16 @@ WindowGeometry conv_transpose_geometry(const Node& node, const Shape& in, const 
   if (!pads.empty() && pads.size() != 2 * r)
     fail(ErrorCode::kInvalidGraph, node.label(), ": pads has ", pads.size(), " values for ", r, " spatial dims");
   for (size_t k = 0; k < r; ++k) {
-    const int64_t span = (kernel[k] - 1) * g.dilation[k] + 1;
+    const int64_t span = window_value(__int128(kernel[k] - 1) * g.dilation[k] + 1, node, "dilated kernel");
     if (in[k] < 0) {
       g.out[k] = -1;
       continue;
     }
-    const int64_t full = g.stride[k] * (in[k] - 1) + out_pad[k] + span;
+    const int64_t full = window_value(__int128(g.stride[k]) * (in[k] - 1) + out_pad[k] + span, node, "output size");
     if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t target = !out_shape.empty() ? out_shape[k] : in[k] * g.stride[k];
-      const int64_t total = full - target;
+      const int64_t target =
+          !out_shape.empty() ? out_shape[k] : window_value(__int128(in[k]) * g.stride[k], node, "output size");
+      const int64_t total = window_value(__int128(full) - target, node, "padding");
       // Floor division: a negative total (output_shape larger than the full result) pads the end.
       const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       if (auto_pad == "SAME_UPPER") {
@@ -166,7 +180,7 @@ WindowGeometry conv_transpose_geometry(const Node& node, const Shape& in, const 
         g.pad_begin[k] = pads[k];
         g.pad_end[k] = pads[k + r];
       }
-      g.out[k] = full - g.pad_begin[k] - g.pad_end[k];
+      g.out[k] = window_value(__int128(full) - g.pad_begin[k] - g.pad_end[k], node, "output size");
     }
     if (g.out[k] < 0) fail(ErrorCode::kInvalidArgument, node.label(), ": negative output size in spatial dim ", k);
   }
@@ -214,7 +228,7 @@ void infer_conv(InferContext& ctx) {
     ctx.fail_node("weight rank ", w.shape.size(), " does not match input rank ", x.shape.size());
   const int64_t group = ctx.node().attr_int("group", 1);
   if (group <= 0) ctx.fail_node("group must be positive");
-  if (x.shape[1] >= 0 && w.shape[1] >= 0 && x.shape[1] != w.shape[1] * group)
+  if (x.shape[1] >= 0 && w.shape[1] >= 0 && x.shape[1] != ctx.checked_dim(__int128(w.shape[1]) * group))
     ctx.fail_node("input has ", x.shape[1], " channels but weight ", w.shape.to_string(), " with group ", group, " expects ",
                   w.shape[1] * group);
   const Shape kernel = kernel_of(ctx, w.shape);
@@ -265,6 +279,11 @@ void infer_conv_transpose(InferContext& ctx) {
   if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, x.dtype);
   if (x.shape.size() < 3 || w.shape.size() != x.shape.size()) ctx.fail_node("input and weight ranks must match and be >= 3");
   const int64_t group = ctx.node().attr_int("group", 1);
+  if (group <= 0) ctx.fail_node("group must be positive, got ", group);
+  if (x.shape[1] >= 0 && w.shape[0] >= 0 && x.shape[1] != w.shape[0])
+    ctx.fail_node("input has ", x.shape[1], " channels but weight ", w.shape.to_string(), " expects ", w.shape[0]);
+  if (w.shape[0] >= 0 && w.shape[0] % group != 0)
+    ctx.fail_node("weight ", w.shape.to_string(), " has ", w.shape[0], " input channels, not a multiple of group ", group);
   const Shape kernel = kernel_of(ctx, w.shape);
   const WindowGeometry g = conv_transpose_geometry(ctx.node(), spatial(x.shape), kernel);
   Shape out{x.shape[0], w.shape[1] >= 0 ? w.shape[1] * group : ctx.fresh()};

@@ -206,7 +206,7 @@ void infer_qconv_shape(InferContext& ctx, size_t xi, size_t wi, DType out) {
     ctx.fail_node("w (input ", wi, ") has rank ", w.shape.size(), " but x has rank ", x.shape.size());
   const int64_t group = ctx.node().attr_int("group", 1);
   if (group <= 0) ctx.fail_node("group must be positive");
-  if (x.shape[1] >= 0 && w.shape[1] >= 0 && x.shape[1] != w.shape[1] * group)
+  if (x.shape[1] >= 0 && w.shape[1] >= 0 && x.shape[1] != ctx.checked_dim(__int128(w.shape[1]) * group))
     ctx.fail_node("x has ", x.shape[1], " channels but w (input ", wi, ") of shape ", w.shape.to_string(), " with group ",
                   group, " expects ", w.shape[1] * group);
   if (w.shape[0] >= 0 && w.shape[0] % group != 0)

@@ -111,7 +111,8 @@ void infer_rnn(InferContext& ctx) {
   const int64_t dirs = rnn_num_directions(dir);
   const bool bm = rnn_batch_major(n);
   const int64_t hidden_attr = n.has_attr("hidden_size") ? n.attr_int("hidden_size", 0) : -1;
-  if (n.has_attr("hidden_size") && hidden_attr <= 0) ctx.fail_node("hidden_size must be positive, got ", hidden_attr);
+  if (n.has_attr("hidden_size") && (hidden_attr <= 0 || hidden_attr > (int64_t(1) << 40)))
+    ctx.fail_node("hidden_size must be positive and at most 2^40, got ", hidden_attr);
   if (kind != RnnKind::kLstm && ctx.has_input(6)) ctx.fail_node("has too many inputs");
   // Activation names are checked here so a bad model fails at load.
   for (const std::string& a : n.attr_strings("activations")) {

@@ -79,7 +79,18 @@ class InferContext {
 
   /// A new unknown dimension.
   int64_t fresh() { return symbols_.fresh(); }
+  /// A dimension computed in 128 bits from attributes or data, refused beyond 2^60 (a hostile
+  /// pad or repeat count must give an error, not a signed overflow).
+  int64_t checked_dim(__int128 v) const {
+    if (v > (__int128(1) << 60) || v < -(__int128(1) << 60)) fail_node("a dimension of the output overflows");
+    return static_cast<int64_t>(v);
+  }
+  /// A shape of `rank` unknown dims. A rank taken from data (Expand's or Reshape's shape input
+  /// declared with millions of elements) above kMaxInferredRank is an error, not a loop that
+  /// never ends.
+  static constexpr size_t kMaxInferredRank = 1024;
   Shape fresh_shape(size_t rank) {
+    if (rank > kMaxInferredRank) fail_node("an output of rank ", rank, " (above ", kMaxInferredRank, ") is not supported");
     Shape s;
     for (size_t k = 0; k < rank; ++k) s.push_back(fresh());
     return s;

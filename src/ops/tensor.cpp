@@ -527,7 +527,7 @@ void infer_tile(InferContext& ctx) {
   Shape out;
   for (size_t k = 0; k < reps.size(); ++k) {
     if (reps[k] < 0) ctx.fail_node("negative repeat ", reps[k]);
-    out.push_back(t.shape[k] >= 0 ? t.shape[k] * reps[k] : (reps[k] == 1 ? t.shape[k] : ctx.fresh()));
+    out.push_back(t.shape[k] >= 0 ? ctx.checked_dim(__int128(t.shape[k]) * reps[k]) : (reps[k] == 1 ? t.shape[k] : ctx.fresh()));
   }
   ctx.set_output(0, t.dtype, out);
 }
@@ -556,7 +556,7 @@ void infer_pad(InferContext& ctx) {
       out.push_back(p[k] == 0 && p[k + r] == 0 ? t.shape[k] : ctx.fresh());
       continue;
     }
-    const int64_t d = t.shape[k] + p[k] + p[k + r];
+    const int64_t d = ctx.checked_dim(__int128(t.shape[k]) + p[k] + p[k + r]);
     if (d < 0) ctx.fail_node("padding makes dim ", k, " negative");
     out.push_back(d);
   }

@@ -37,7 +37,7 @@ void infer_tfidf(InferContext& ctx) {
     ctx.fail_node("attribute 'mode' is '", mode, "'; expected one of TF, IDF, TFIDF");
   const std::vector<int64_t> idx = n.attr_ints("ngram_indexes");
   if (idx.empty()) ctx.fail_node("attribute 'ngram_indexes' is required");
-  const int64_t c = *std::max_element(idx.begin(), idx.end()) + 1;
+  const int64_t c = ctx.checked_dim(__int128(*std::max_element(idx.begin(), idx.end())) + 1);
   if (!ctx.input_has_shape(0)) return ctx.set_output_unranked(0, DType::kFloat);
   const Shape& in = ctx.input_shape(0);
   if (in.size() > 2) ctx.fail_node("X must have shape [C] or [N, C], got rank ", in.size());

@@ -1,5 +1,7 @@
 #include "session/infer.hpp"
 
+#include "model/validate.hpp"
+
 namespace onyx {
 
 TypeInfo type_of_value(const Value& v) {
@@ -61,6 +63,24 @@ TypeInfo merge_declared(const TypeInfo& declared, const TypeInfo& caller, const 
   return t;
 }
 
+/// A node input whose known dims multiply past 2^62 elements: refused before any inference
+/// function multiplies them (a declared dim of 2^63 - 1 must be an error, not an overflow).
+void check_input_sizes(const Node& node, const std::vector<const TypeInfo*>& in_types) {
+  for (size_t i = 0; i < in_types.size(); ++i) {
+    const TypeInfo* t = in_types[i];
+    if (!t || !t->is_tensor() || !t->has_shape) continue;
+    __int128 n = 1;
+    for (int64_t d : t->shape) {
+      if (d < 0) continue;  // symbolic
+      n *= d;
+      if (n > (__int128(1) << 62))
+        fail(ErrorCode::kInvalidGraph, node.label(), ": input ", i, " has shape ", t->shape.to_string(),
+             ", more elements than any tensor can hold");
+      if (n == 0) break;
+    }
+  }
+}
+
 }  // namespace
 
 void infer_graph(const Graph& g, GraphFacts& facts, SymbolTable& symbols, const InferOptions& opts) {
@@ -97,6 +117,8 @@ void infer_graph(const Graph& g, GraphFacts& facts, SymbolTable& symbols, const 
       if (!facts.values[v].is_none()) in_values[i] = &facts.values[v];
       if (!in_types[i] && in_values[i]) in_types[i] = &facts.types[v];
     }
+    if (opts.check_types) check_input_types(node, in_types);  // before infer: kernels trust these types
+    check_input_sizes(node, in_types);
     out_types.assign(node.outputs.size(), TypeInfo());
     out_values.assign(node.outputs.size(), Value());
     InferContext ctx(node, in_types, in_values, out_types, out_values, symbols, &subgraph_fn);

@@ -25,11 +25,14 @@ using FoldFn = std::function<bool(const Graph& g, size_t index, GraphFacts& fact
 struct InferOptions {
   const FoldFn* fold = nullptr;     // optional constant folding
   bool write_back = false;          // store inferred types into the graph's value slots (session prep)
+  bool check_types = false;         // check input element types against the schemas (check_input_types
+                                    // of model/validate.hpp), subgraphs too: the graph as loaded only
 };
 
 /// Propagates types (and known values) through every node of `g`, in order. `facts` must hold
 /// the types of g's inputs, initializers and outer values on entry. Throws onyx::Error naming the
-/// node on a type error, an unknown op, or an op not defined at the model's opset.
+/// node on a type error, an unknown op, or an op not defined at the model's opset (and, with
+/// opts.check_types, on input element types the node's schema does not allow).
 void infer_graph(const Graph& g, GraphFacts& facts, SymbolTable& symbols, const InferOptions& opts);
 
 /// The type of a concrete value (tensor shape concrete; sequences of unranked tensors).

@@ -339,13 +339,16 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     if (g.values[in].type.kind == TypeInfo::Kind::kUnknown && !g.values[in].has_initializer)
       fail(ErrorCode::kInvalidModel, model->path, ": graph input '", g.values[in].name, "' has no type");
 
-  auto infer_all = [&] {
+  // The first pass sees the nodes as loaded and checks their input element types against the
+  // schemas' type constraints (as ONNX Runtime does); the optimizer's forms are onyx's own.
+  auto infer_all = [&](bool check_types) {
     GraphFacts facts = entry_facts(g, nullptr, false);
     InferOptions io;
     io.write_back = true;
+    io.check_types = check_types;
     infer_graph(g, facts, symbols, io);
   };
-  infer_all();
+  infer_all(true);
   PassContext pass;
   pass.evaluate = [this](const Graph& gg, size_t i, std::vector<Value>& outs) { return evaluate_constant_node(gg, i, outs); };
   auto claims = [this, &g](size_t e, const Node& n) {
@@ -390,7 +393,7 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     if (e0 == eps.size() || eps[e0]->compiles_regions() || !eps[e0]->computes_half_in_float()) return false;
     return claims(e0, float_form);
   };
-  if (optimize_graph(g, options.level, pass) > 0) infer_all();
+  if (optimize_graph(g, options.level, pass) > 0) infer_all(false);
   optimizer_log = std::move(pass.log);
   if (log_enabled(LogLevel::kVerbose))
     for (const auto& line : optimizer_log) log_message(LogLevel::kVerbose, "optimizer: " + line);

@@ -9,8 +9,10 @@
 //     --max-seed-bytes N   skip seed files larger than N bytes (default 262144)
 //   fuzz_driver --replay FILE...   runs each file once, unmutated (the regression corpus)
 //
-// Each iteration takes a seed, applies random byte flips, insertions, deletions, truncation,
-// varint-length tampering or a splice with another seed, and calls LLVMFuzzerTestOneInput.
+// Each iteration takes a seed and either changes its protobuf structure (a field's value set to an
+// edge case, a field deleted, duplicated, moved, renumbered or taken from another seed: the model
+// still parses) or applies random byte flips, insertions, deletions, truncation, varint-length
+// tampering or a splice with another seed; then it calls LLVMFuzzerTestOneInput.
 // A crash (signal, sanitizer report) or a hang writes the input to DIR/crash-<hash>.onnx or
 // DIR/hang-<hash>.onnx before the process dies, so it can be replayed and kept as a regression.
 #include <algorithm>
@@ -63,6 +65,7 @@ void write_all(const char* path) {
 
 void on_crash(int sig) {
   if (g_data) write_all(sig == SIGALRM ? g_hang_path : g_crash_path);
+  g_data = nullptr;
   signal(sig, SIG_DFL);
   raise(sig == SIGALRM ? SIGABRT : sig);
 }
@@ -70,6 +73,7 @@ void on_crash(int sig) {
 // Called by AddressSanitizer / UBSan before they exit on a report.
 void on_sanitizer_death() {
   if (g_data) write_all(g_crash_path);
+  g_data = nullptr;  // (the abort that follows must not write it again)
 }
 
 void set_current(const std::string& d, const std::string& dir) {
@@ -100,9 +104,181 @@ void add_seeds(const std::string& p, size_t max_bytes, std::vector<std::string>&
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Structure-aware mutation. Models are protobuf: most random byte edits break the wire format
+// and stop at the parser. This mutator parses the bytes generically (tag, wire type, value;
+// length-delimited values that parse whole as messages are descended into), changes one field
+// (a varint set to an edge value, a field deleted, duplicated or moved, a string swapped for one
+// of the seeds' strings, a fixed32/64 set to NaN, infinity or a huge value, a field from another
+// seed inserted) and re-encodes, so the model still parses and the change reaches the checks,
+// shape inference and kernels.
+
+struct Field {
+  uint32_t num = 0;
+  int wt = 0;         // 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32
+  uint64_t v = 0;     // varint / fixed value
+  std::string bytes;  // wt 2 (when not a message)
+  std::vector<Field> sub;
+  bool msg = false;   // wt 2 holding a parsed message
+};
+
+bool read_varint(const std::string& d, size_t& p, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && p < d.size(); shift += 7) {
+    const uint8_t b = static_cast<uint8_t>(d[p++]);
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+bool parse_fields(const std::string& d, std::vector<Field>& out, int depth) {
+  size_t p = 0;
+  while (p < d.size()) {
+    uint64_t tag;
+    if (!read_varint(d, p, tag) || (tag >> 3) == 0 || (tag >> 3) > (1u << 29)) return false;
+    Field f;
+    f.num = static_cast<uint32_t>(tag >> 3);
+    f.wt = static_cast<int>(tag & 7);
+    if (f.wt == 0) {
+      if (!read_varint(d, p, f.v)) return false;
+    } else if (f.wt == 1 || f.wt == 5) {
+      const size_t n = f.wt == 1 ? 8 : 4;
+      if (d.size() - p < n) return false;
+      std::memcpy(&f.v, d.data() + p, n);
+      p += n;
+    } else if (f.wt == 2) {
+      uint64_t len;
+      if (!read_varint(d, p, len) || len > d.size() - p) return false;
+      f.bytes = d.substr(p, len);
+      p += len;
+      if (depth < 12 && !f.bytes.empty() && parse_fields(f.bytes, f.sub, depth + 1)) {
+        f.msg = true;
+        f.bytes.clear();
+      } else {
+        f.sub.clear();
+      }
+    } else {
+      return false;
+    }
+    out.push_back(std::move(f));
+  }
+  return true;
+}
+
+void put_varint(std::string& o, uint64_t v) {
+  while (v >= 0x80) {
+    o += static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  o += static_cast<char>(v);
+}
+
+std::string encode_fields(const std::vector<Field>& fs) {
+  std::string o;
+  for (const Field& f : fs) {
+    put_varint(o, (static_cast<uint64_t>(f.num) << 3) | static_cast<uint64_t>(f.wt));
+    if (f.wt == 0) {
+      put_varint(o, f.v);
+    } else if (f.wt == 1 || f.wt == 5) {
+      o.append(reinterpret_cast<const char*>(&f.v), f.wt == 1 ? 8 : 4);
+    } else {
+      const std::string b = f.msg ? encode_fields(f.sub) : f.bytes;
+      put_varint(o, b.size());
+      o += b;
+    }
+  }
+  return o;
+}
+
+/// Every field of a tree, depth first, with the list it lives in (for delete / duplicate / move).
+void collect(std::vector<Field>& fs, std::vector<std::pair<std::vector<Field>*, size_t>>& out) {
+  for (size_t i = 0; i < fs.size(); ++i) {
+    out.emplace_back(&fs, i);
+    if (fs[i].msg) collect(fs[i].sub, out);
+  }
+}
+
+struct Pools {
+  std::vector<std::string> strings;  // string values of the seeds (op types, names, attribute names)
+  std::vector<Field> fields;         // fields of the seeds, to insert elsewhere
+};
+
+void gather(const std::vector<Field>& fs, Pools& pools, std::mt19937_64& rng) {
+  for (const Field& f : fs) {
+    if (f.msg) gather(f.sub, pools, rng);
+    else if (f.wt == 2 && f.bytes.size() <= 64) pools.strings.push_back(f.bytes);
+    if (rng() % 8 == 0 && encode_fields({f}).size() <= 4096) pools.fields.push_back(f);
+  }
+}
+
+uint64_t edge_varint(uint64_t old, std::mt19937_64& rng) {
+  static const uint64_t edges[] = {0, 1, 2, 3, 7, 8, 16, 255, 256, 65535, 1u << 20, 0x7fffffffu, 0x80000000u,
+                                   0xffffffffu, uint64_t(1) << 32, uint64_t(1) << 40, uint64_t(1) << 62,
+                                   0x7fffffffffffffffull, 0x8000000000000000ull, ~uint64_t(0), ~uint64_t(0) - 1};
+  switch (rng() % 4) {
+    case 0: return old + 1;
+    case 1: return old - 1;
+    case 2: return rng() % 64;
+    default: return edges[rng() % (sizeof edges / sizeof edges[0])];
+  }
+}
+
+uint64_t edge_fixed(int wt, std::mt19937_64& rng) {
+  if (wt == 5) {
+    static const uint32_t f32[] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x00000001u, 0x80000000u,
+                                   0x3f800000u, 0xbf800000u, 0x4f000000u, 0xcf000000u};
+    return rng() % 3 ? f32[rng() % (sizeof f32 / sizeof f32[0])] : static_cast<uint32_t>(rng());
+  }
+  static const uint64_t f64[] = {0x7ff8000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
+                                 0x7fefffffffffffffull, 1, 0x3ff0000000000000ull, 0x43e0000000000000ull};
+  return rng() % 3 ? f64[rng() % (sizeof f64 / sizeof f64[0])] : rng();
+}
+
+/// One structural change to `d`; false when `d` does not parse as protobuf.
+bool mutate_structure(std::string& d, const Pools& pools, std::mt19937_64& rng) {
+  std::vector<Field> root;
+  if (!parse_fields(d, root, 0) || root.empty()) return false;
+  const int changes = 1 + static_cast<int>(rng() % 3);
+  for (int c = 0; c < changes; ++c) {
+    std::vector<std::pair<std::vector<Field>*, size_t>> all;
+    collect(root, all);
+    if (all.empty()) break;
+    auto [list, i] = all[rng() % all.size()];
+    Field& f = (*list)[i];
+    switch (rng() % 6) {
+      case 0:  // change a value
+        if (f.wt == 0) f.v = edge_varint(f.v, rng);
+        else if (f.wt == 1 || f.wt == 5) f.v = edge_fixed(f.wt, rng);
+        else if (!f.msg && !pools.strings.empty()) f.bytes = pools.strings[rng() % pools.strings.size()];
+        else if (!f.msg && !f.bytes.empty()) f.bytes[rng() % f.bytes.size()] = static_cast<char>(rng());
+        break;
+      case 1: list->erase(list->begin() + static_cast<std::ptrdiff_t>(i)); break;  // delete
+      case 2: list->insert(list->begin() + static_cast<std::ptrdiff_t>(i), Field(f)); break;  // duplicate
+      case 3: {  // move within its message
+        const size_t j = rng() % list->size();
+        std::swap((*list)[i], (*list)[j]);
+        break;
+      }
+      case 4:  // insert a field of some seed here
+        if (!pools.fields.empty())
+          list->insert(list->begin() + static_cast<std::ptrdiff_t>(i), pools.fields[rng() % pools.fields.size()]);
+        break;
+      default:  // the field's number changed (another field of the same message)
+        f.num = 1 + static_cast<uint32_t>(rng() % 16);
+        break;
+    }
+  }
+  d = encode_fields(root);
+  return true;
+}
+
 }  // namespace
 
 extern "C" void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
+// Counters a target may define (fuzz_loader.cpp does): inputs that loaded, and that also ran.
+extern "C" uint64_t onyx_fuzz_loaded __attribute__((weak));
+extern "C" uint64_t onyx_fuzz_ran __attribute__((weak));
 
 int main(int argc, char** argv) {
   double seconds = 0, timeout = 20;
@@ -158,6 +334,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::mt19937_64 rng(prng_seed);
+  Pools pools;
+  for (const auto& sd : seeds) {
+    std::vector<Field> fs;
+    if (parse_fields(sd, fs, 0)) gather(fs, pools, rng);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   long it = 0;
   for (; it < iterations; ++it) {
@@ -165,7 +346,9 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds)
       break;
     std::string d = seeds[rng() % seeds.size()];
-    const int edits = 1 + static_cast<int>(rng() % 8);
+    // Half the inputs get structural changes (still valid protobuf), half raw byte edits.
+    const bool structural = rng() % 2 == 0 && mutate_structure(d, pools, rng);
+    const int edits = structural ? 0 : 1 + static_cast<int>(rng() % 8);
     for (int e = 0; e < edits && !d.empty(); ++e) {
       const size_t at = rng() % d.size();
       switch (rng() % 7) {
@@ -190,6 +373,10 @@ int main(int argc, char** argv) {
     alarm(0);
   }
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%ld inputs from %zu seeds in %.0f s, no crash and no hang\n", it, seeds.size(), el);
+  std::printf("%ld inputs from %zu seeds in %.0f s, no crash and no hang", it, seeds.size(), el);
+  if (&onyx_fuzz_loaded && &onyx_fuzz_ran)
+    std::printf(" (%llu loaded, %llu also ran)", static_cast<unsigned long long>(onyx_fuzz_loaded),
+                static_cast<unsigned long long>(onyx_fuzz_ran));
+  std::printf("\n");
   return 0;
 }

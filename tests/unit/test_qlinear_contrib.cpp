@@ -524,7 +524,8 @@ TEST(QLinearContrib, ErrorsNameTheNodeAndTheInput) {
   expect_error([&] {
     run_ms("QLinearAdd", {{"a", a}, {"as", sc(1), true}, {"", {}}, {"b", b}, {"bs", sc(1), true}, {"", {}}, {"cs", sc(1), true}},
            DType::kUInt8);
-  }, "com.microsoft::QLinearAdd 'node': B (input 3) has type int8 but A has type uint8");
+  }, "com.microsoft::QLinearAdd 'node': input 3 ('B') is int8, but com.microsoft::QLinearAdd-1 binds it to type T with "
+     "input 0 ('A'), which is uint8");
   expect_error([&] {
     run_ms("QLinearMul", {{"a", a}, {"as", f32(Shape{2}, {1, 2}), true}, {"", {}}, {"b", a}, {"bs", sc(1), true}, {"", {}},
                           {"cs", sc(1), true}},
@@ -537,7 +538,7 @@ TEST(QLinearContrib, ErrorsNameTheNodeAndTheInput) {
   }, "cannot be broadcast");
   expect_error([&] {
     run_ms("QLinearSigmoid", {{"x", a}, {"xs", sc(1), true}, {"xz", zp<int8_t>(0), true}, {"ys", sc(1), true}}, DType::kUInt8);
-  }, "X_zero_point (input 2) has type int8; expected uint8");
+  }, "input 2 ('X_zero_point') is int8, but com.microsoft::QLinearSigmoid-1 binds it to type T with input 0 ('X')");
   expect_error([&] {
     run_ms("QLinearSoftmax", {{"x", a}, {"xs", sc(1), true}, {"", {}}, {"ys", sc(1), true}, {"yz", zp<uint8_t>(0), true}},
            DType::kUInt8);

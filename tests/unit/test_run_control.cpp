@@ -236,7 +236,7 @@ TEST(RunControl, EightThreadsThousandRunsEachGetIdenticalOutputs) {
   const Tensor ref = s.run({{"x", x}})[0].tensor();
   std::atomic<int> wrong{0};
   std::vector<std::thread> ts;
-  const int runs = std::getenv("ONYX_TSAN") ? 100 : 1000;  // TSan runs ~20x slower
+  const int runs = 1000;
   for (int t = 0; t < 8; ++t)
     ts.emplace_back([&] {
       for (int r = 0; r < runs; ++r) {

@@ -6,11 +6,39 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 
 #include "ep/kernel.hpp"
 
 namespace onyx::cpu {
+
+/// The product of sizes as a work estimate for parallel_range, saturating at 2^62 (hostile
+/// kernel sizes must not overflow it; the loops themselves visit only what exists).
+inline int64_t work_of(std::initializer_list<int64_t> sizes) {
+  __int128 w = 1;
+  for (int64_t s : sizes) {
+    w *= s < 0 ? 0 : s;
+    if (w > (__int128(1) << 62)) return int64_t(1) << 62;
+  }
+  return static_cast<int64_t>(w);
+}
+
+/// The taps k in [0, K) of a window starting at `base` with dilation `d` > 0 whose position
+/// base + k * d lies in [lo, hi): [begin, end). Computed by division (in 128 bits), so a hostile
+/// kernel or padding of 2^63 costs nothing and loops visit only the taps that land in range.
+struct TapRange {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end > begin ? end - begin : 0; }
+};
+inline TapRange tap_range(int64_t base, int64_t d, int64_t K, __int128 lo, __int128 hi) {
+  auto floordiv = [](__int128 a, __int128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  if (K <= 0 || d <= 0 || hi <= lo) return {};
+  const __int128 first = -floordiv(-(lo - base), d);  // ceil((lo - base) / d)
+  const __int128 last = floordiv(hi - 1 - base, d);   // floor((hi - 1 - base) / d)
+  const __int128 b = first < 0 ? 0 : first, e = last + 1 > K ? K : last + 1;
+  return e > b ? TapRange{static_cast<int64_t>(b), static_cast<int64_t>(e)} : TapRange{};
+}
 
 template <class T>
 inline constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
@@ -108,6 +136,16 @@ struct Broadcast {
     int64_t s[N][kMaxRank];
     for (size_t k = 0; k < N; ++k) {
       const Shape& in = *ins[k];
+      // Every input must broadcast to the output (a model whose declared shapes were trusted,
+      // e.g. Min-6's equal shapes, must not make the index walk read past an input).
+      bool fits = in.size() <= out.size();
+      for (size_t j = 0; fits && j < in.size(); ++j) {
+        const int64_t dim = in[j], want = out[out.size() - in.size() + j];
+        fits = dim == want || dim == 1;
+      }
+      if (!fits)
+        fail(ErrorCode::kInvalidArgument, "input ", k, " of shape ", in.to_string(), " does not broadcast to the output shape ",
+             out.to_string());
       int64_t stride = 1;
       for (int d = r - 1; d >= 0; --d) {
         const int id = d - (r - static_cast<int>(in.size()));

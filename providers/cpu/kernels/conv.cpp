@@ -28,7 +28,7 @@ void depthwise2d_loop(const float* x, const float* w, const float* bias, float* 
   const int64_t H = in[0], W = in[1], KH = g.kernel[0], KW = g.kernel[1], OH = g.out[0], OW = g.out[1];
   const int64_t sh = g.stride[0], sw = g.stride[1], dh = g.dilation[0], dw = g.dilation[1];
   const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
-  parallel_range(pool, planes, OH * OW * KH * KW, [&](int64_t p0, int64_t p1) {
+  parallel_range(pool, planes, work_of({OH, OW, KH, KW}), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c = p % channels;
       const float* xp = x + p * H * W;
@@ -214,6 +214,7 @@ void conv_direct(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t
 ConvKernel::ConvKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi, bool with_sum)
     : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), with_sum_(with_sum) {
   group_ = info.node.attr_int("group", 1);
+  if (group_ <= 0) fail(ErrorCode::kInvalidGraph, info.node.label(), ": group must be positive, got ", group_);
   act_.act = act;
   act_.lo = lo;
   act_.hi = hi;
@@ -424,6 +425,7 @@ class ConvTransposeKernel final : public Kernel {
     const Tensor* b = ctx.optional_input(2);
     Tensor& y = ctx.output(0);
     const int64_t N = x.dim(0), C = x.dim(1);
+    if (group_ <= 0) fail(ErrorCode::kInvalidArgument, "group must be positive, got ", group_);
     if (C % group_ != 0 || w.dim(0) != C)
       fail(ErrorCode::kInvalidArgument, "input channels ", C, " do not match weight ", w.shape().to_string());
     const int64_t Cg = C / group_, Mg = w.dim(1), M = Mg * group_;

@@ -371,6 +371,7 @@ class ConvNhwcKernel final : public Kernel {
   ConvNhwcKernel(const KernelCreateInfo& info, GemmEpilogue::Act act, float lo, float hi, bool with_sum)
       : node_(info.node), attrs_(WindowAttrs::of(info.node, false)), with_sum_(with_sum) {
     group_ = info.node.attr_int("group", 1);
+    if (group_ <= 0) fail(ErrorCode::kInvalidGraph, info.node.label(), ": group must be positive, got ", group_);
     act_.act = act;
     act_.lo = lo;
     act_.hi = hi;
@@ -560,24 +561,19 @@ void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
   const bool is_max = st.kind == PoolNhwc::Kind::kMax;
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  parallel_range(ctx.pool(), N * OH, OW * C * KH * KW, [&](int64_t r0, int64_t r1) {
+  parallel_range(ctx.pool(), N * OH, work_of({OW, C, KH, KW}), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / OH, oh = r % OH;
       const float* xi = px + n * H * W * C;
       // Taps inside the input, and (count_include_pad) inside input plus pads, along the rows.
-      int64_t rows_in = 0, rows_pad = 0;
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        const int64_t ih = oh * sh - pt + kh * dh;
-        rows_in += ih >= 0 && ih < H;
-        rows_pad += ih >= -pt && ih < H + pe_h;
-      }
+      // (only the taps that land in the input are visited: a kernel may be far larger)
+      const TapRange rows = tap_range(oh * sh - pt, dh, KH, 0, H);
+      const int64_t rows_in = rows.size();
+      const int64_t rows_pad = tap_range(oh * sh - pt, dh, KH, -static_cast<__int128>(pt), static_cast<__int128>(H) + pe_h).size();
       for (int64_t ow = 0; ow < OW; ++ow) {
-        int64_t cols_in = 0, cols_pad = 0;
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int64_t iw = ow * sw - pl + kw * dw;
-          cols_in += iw >= 0 && iw < W;
-          cols_pad += iw >= -pl && iw < W + pe_w;
-        }
+        const TapRange cols = tap_range(ow * sw - pl, dw, KW, 0, W);
+        const int64_t cols_in = cols.size();
+        const int64_t cols_pad = tap_range(ow * sw - pl, dw, KW, -static_cast<__int128>(pl), static_cast<__int128>(W) + pe_w).size();
         const int64_t count = st.count_include_pad ? rows_pad * cols_pad : rows_in * cols_in;
         const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
         float* yo = py + (r * OW + ow) * C;
@@ -588,12 +584,10 @@ void pool_nhwc(const PoolNhwc& st, KernelContext& ctx) {
           for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
             const int64_t lanes = std::min<int64_t>(kLanes, C - c0);
             vf acc = kMax ? vf{} - INFINITY : vf{};
-            for (int64_t kh = 0; kh < KH; ++kh) {
+            for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
               const int64_t ih = oh * sh - pt + kh * dh;
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
+              for (int64_t kw = cols.begin; kw < cols.end; ++kw) {
                 const int64_t iw = ow * sw - pl + kw * dw;
-                if (iw < 0 || iw >= W) continue;
                 const vf a = load_k(xi + (ih * W + iw) * C + c0, lanes);
                 if constexpr (kMax)
                   acc = vmath::max_nan(acc, a);

@@ -35,7 +35,7 @@ void batch_norm_compute(const int&, KernelContext& ctx) {
   const double eps = n.attr_float("epsilon", 1e-5f);
   const bool training = n.opset >= 14 && n.attr_int("training_mode", 0) != 0;
   const int64_t N = x.dim(0), C = x.rank() > 1 ? x.dim(1) : 1;
-  const int64_t inner = x.rank() > 2 ? x.numel() / (N * C) : 1;
+  const int64_t inner = x.rank() > 2 ? (N * C > 0 ? x.numel() / (N * C) : 0) : 1;
   // Legacy spatial=0: statistics per activation (C x spatial values).
   const bool per_activation = n.opset < 9 && n.attr_int("spatial", 1) == 0;
   const int64_t stats = per_activation ? C * inner : C;

@@ -139,7 +139,7 @@ template <class T>
 void pool_planes(const PoolState& st, const T* x, T* y, int64_t* idx, int64_t planes, const Geo3& g, ThreadPool& pool) {
   using A = Acc<T>;
   const int64_t in_size = g.in[0] * g.in[1] * g.in[2], out_size = g.out[0] * g.out[1] * g.out[2];
-  parallel_range(pool, planes, out_size * g.k[0] * g.k[1] * g.k[2], [&](int64_t p0, int64_t p1) {
+  parallel_range(pool, planes, work_of({out_size, g.k[0], g.k[1], g.k[2]}), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const T* xp = x + p * in_size;
       T* yp = y + p * out_size;
@@ -151,24 +151,22 @@ void pool_planes(const PoolState& st, const T* x, T* y, int64_t* idx, int64_t pl
             if constexpr (std::is_floating_point_v<A>) best = -std::numeric_limits<A>::infinity();
             int64_t best_at = -1;
             double sum = 0;
-            int64_t count = 0, padded_count = 0;
-            for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+            // Only the taps that land in the input are visited (a kernel may be far larger).
+            const TapRange r0 = tap_range(b0, g.d[0], g.k[0], 0, g.in[0]), r1 = tap_range(b1, g.d[1], g.k[1], 0, g.in[1]),
+                           r2 = tap_range(b2, g.d[2], g.k[2], 0, g.in[2]);
+            const int64_t count = r0.size() * r1.size() * r2.size();
+            const int64_t padded_count =
+                tap_range(b0, g.d[0], g.k[0], -static_cast<__int128>(g.pb[0]), static_cast<__int128>(g.in[0]) + g.pe[0]).size() *
+                tap_range(b1, g.d[1], g.k[1], -static_cast<__int128>(g.pb[1]), static_cast<__int128>(g.in[1]) + g.pe[1]).size() *
+                tap_range(b2, g.d[2], g.k[2], -static_cast<__int128>(g.pb[2]), static_cast<__int128>(g.in[2]) + g.pe[2]).size();
+            for (int64_t k0 = r0.begin; k0 < r0.end; ++k0) {
               const int64_t i0 = b0 + k0 * g.d[0];
-              const bool in0 = i0 >= 0 && i0 < g.in[0];
-              const bool pad0 = i0 >= -g.pb[0] && i0 < g.in[0] + g.pe[0];
-              for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+              for (int64_t k1 = r1.begin; k1 < r1.end; ++k1) {
                 const int64_t i1 = b1 + k1 * g.d[1];
-                const bool in1 = i1 >= 0 && i1 < g.in[1];
-                const bool pad1 = i1 >= -g.pb[1] && i1 < g.in[1] + g.pe[1];
-                for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+                for (int64_t k2 = r2.begin; k2 < r2.end; ++k2) {
                   const int64_t i2 = b2 + k2 * g.d[2];
-                  const bool in2 = i2 >= 0 && i2 < g.in[2];
-                  const bool pad2 = i2 >= -g.pb[2] && i2 < g.in[2] + g.pe[2];
-                  if (pad0 && pad1 && pad2) ++padded_count;
-                  if (!(in0 && in1 && in2)) continue;
                   const int64_t off = (i0 * g.in[1] + i1) * g.in[2] + i2;
                   const A v = to_acc(xp[off]);
-                  ++count;
                   if (st.kind == PoolKind::kMax) {
                     if (v > best || best_at < 0 || (std::is_floating_point_v<A> && v != v)) {
                       best = v;
@@ -212,7 +210,7 @@ bool pool2d_float(const PoolState& st, const float* x, float* y, int64_t planes,
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
   const int64_t sh = g.s[1], sw = g.s[2], ph = g.pb[1], pw = g.pb[2], peh = g.pe[1], pew = g.pe[2];
   const bool is_max = st.kind == PoolKind::kMax;
-  parallel_range(pool, planes, OH * OW * KH * KW, [&](int64_t p0, int64_t p1) {
+  parallel_range(pool, planes, work_of({OH, OW, KH, KW}), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float* xp = x + p * H * W;
       float* yp = y + p * OH * OW;

@@ -290,7 +290,9 @@ class TfIdfKernel final : public Kernel {
       fail(ErrorCode::kInvalidGraph, n.label(), ": attributes 'ngram_counts' and 'ngram_indexes' are required");
     for (int64_t v : indexes)
       if (v < 0) fail(ErrorCode::kInvalidGraph, n.label(), ": ngram_indexes has a negative entry (", v, ")");
-    out_size_ = *std::max_element(indexes.begin(), indexes.end()) + 1;
+    const int64_t top = *std::max_element(indexes.begin(), indexes.end());
+    if (top >= (int64_t(1) << 60)) fail(ErrorCode::kInvalidGraph, n.label(), ": ngram_indexes value ", top, " is too large");
+    out_size_ = top + 1;
     weights_ = n.attr_floats("weights");
     if (!weights_.empty() && static_cast<int64_t>(weights_.size()) < out_size_)
       fail(ErrorCode::kInvalidGraph, n.label(), ": weights has ", weights_.size(), " entries for ", out_size_,
@@ -343,7 +345,7 @@ class TfIdfKernel final : public Kernel {
     Tensor& Y = ctx.allocate_output(0, DType::kFloat, X.rank() == 2 ? Shape{rows, out_size_} : Shape{out_size_});
     float* y = Y.data<float>();
     std::fill(y, y + Y.numel(), 0.0f);
-    parallel_range(ctx.pool(), rows, len * (max_skip_ + 1) * max_n_, [&](int64_t r0, int64_t r1) {
+    parallel_range(ctx.pool(), rows, work_of({len, std::min<int64_t>(max_skip_, len) + 1, max_n_}), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         float* out = y + r * out_size_;
         if (is_str)
@@ -411,7 +413,9 @@ class TfIdfKernel final : public Kernel {
   template <class T>
   void count_row(const T* x, int64_t len, float* out) const {
     int64_t start_n = min_n_;
-    for (int64_t d = 1; d <= max_skip_ + 1; ++d) {
+    // Distances past the row's length find nothing (and a hostile max_skip_count may be 2^62).
+    const int64_t d_max = std::min<int64_t>(max_skip_, std::max<int64_t>(len, 1)) + 1;
+    for (int64_t d = 1; d <= d_max; ++d) {
       for (int64_t s = 0; s < len; ++s) {
         if (s + d * (start_n - 1) >= len) break;
         int32_t node = 0;
