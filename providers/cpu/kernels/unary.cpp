@@ -518,7 +518,7 @@ void cast_tensor(const Tensor& in, Tensor& out, ThreadPool& pool, const NarrowCa
       const S* s = static_cast<const S*>(in.raw_data());
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_same_v<S, bool>)
-          d[i] = s[i] ? "1" : "0";
+          d[i].assign(1, s[i] ? '1' : '0');  // (assigning a literal trips GCC 12's -Wrestrict)
         else if constexpr (std::is_integral_v<S>)
           d[i] = std::to_string(s[i]);
         else
