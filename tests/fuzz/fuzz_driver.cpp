@@ -99,8 +99,10 @@ void add_seeds(const std::string& p, size_t max_bytes, std::vector<std::string>&
         files.push_back(e.path().string());
     std::sort(files.begin(), files.end());  // a stable order: the same run on every machine
     for (const auto& f : files) seeds.push_back(read_file(f));
-  } else {
+  } else if (fs::is_regular_file(p, ec)) {
     seeds.push_back(read_file(p));
+  } else {
+    std::fprintf(stderr, "fuzz_driver: no seed file or folder '%s' (skipped)\n", p.c_str());
   }
 }
 
