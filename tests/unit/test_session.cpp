@@ -12,6 +12,7 @@
 #include <functional>
 #include <thread>
 
+#include "capped_child.hpp"
 #include "model_builder.hpp"
 
 using namespace onyx;
@@ -430,42 +431,24 @@ TEST(Session, OutOfMemoryIsAnOnyxError) {
   // Caps from 4 to 160 MiB above what the process has mapped: each fails at another step.
   for (int extra_mib = 4; extra_mib <= 160; extra_mib += 12) {
     SCOPED_TRACE(std::to_string(extra_mib) + " MiB above the mapped size");
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      long pages = 0;
-      if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-        if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-        std::fclose(f);
-      }
-      const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) +
-                         (static_cast<rlim_t>(extra_mib) << 20);
-      const rlimit lim{cap, cap};
-      if (pages == 0 || setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
-      auto attempt = [&](const std::function<void()>& f) {
-        try {
-          f();
-        } catch (const Error&) {
-        } catch (...) {
-          _exit(2);  // a foreign exception escaped
-        }
-      };
-      attempt([&] {
+    const int rc = in_capped_child(extra_mib, [&] {
+      // Only onyx::Error may come out; anything else escapes to in_capped_child (exit status 2).
+      try {
         std::vector<Session> keep;
         for (int i = 0; i < 8; ++i)
           keep.push_back(Session::builder().with_intra_threads(1).commit_from_memory(big_model.data(), big_model.size()));
-      });
-      attempt([&] {
+      } catch (const Error&) {
+      }
+      try {
         expand.run({{"x", Tensor::from_vector<float>(Shape{1}, {1.0f})},
                     {"shape", Tensor::from_vector<int64_t>(Shape{1}, {int64_t(1) << 28})}});
-      });
-      _exit(0);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    EXPECT_NE(WEXITSTATUS(status), 3) << "could not cap the address space";
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "a foreign exception escaped";
+      } catch (const Error&) {
+      }
+      return true;
+    });
+    ASSERT_NE(rc, -2) << "the child died of a signal";
+    EXPECT_NE(rc, 3) << "could not cap the address space";
+    EXPECT_EQ(rc, 0) << "a foreign exception escaped";
   }
 }
 #endif

@@ -19,6 +19,7 @@
 #include "core/common.hpp"
 #include "model/loader.hpp"
 #include "model/op_signatures.hpp"
+#include "capped_child.hpp"
 #include "model_builder.hpp"
 #include "ops/schema.hpp"
 
@@ -193,27 +194,35 @@ TEST(Validation, RequiredAttributeMissingIsRefusedAtLoad) {
 
 // ---- subgraphs, functions, domains ----
 
-TEST(Validation, SubgraphNodesAreChecked) {
-  GraphSpec then_g;
-  then_g.name = "then";
-  then_g.nodes.push_back({"Relu", {"x", "x"}, {"t"}, {}, "inner"});
-  then_g.outputs.push_back(any_out("t"));
-  GraphSpec else_g;
-  else_g.name = "else";
-  else_g.nodes.push_back({"Identity", {"x"}, {"e"}});
-  else_g.outputs.push_back(any_out("e"));
-  AttrSpec then_a, else_a;
-  then_a.name = "then_branch";
-  then_a.kind = AttrSpec::kGraph;
-  then_a.s = then_g.encode();
-  else_a.name = "else_branch";
-  else_a.kind = AttrSpec::kGraph;
-  else_a.s = else_g.encode();
+namespace {
+
+/// y = If(c) with then = `inner` (output "t", reading x and whatever else it names from the outer
+/// scope) and else = Identity(x); inputs c (bool) and x (float[2]).
+GraphSpec if_graph(const NodeSpec& inner) {
+  auto branch = [](const char* attr, const char* name, const NodeSpec& n, const std::string& out) {
+    GraphSpec b;
+    b.name = name;
+    b.nodes.push_back(n);
+    b.outputs.push_back(any_out(out));
+    AttrSpec a;
+    a.name = attr;
+    a.kind = AttrSpec::kGraph;
+    a.s = b.encode();
+    return a;
+  };
   GraphSpec g;
-  g.nodes.push_back({"If", {"c"}, {"y"}, {then_a, else_a}, "if"});
+  g.nodes.push_back({"If", {"c"}, {"y"}, {branch("then_branch", "then", inner, "t"),
+                                          branch("else_branch", "else", {"Identity", {"x"}, {"e"}}, "e")}, "if"});
   g.inputs.push_back({"c", DType::kBool, {}});
   g.inputs.push_back({"x", DType::kFloat, {2}});
   g.outputs.push_back(any_out("y"));
+  return g;
+}
+
+}  // namespace
+
+TEST(Validation, SubgraphNodesAreChecked) {
+  GraphSpec g = if_graph({"Relu", {"x", "x"}, {"t"}, {}, "inner"});
   const std::string e = load_error(encode_model(g));
   EXPECT_HAS(e, "graph 'then': node Relu 'inner': 2 inputs given");
 }
@@ -338,27 +347,8 @@ TEST(Validation, ElementTypesOutsideTheAllowedSetAreRefused) {
 }
 
 TEST(Validation, InputTypesInSubgraphsAreChecked) {
-  GraphSpec then_g;
-  then_g.name = "then";
-  then_g.nodes.push_back({"Add", {"x", "d"}, {"t"}, {}, "inner"});
-  then_g.outputs.push_back(any_out("t"));
-  GraphSpec else_g;
-  else_g.name = "else";
-  else_g.nodes.push_back({"Identity", {"x"}, {"e"}});
-  else_g.outputs.push_back(any_out("e"));
-  AttrSpec then_a, else_a;
-  then_a.name = "then_branch";
-  then_a.kind = AttrSpec::kGraph;
-  then_a.s = then_g.encode();
-  else_a.name = "else_branch";
-  else_a.kind = AttrSpec::kGraph;
-  else_a.s = else_g.encode();
-  GraphSpec g;
-  g.nodes.push_back({"If", {"c"}, {"y"}, {then_a, else_a}, "if"});
-  g.inputs.push_back({"c", DType::kBool, {}});
-  g.inputs.push_back({"x", DType::kFloat, {2}});
+  GraphSpec g = if_graph({"Add", {"x", "d"}, {"t"}, {}, "inner"});
   g.inputs.push_back({"d", DType::kDouble, {2}});
-  g.outputs.push_back(any_out("y"));
   EXPECT_HAS(type_error(g), "node Add 'inner': input 1 ('B') is double, but Add-14 binds it to type T with input 0 ('A'), which is float");
 }
 
@@ -451,31 +441,6 @@ std::string model_with_initializer(const ProtoWriter& t, bool sparse = false) {
   return mw.take();
 }
 
-/// Runs `f` in a child process whose address space is capped at what it has mapped plus
-/// `extra_mib`; returns the child's exit status (0: `f` returned true).
-[[maybe_unused]] int in_capped_child(int extra_mib, const std::function<bool()>& f) {
-  const pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    long pages = 0;
-    if (std::FILE* fp = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(fp, "%ld", &pages) != 1) pages = 0;
-      std::fclose(fp);
-    }
-    const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) +
-                       (static_cast<rlim_t>(extra_mib) << 20);
-    const rlimit lim{cap, cap};
-    if (pages == 0 || setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
-    try {
-      _exit(f() ? 0 : 1);
-    } catch (...) {
-      _exit(2);
-    }
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -2;
-  return WEXITSTATUS(status);
-}
 
 }  // namespace
 
