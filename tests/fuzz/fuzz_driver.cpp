@@ -311,6 +311,10 @@ int main(int argc, char** argv) {
                  "       %s --replay FILE...\n", argv[0], argv[0]);
     return 2;
   }
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(crash_dir, ec);  // (the handlers can only write into it)
+  }
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM}) std::signal(sig, on_crash);
   if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(on_sanitizer_death);
   const unsigned alarm_s = timeout > 0 ? static_cast<unsigned>(timeout + 0.999) : 0;
