@@ -18,20 +18,16 @@ class MemoryBudget {
 
   uint64_t limit() const { return limit_; }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
-  uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
 
   /// Counts `bytes` against the limit, or throws kOutOfMemory naming `what()` (a callable
   /// returning a description, built only when the limit is passed).
   template <class What>
   void reserve(uint64_t bytes, What&& what) {
-    uint64_t now = used_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    const uint64_t now = used_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     if (now > limit_ || now < bytes) {
       used_.fetch_sub(bytes, std::memory_order_relaxed);
       fail(ErrorCode::kOutOfMemory, what(), " needs ", bytes, " bytes, but the session already holds ", now - bytes,
            " of its memory limit of ", limit_, " bytes (SessionBuilder::with_memory_limit)");
-    }
-    uint64_t p = peak_.load(std::memory_order_relaxed);
-    while (now > p && !peak_.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
     }
   }
   void release(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
@@ -55,7 +51,6 @@ class MemoryBudget {
  private:
   const uint64_t limit_;
   std::atomic<uint64_t> used_{0};
-  std::atomic<uint64_t> peak_{0};
 };
 
 }  // namespace onyx

@@ -425,6 +425,19 @@ TEST(Validation, ConvPadsOfTheWrongLengthSayWhatTheRankNeeds) {
 
 namespace {
 
+/// Loads model bytes `m` in a child capped 64 MiB above what it has mapped; 0 when loading fails
+/// with an onyx::Error containing `want` (see in_capped_child for the other statuses).
+[[maybe_unused]] int capped_load_fails_with(const std::string& m, const std::string& want) {
+  return in_capped_child(64, [&] {
+    try {
+      load_model_memory(m.data(), m.size());
+    } catch (const Error& e) {
+      return has(e.what(), want);
+    }
+    return false;
+  });
+}
+
 /// A model whose initializer "w" is the TensorProto `t` (fields written by the caller).
 std::string model_with_initializer(const ProtoWriter& t, bool sparse = false) {
   ProtoWriter gw;
@@ -463,14 +476,7 @@ TEST(Validation, HugeStaticDimIsRefusedBeforeAllocating) {
     EXPECT_HAS(std::string(e.what()), want);
   }
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  const int rc = in_capped_child(64, [&] {
-    try {
-      load_model_memory(m.data(), m.size());
-    } catch (const Error& e) {
-      return has(e.what(), want);
-    }
-    return false;
-  });
+  const int rc = capped_load_fails_with(m, want);
   ASSERT_NE(rc, 3) << "could not cap the address space";
   EXPECT_EQ(rc, 0) << "loading allocated before checking (or failed otherwise)";
 #endif
@@ -519,14 +525,7 @@ TEST(Validation, HugeSparseInitializerIsRefusedBeforeDensifying) {
   const std::string m = model_with_initializer(sp, true);
   const std::string want = "takes more than 2147483648 bytes dense";
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  const int rc = in_capped_child(64, [&] {
-    try {
-      load_model_memory(m.data(), m.size());
-    } catch (const Error& e) {
-      return has(e.what(), want);
-    }
-    return false;
-  });
+  const int rc = capped_load_fails_with(m, want);
   ASSERT_NE(rc, 3) << "could not cap the address space";
   EXPECT_EQ(rc, 0) << "loading allocated the dense form (or failed otherwise)";
 #else
