@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes .cache/ort-venv: ONNX Runtime, onnx and onnxconverter-common from PyPI at pinned versions,
 # for the quantized and reduced-precision corpus (tests/models/make_quant_corpus.py, the CTest
-# quant_corpus) and for bench/compare_ort.py. Idempotent: a venv that already holds these versions
+# quant_corpus) and for bench/compare_ort.py; nanobind, scikit-build-core and pytest for the
+# Python package (python/, docs/python.md), which the build makes with this venv's Python. Idempotent: a venv that already holds these versions
 # is kept. Called by scripts/setup.sh; never fails the set-up: the quant_corpus test skips (saying
 # why) when the venv is missing, e.g. when PyPI cannot be reached. About 60 MB to download, 300 MB
 # installed.
@@ -13,6 +14,9 @@ PINS=(
   onnxruntime==1.32.0 onnx==1.23.2 onnxconverter-common==1.16.0 numpy==2.4.6
   sympy==1.14.0      # ORT's quant_pre_process (symbolic shape inference)
   ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19 packaging==26.4 mpmath==1.3.0 typing_extensions==4.16.0
+  # the Python package (python/): its build (nanobind, scikit-build-core) and its tests (pytest)
+  nanobind==3.1.0 scikit-build-core==1.1.2 pathspec==1.1.1
+  pytest==9.2.0 iniconfig==2.3.1 pluggy==1.7.0 pygments==2.21.0
 )
 mkdir -p .cache
 
@@ -38,7 +42,7 @@ fi
 if pinned; then
   echo "ort venv: made $VENV ($(du -sh "$VENV" | cut -f1))"
 else
-  echo "ort venv: not made (the quant_corpus test will be skipped); see $LOG:"
+  echo "ort venv: not made (the quant_corpus test will be skipped, the Python package not built); see $LOG:"
   tail -5 "$LOG"
 fi
 exit 0

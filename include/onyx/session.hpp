@@ -31,6 +31,20 @@ struct IoInfo {
   std::vector<std::string> dim_names;       ///< dim_param per dim ("" when concrete or unnamed)
   bool has_default = false;                 ///< inputs only: an initializer supplies it when not given
   std::string type_string;                  ///< "float[batch,3,224,224]"
+  /// ONNX's (and ORT's) name of the type: "tensor(float)", "seq(map(string,tensor(float)))".
+  std::string onnx_type;
+};
+
+/// What a model file says about itself (ModelProto's metadata and its main graph's name).
+struct ModelMetadata {
+  std::string producer_name, producer_version;
+  std::string domain;
+  /// The model's version; INT64_MAX when the file sets none (as ORT reports it).
+  int64_t model_version = 0;
+  std::string doc_string;        ///< the model's
+  std::string graph_name;
+  std::string graph_doc_string;  ///< the main graph's
+  std::vector<std::pair<std::string, std::string>> custom;  ///< metadata_props, in file order
 };
 
 class Session;
@@ -216,6 +230,8 @@ class Session {
   /// IR version, producer and other metadata.
   int64_t ir_version() const;
   std::string producer() const;
+  /// Everything ModelProto says about the model (ORT's ModelMetadata).
+  ModelMetadata metadata() const;
 
   /// Runs with named inputs; returns every output, in the order of outputs().
   std::vector<Value> run(const std::vector<std::pair<std::string, Value>>& inputs) const;

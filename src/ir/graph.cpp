@@ -18,6 +18,18 @@ std::string TypeInfo::to_string() const {
   }
 }
 
+std::string TypeInfo::onnx_name() const {
+  const std::string inner = elem ? elem->onnx_name() : std::string("unknown");
+  switch (kind) {
+    case Kind::kTensor: return "tensor(" + std::string(dtype_name(dtype)) + ")";
+    case Kind::kSequence: return "seq(" + inner + ")";
+    case Kind::kOptional: return "optional(" + inner + ")";
+    case Kind::kMap: return "map(" + std::string(dtype_name(dtype)) + "," + inner + ")";
+    case Kind::kSparseTensor: return "sparse_tensor(" + std::string(dtype_name(dtype)) + ")";
+    default: return "unknown";
+  }
+}
+
 namespace {
 [[noreturn]] void attr_type_error(const Node& n, std::string_view name, const char* want) {
   fail(ErrorCode::kInvalidGraph, n.label(), ": attribute '", name, "' must be of type ", want);

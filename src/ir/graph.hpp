@@ -20,6 +20,8 @@ class Graph;
 /// ir/symbols.hpp).
 struct TypeInfo {
   enum class Kind : uint8_t { kUnknown, kTensor, kSequence, kOptional, kMap, kSparseTensor };
+  /// ONNX's name of the type, without shapes: "tensor(float)", "seq(map(int64,tensor(float)))".
+  std::string onnx_name() const;
   Kind kind = Kind::kUnknown;
   DType dtype = DType::kUndefined;  // tensor element type
   bool has_shape = false;           // rank known
@@ -150,6 +152,7 @@ struct ValueSlot {
 class Graph {
  public:
   std::string name;
+  std::string doc_string;
   std::vector<Node> nodes;        // topological order once the loader is done
   std::vector<ValueSlot> values;
   std::vector<int> inputs;        // graph inputs, in order (may include initialized ones, IR<4)
@@ -173,6 +176,7 @@ struct Model {
   std::map<std::string, int64_t> opsets;  // domain ("" = ai.onnx) -> version
   std::string producer_name, producer_version, domain, doc_string;
   int64_t model_version = 0;
+  bool has_model_version = false;  // the file sets model_version
   std::vector<std::pair<std::string, std::string>> metadata;
   std::shared_ptr<Graph> graph;
   std::shared_ptr<SymbolTable> symbols = std::make_shared<SymbolTable>();  // dim_param names

@@ -39,7 +39,7 @@ struct RawValueInfo {
 };
 
 struct RawGraph {
-  std::string name;
+  std::string name, doc_string;
   std::vector<RawNode> nodes;
   std::vector<std::pair<std::string, Tensor>> initializers;
   std::vector<RawValueInfo> inputs, outputs, value_info;
@@ -183,6 +183,7 @@ class Parser {
       switch (r.field()) {
         case 1: r.expect(WireType::kBytes); g->nodes.push_back(node(r.message("NodeProto"), depth)); break;
         case 2: r.expect(WireType::kBytes); g->name = r.string(); break;
+        case 10: r.expect(WireType::kBytes); g->doc_string = r.string(); break;
         case 5: {
           r.expect(WireType::kBytes);
           std::string name;
@@ -350,6 +351,7 @@ class Builder {
   std::shared_ptr<Graph> build(const RawGraph& rg, Graph* parent) {
     auto g = std::make_shared<Graph>();
     g->name = rg.name;
+    g->doc_string = rg.doc_string;
     g->parent = parent;
     const std::string where = str(file_, ": graph '", rg.name, "'");
     auto define = [&](const std::string& name, const char* what) -> int {
@@ -531,7 +533,11 @@ std::shared_ptr<Model> load(std::shared_ptr<MappedFile> file, const std::string&
       case 2: r.expect(WireType::kBytes); model->producer_name = r.string(); break;
       case 3: r.expect(WireType::kBytes); model->producer_version = r.string(); break;
       case 4: r.expect(WireType::kBytes); model->domain = r.string(); break;
-      case 5: r.expect(WireType::kVarint); model->model_version = r.int64(); break;
+      case 5:
+        r.expect(WireType::kVarint);
+        model->model_version = r.int64();
+        model->has_model_version = true;
+        break;
       case 6: r.expect(WireType::kBytes); model->doc_string = r.string(); break;
       case 7: r.expect(WireType::kBytes); raw = parser.graph(r.message("GraphProto"), 0); break;
       case 25: r.expect(WireType::kBytes); functions.push_back(parser.function(r.message("FunctionProto"))); break;

@@ -1,5 +1,6 @@
 // Session creation: load, infer, place every node on an EP, prepare kernels; the public API.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <new>
 
@@ -155,6 +156,7 @@ IoInfo io_info(const ValueSlot& slot, const TypeInfo& type, const SymbolTable& s
   IoInfo info;
   info.name = slot.name;
   info.type_string = type.to_string();
+  info.onnx_type = type.onnx_name();
   switch (type.kind) {
     case TypeInfo::Kind::kSequence: info.kind = Value::Kind::kSequence; break;
     case TypeInfo::Kind::kOptional: info.kind = Value::Kind::kOptional; break;
@@ -609,6 +611,22 @@ int64_t Session::ir_version() const { return impl_->model->ir_version; }
 std::string Session::producer() const {
   const Model& m = *impl_->model;
   return m.producer_version.empty() ? m.producer_name : m.producer_name + " " + m.producer_version;
+}
+
+ModelMetadata Session::metadata() const {
+  const Model& m = *impl_->model;
+  ModelMetadata md;
+  md.producer_name = m.producer_name;
+  md.producer_version = m.producer_version;
+  md.domain = m.domain;
+  md.model_version = m.has_model_version ? m.model_version : std::numeric_limits<int64_t>::max();
+  md.doc_string = m.doc_string;
+  if (m.graph) {
+    md.graph_name = m.graph->name;
+    md.graph_doc_string = m.graph->doc_string;
+  }
+  md.custom = m.metadata;
+  return md;
 }
 
 Placement Session::placement() const {

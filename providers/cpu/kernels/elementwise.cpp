@@ -37,17 +37,46 @@ void binary_loop(const Tensor& a, const Shape& as, const Tensor& b, const Shape&
 
 enum class BinOp { kAdd, kSub, kMul, kDiv, kMod, kFMod, kShl, kShr, kBitAnd, kBitOr, kBitXor, kMax, kMin };
 
+// Integer add, subtract and multiply wrap around on overflow, as ORT's do (two's complement),
+// computed in an unsigned type at least as wide as unsigned int (narrower ones would be promoted
+// to int and could overflow it), so that no input makes them undefined behaviour.
+template <class A>
+constexpr bool kWraps = std::is_integral_v<A> && !std::is_same_v<A, bool>;
+template <class A>
+using WrapT = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
+template <class A>
+A wrap_add(A x, A y) {
+  if constexpr (kWraps<A>)
+    return static_cast<A>(static_cast<WrapT<A>>(x) + static_cast<WrapT<A>>(y));
+  else
+    return x + y;
+}
+template <class A>
+A wrap_sub(A x, A y) {
+  if constexpr (kWraps<A>)
+    return static_cast<A>(static_cast<WrapT<A>>(x) - static_cast<WrapT<A>>(y));
+  else
+    return x - y;
+}
+template <class A>
+A wrap_mul(A x, A y) {
+  if constexpr (kWraps<A>)
+    return static_cast<A>(static_cast<WrapT<A>>(x) * static_cast<WrapT<A>>(y));
+  else
+    return x * y;
+}
+
 template <class A>
 A apply(BinOp op, A x, A y) {
   switch (op) {
-    case BinOp::kAdd: return x + y;
-    case BinOp::kSub: return x - y;
-    case BinOp::kMul: return x * y;
+    case BinOp::kAdd: return wrap_add(x, y);
+    case BinOp::kSub: return wrap_sub(x, y);
+    case BinOp::kMul: return wrap_mul(x, y);
     case BinOp::kDiv:
       if constexpr (std::is_integral_v<A>) {
         if (y == 0) return 0;  // integer division by zero is undefined in ONNX; onyx gives 0
         if constexpr (std::is_signed_v<A>)
-          if (y == -1) return static_cast<A>(-x);
+          if (y == -1) return wrap_sub(A(0), x);
       }
       return x / y;
     case BinOp::kFMod:
@@ -119,9 +148,9 @@ void run_binop(BinOp op, const Tensor& a, const Shape& as, const Tensor& b, cons
   using A = Acc<T>;
   switch (op) {
     // Specialised loops for the hot arithmetic ops so they vectorise.
-    case BinOp::kAdd: return binary_loop<T, T>(a, as, b, bs, out, pool, [](A x, A y) { return x + y; });
-    case BinOp::kSub: return binary_loop<T, T>(a, as, b, bs, out, pool, [](A x, A y) { return x - y; });
-    case BinOp::kMul: return binary_loop<T, T>(a, as, b, bs, out, pool, [](A x, A y) { return x * y; });
+    case BinOp::kAdd: return binary_loop<T, T>(a, as, b, bs, out, pool, [](A x, A y) { return wrap_add(x, y); });
+    case BinOp::kSub: return binary_loop<T, T>(a, as, b, bs, out, pool, [](A x, A y) { return wrap_sub(x, y); });
+    case BinOp::kMul: return binary_loop<T, T>(a, as, b, bs, out, pool, [](A x, A y) { return wrap_mul(x, y); });
     case BinOp::kDiv:
       if constexpr (std::is_floating_point_v<A>)
         return binary_loop<T, T>(a, as, b, bs, out, pool, [](A x, A y) { return x / y; });

@@ -1,0 +1,1 @@
+"""onnxruntime's ``capi`` package names, for scripts that import exceptions from there."""
