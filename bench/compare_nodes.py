@@ -4,20 +4,27 @@
     ortvenv/bin/python bench/compare_nodes.py build/bin/onyx models/resnet50/model.onnx [--threads 1] [--rounds 3]
                        [--ep-option cpu.prefer_nhwc=false]
 
-Each round profiles onyx (`onyx bench --profile`, 5 runs) and then ORT (its profiler, 5 runs) on
-random inputs; a node's time is its minimum over all rounds (the least disturbed by other tenants
-of the machine). Both runtimes fuse activations and residual adds into their convolutions but
-name the results differently, so the convolutions are matched by order: the i-th convolution
-node of onyx's plan beside the i-th `Conv` (or `QLinearConv`) kernel of ORT's. The script stops with an error when
-the two counts differ (a model whose graphs the two optimise differently). `--ep-option
-NAME.KEY=VALUE` (repeatable) passes an option to onyx's EP NAME (`cpu.prefer_nhwc=false`: the CPU
-EP channels-first).
+Runs onyx through its Python module (docs/python.md), in this process beside ONNX Runtime. The
+first argument, onyx's binary, locates the module: the package the build assembles beside it
+(build/python for build/bin/onyx) when there is one, else the `onyx` that Python imports
+(installed, or on PYTHONPATH); its extension must be built for the Python running this script.
+
+Each round profiles onyx and then ORT the same way: a session with profiling on
+(SessionOptions.enable_profiling) and the same random inputs, 7 runs (2 of them warm-up; all are
+in the profile and the minimum is taken), the node times read from end_profiling()'s Chrome
+trace (its `<node>_kernel_time` events). A node's time is its minimum over all rounds (the least
+disturbed by other tenants of the machine). Both runtimes fuse activations and residual adds
+into their convolutions but name the results differently, so the convolutions are matched by
+order: the i-th convolution node of onyx's plan (an op with `Conv` in its name) beside the i-th
+`Conv` (or `QLinearConv`) kernel of ORT's. The script stops with an error when the two counts
+differ (a model whose graphs the two optimise differently). `--ep-option NAME.KEY=VALUE`
+(repeatable) passes an option to onyx's EP NAME, which is then asked for first, the CPU EP as
+fallback (`cpu.prefer_nhwc=false`: the CPU EP channels-first).
 """
 import argparse
 import collections
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -25,25 +32,40 @@ import numpy as np
 import onnxruntime as ort
 
 
-def onyx_profile(onyx, model, threads, path, ep_options):
-    cmd = [onyx, "bench", model, "--threads", str(threads), "--runs", "2", "--warmup", "2", "--profile", path,
-           "--profile-runs", "5"]
+def import_onyx(binary):
+    """onyx's Python module: the build's package beside BINARY (its folder's ../python) when it is
+    there, else whatever `import onyx` finds."""
+    pkg = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(binary)), os.pardir, "python"))
+    if os.path.isfile(os.path.join(pkg, "onyx", "__init__.py")):
+        sys.path.insert(0, pkg)
+    try:
+        import onyx
+    except ImportError as e:
+        sys.exit(f"cannot import onyx's Python module ({e}): build it (docs/python.md) or put it on PYTHONPATH; "
+                 f"its extension must be built for this Python ({sys.version.split()[0]})")
+    return onyx
+
+
+def onyx_providers(ep_options):
+    """--ep-option NAME.KEY=VALUE values -> [(NAME, {KEY: VALUE}), ...] in the order first named."""
+    eps = {}
     for o in ep_options:
-        cmd += ["--ep", o.split(".", 1)[0], "--ep-option", o]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    nodes = collections.OrderedDict()
-    for e in json.load(open(path))["traceEvents"]:
-        if e.get("ph") == "X":
-            nodes.setdefault(e["name"], (e["cat"], []))[1].append(e["dur"] / 1000)
-    return nodes
+        name, dot, rest = o.partition(".")
+        key, eq, value = rest.partition("=")
+        if not dot or not eq or not name or not key:
+            sys.exit(f"--ep-option expects NAME.KEY=VALUE, got '{o}'")
+        eps.setdefault(name, {})[key] = value
+    return list(eps.items()) or None
 
 
-def ort_profile(model, threads, workdir):
-    so = ort.SessionOptions()
+def profile(rt, model, threads, workdir, prefix, providers):
+    """{node: (op type, [ms per run])} from 7 profiled runs with runtime module `rt` (onnxruntime or
+    onyx): the same options, inputs and trace reading for both."""
+    so = rt.SessionOptions()
     so.intra_op_num_threads = threads
     so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(workdir, "ort")
-    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    so.profile_file_prefix = os.path.join(workdir, prefix)
+    s = rt.InferenceSession(model, so, providers=providers)
     rng = np.random.default_rng(0)
     feeds = {}
     for i in s.get_inputs():
@@ -53,7 +75,9 @@ def ort_profile(model, threads, workdir):
         s.run(None, feeds)
     path = s.end_profiling()
     nodes = collections.OrderedDict()
-    for e in json.load(open(path)):
+    with open(path) as f:
+        events = json.load(f)
+    for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
             nodes.setdefault(e["name"][: -len("_kernel_time")], (e["args"].get("op_name"), []))[1].append(e["dur"] / 1000)
     os.remove(path)
@@ -68,12 +92,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ep-option", action="append", default=[])
     a = ap.parse_args()
+    onyx = import_onyx(a.onyx)
+    providers = onyx_providers(a.ep_option)
     mine, theirs = collections.OrderedDict(), collections.OrderedDict()
     with tempfile.TemporaryDirectory() as d:
         for r in range(a.rounds):
-            for k, (cat, t) in onyx_profile(a.onyx, a.model, a.threads, os.path.join(d, "onyx.json"), a.ep_option).items():
-                mine.setdefault(k, (cat, []))[1].extend(t)
-            for k, (op, t) in ort_profile(a.model, a.threads, d).items():
+            for k, (op, t) in profile(onyx, a.model, a.threads, d, "onyx", providers).items():
+                mine.setdefault(k, (op, []))[1].extend(t)
+            for k, (op, t) in profile(ort, a.model, a.threads, d, "ort", ["CPUExecutionProvider"]).items():
                 theirs.setdefault(k, (op, []))[1].extend(t)
     oc = [(k, c, min(t)) for k, (c, t) in mine.items() if "Conv" in c]
     rc = [(k, c, min(t)) for k, (c, t) in theirs.items() if c in ("Conv", "QLinearConv")]

@@ -4,36 +4,72 @@
     python bench/compare_ort.py ONYX_BINARY MODEL_DIR... [--threads 1,2] [--runs 30] [--warmup 5] [--reps 3]
                                 [--eps cpu,onednn,xnnpack]
 
-Needs the PyPI `onnxruntime`, `onnx` and `numpy` packages (e.g. in a venv). MODEL_DIR holds
-model.onnx and test_data_set_0/input_K.pb. Each repetition runs ORT and then onyx, one process
-each, and reports medians; the table gives the median over repetitions and the ratio onyx/ORT
-(below 1 = onyx faster). With --eps, onyx runs once per EP list entry (`cpu` = the CPU EP alone;
-any other name = that EP first, the CPU EP as fallback), each beside the same ORT runs. An entry
-may carry EP options, NAME:KEY=VALUE[:KEY=VALUE...] (e.g. `cpu:prefer_nhwc=false`, the CPU EP
-channels-first). A model ORT cannot run (bf16 on its CPU EP) is timed in onyx alone.
+Needs the PyPI `onnxruntime`, `onnx` and `numpy` packages (e.g. in a venv) and onyx's Python
+module (docs/python.md). ONYX_BINARY locates the module: the package the build assembles beside
+it (ONYX_BINARY/../../python, e.g. build/python for build/bin/onyx) when there is one, else the
+`onyx` that Python imports (installed, or on PYTHONPATH); the module's extension must be built
+for the Python running this script. MODEL_DIR holds model.onnx and test_data_set_0/input_K.pb.
+
+Both runtimes run in this process through the same code (onyx's module has onnxruntime's API):
+a session with the same SessionOptions (intra-op threads, all graph optimisations), --warmup
+runs, then --runs runs of `session.run` on the same numpy inputs, each timed with
+time.perf_counter; the median of those is one repetition's figure. Each repetition runs ORT
+and then onyx, and the table gives the median over repetitions and the ratio onyx/ORT (below
+1 = onyx faster). With --eps, onyx runs once per EP list entry (`cpu` = the CPU EP alone; any
+other name = that EP first, the CPU EP as fallback, and an error when that EP cannot register),
+each beside the same ORT runs. An entry may carry EP options, NAME:KEY=VALUE[:KEY=VALUE...]
+(e.g. `cpu:prefer_nhwc=false`, the CPU EP channels-first). A model ORT cannot run (bf16 on its
+CPU EP) is timed in onyx alone.
 """
 import argparse
 import glob
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 
-def ort_median(model, inputs, threads, runs, warmup):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
+def import_onyx(binary):
+    """onyx's Python module: the build's package beside BINARY (its folder's ../python) when it is
+    there, else whatever `import onyx` finds."""
+    pkg = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(binary)), os.pardir, "python"))
+    if os.path.isfile(os.path.join(pkg, "onyx", "__init__.py")):
+        sys.path.insert(0, pkg)
+    try:
+        import onyx
+    except ImportError as e:
+        sys.exit(f"cannot import onyx's Python module ({e}): build it (docs/python.md) or put it on PYTHONPATH; "
+                 f"its extension must be built for this Python ({sys.version.split()[0]})")
+    return onyx
+
+
+def load_inputs(data_dir):
+    """(stored name, array) of each input_K.pb, in the order of K."""
+    import onnx
+    from onnx import numpy_helper
+    files = sorted(glob.glob(os.path.join(data_dir, "input_*.pb")),
+                   key=lambda p: int(os.path.basename(p)[len("input_"):-len(".pb")]))
+    return [(t.name, numpy_helper.to_array(t)) for t in (onnx.load_tensor(p) for p in files)]
+
+
+def feeds_for(session, inputs):
+    """The inputs by their stored names when those are the model's, else in the model's order."""
+    names = [i.name for i in session.get_inputs()]
+    if all(n in names for n, _ in inputs):
+        return {n: v for n, v in inputs}
+    return {n: v for n, (_, v) in zip(names, inputs)}
+
+
+def median_ms(rt, model, inputs, threads, runs, warmup, providers, **kwargs):
+    """Median latency (ms) of `runs` runs after `warmup`, with runtime module `rt` (onnxruntime or
+    onyx): the same options, inputs and timing for both."""
+    so = rt.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    t0 = time.perf_counter()
-    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    load = (time.perf_counter() - t0) * 1e3
-    names = [i.name for i in s.get_inputs()]
-    feeds = {n: v for n, v in zip(names, inputs)}
+    so.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
+    s = rt.InferenceSession(model, so, providers=providers, **kwargs)
+    feeds = feeds_for(s, inputs)
     for _ in range(warmup):
         s.run(None, feeds)
     times = []
@@ -41,12 +77,24 @@ def ort_median(model, inputs, threads, runs, warmup):
         t = time.perf_counter()
         s.run(None, feeds)
         times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times), load
+    return statistics.median(times)
+
+
+def onyx_providers(entry):
+    """--eps entry NAME[:KEY=VALUE...] -> (providers, require_providers)."""
+    name, *opts = entry.split(":")
+    options = {}
+    for o in opts:
+        key, eq, value = o.partition("=")
+        if not eq or not key:
+            sys.exit(f"--eps {entry}: an option is KEY=VALUE, got '{o}'")
+        options[key] = value
+    return [(name, options)], name != "cpu"
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("onyx")
+    ap.add_argument("onyx", help="the onyx binary (e.g. build/bin/onyx): its build's Python package is used")
     ap.add_argument("models", nargs="+")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=30)
@@ -54,33 +102,29 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--eps", default="cpu")
     a = ap.parse_args()
+    if a.runs < 1 or a.warmup < 0 or a.reps < 1:
+        sys.exit("--runs and --reps must be >= 1, --warmup >= 0")
     eps = a.eps.split(",")
-    import onnx
-    from onnx import numpy_helper
+    onyx = import_onyx(a.onyx)
+    import onnxruntime as ort
+    print(f"onyx {onyx.__version__} ({os.path.dirname(onyx.__file__)}), onnxruntime {ort.__version__}", flush=True)
     rows = []
     for d in a.models:
         model = os.path.join(d, "model.onnx")
-        data = os.path.join(d, "test_data_set_0")
-        inputs = [numpy_helper.to_array(onnx.load_tensor(p)) for p in sorted(glob.glob(os.path.join(data, "input_*.pb")))]
+        inputs = load_inputs(os.path.join(d, "test_data_set_0"))
         for t in [int(x) for x in a.threads.split(",")]:
             ort_meds, onyx_meds, ort_error = [], {e: [] for e in eps}, None
             for _ in range(a.reps):
                 if ort_error is None:
                     try:
-                        ort_meds.append(ort_median(model, inputs, t, a.runs, a.warmup)[0])
+                        ort_meds.append(median_ms(ort, model, inputs, t, a.runs, a.warmup, ["CPUExecutionProvider"]))
                     except Exception as ex:  # noqa: BLE001 - ORT cannot run it (bf16 on its CPU EP): onyx alone
                         ort_error = str(ex).splitlines()[0][:200]
                         print(f"{os.path.basename(os.path.normpath(d))}: ORT cannot run it ({ort_error})", flush=True)
                 for e in eps:
-                    cmd = [a.onyx, "bench", model, "--inputs", data, "--threads", str(t), "--runs", str(a.runs),
-                           "--warmup", str(a.warmup), "--json", "--no-progress"]
-                    name, *opts = e.split(":")
-                    if name != "cpu" or opts:
-                        cmd += ["--ep", name, "--require-ep"]
-                    for o in opts:
-                        cmd += ["--ep-option", f"{name}.{o}"]
-                    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-                    onyx_meds[e].append(json.loads(out.stdout)["median_ms"])
+                    providers, require = onyx_providers(e)
+                    onyx_meds[e].append(median_ms(onyx, model, inputs, t, a.runs, a.warmup, providers,
+                                                  require_providers=require))
             r = statistics.median(ort_meds) if ort_meds else None
             for e in eps:
                 o = statistics.median(onyx_meds[e])
@@ -90,6 +134,7 @@ def main():
     print("\n| model | onyx EP | threads | onyx median ms | ORT median ms | onyx/ORT |\n|---|---|---|---|---|---|")
     for m, e, t, o, r, q in rows:
         print(f"| {m} | {e} | {t} | {o:.2f} | {f'{r:.2f}' if r else 'n/a'} | {f'{q:.2f}' if q else 'n/a'} |")
+
 
 if __name__ == "__main__":
     sys.exit(main())

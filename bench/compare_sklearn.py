@@ -3,19 +3,21 @@
 
     venv/bin/python bench/compare_sklearn.py build/bin/onyx [--keep DIR]
 
-Needs the PyPI packages onnxruntime, onnx, numpy, scikit-learn and skl2onnx (in a venv). Each
-model is trained on synthetic data (fixed seeds), exported (classifiers twice: with skl2onnx's
-default trailing ZipMap, and with `zipmap=False`), run by ONNX Runtime in Python and by
-`onyx run --inputs DIR --save DIR`; labels must be equal and scores agree within rtol 1e-5 /
-atol 1e-6 (support vector machines: atol 1e-4 — onyx computes them in double, ONNX Runtime in
-float). Prints one line per output and a count; exits 1 on any difference.
+Needs the PyPI packages onnxruntime, onnx, numpy, scikit-learn and skl2onnx (in a venv), and
+onyx's Python module (docs/python.md). The first argument, onyx's binary, locates the module:
+the package the build assembles beside it (build/python for build/bin/onyx) when there is one,
+else the `onyx` that Python imports (installed, or on PYTHONPATH); its extension must be built
+for the Python running this script. Each model is trained on synthetic data (fixed seeds),
+exported (classifiers twice: with skl2onnx's default trailing ZipMap, and with
+`zipmap=False`), and run in this process by ONNX Runtime and by onyx the same way (a session
+made from the model's bytes, one `run` on the same numpy input); labels must be equal and
+scores agree within rtol 1e-5 / atol 1e-6 (support vector machines: atol 1e-4 — onyx computes
+them in double, ONNX Runtime in float). Prints one line per output and a count; exits 1 on any
+difference. `--keep DIR` writes each model and its input (DIR/NAME/model.onnx, in/input_0.pb).
 """
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import warnings
 
 import numpy as np
@@ -24,6 +26,27 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 warnings.filterwarnings("ignore")
+
+
+def import_onyx(binary):
+    """onyx's Python module: the build's package beside BINARY (its folder's ../python) when it is
+    there, else whatever `import onyx` finds."""
+    pkg = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(binary)), os.pardir, "python"))
+    if os.path.isfile(os.path.join(pkg, "onyx", "__init__.py")):
+        sys.path.insert(0, pkg)
+    try:
+        import onyx
+    except ImportError as e:
+        sys.exit(f"cannot import onyx's Python module ({e}): build it (docs/python.md) or put it on PYTHONPATH; "
+                 f"its extension must be built for this Python ({sys.version.split()[0]})")
+    return onyx
+
+
+def run(rt, model_bytes, name, x):
+    """The outputs of one run of runtime module `rt` (onnxruntime or onyx) on input `name` = x."""
+    so = rt.SessionOptions()
+    so.log_severity_level = 3
+    return rt.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"]).run(None, {name: x})
 
 
 def models():
@@ -100,21 +123,13 @@ def same(got, want, atol):
     return got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=atol, equal_nan=True)
 
 
-def load_output(path, sequence):
-    if not sequence:
-        return numpy_helper.to_array(onnx.load_tensor(path))
-    s = onnx.SequenceProto()
-    s.ParseFromString(open(path, "rb").read())
-    return numpy_helper.to_list(s)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("onyx")
-    ap.add_argument("--keep", help="keep the models and data sets in this directory")
+    ap.add_argument("--keep", help="write the models and their inputs into this directory")
     a = ap.parse_args()
+    onyx = import_onyx(a.onyx)
     from skl2onnx import to_onnx
-    root = a.keep or tempfile.mkdtemp()
     ok = bad = 0
     for name, m, x, classifier in models():
         forms = [("zipmap", {}), ("tensor", {"zipmap": False})] if classifier else [("", None)]
@@ -122,32 +137,31 @@ def main():
             label = f"{name}_{form}" if form else name
             opts = {id(m.steps[-1][1] if hasattr(m, "steps") else m): options} if options else None
             model = to_onnx(m, x[:1], options=opts, target_opset={"": 17, "ai.onnx.ml": 3})
-            d = os.path.join(root, label)
-            shutil.rmtree(d, ignore_errors=True)
-            os.makedirs(d + "/in")
-            onnx.save(model, d + "/model.onnx")
-            onnx.save_tensor(numpy_helper.from_array(x, model.graph.input[0].name), d + "/in/input_0.pb")
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            want = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
-                None, {model.graph.input[0].name: x})
-            r = subprocess.run([a.onyx, "run", d + "/model.onnx", "--inputs", d + "/in", "--save", d + "/out"],
-                               capture_output=True, text=True, errors="replace")
-            if r.returncode:
-                print(f"{label}: onyx failed: {r.stderr.strip()[-300:]}")
+            if a.keep:
+                d = os.path.join(a.keep, label)
+                os.makedirs(os.path.join(d, "in"), exist_ok=True)
+                onnx.save(model, os.path.join(d, "model.onnx"))
+                onnx.save_tensor(numpy_helper.from_array(x, model.graph.input[0].name), os.path.join(d, "in", "input_0.pb"))
+            data, input_name = model.SerializeToString(), model.graph.input[0].name
+            want = run(ort, data, input_name, x)
+            try:
+                got = run(onyx, data, input_name, x)
+            except Exception as e:  # noqa: BLE001 - any onyx failure is a difference, reported
+                print(f"{label}: onyx failed: {str(e).strip()[-300:]}")
+                bad += 1
+                continue
+            if len(got) != len(want):
+                print(f"{label}: onyx gave {len(got)} outputs, ONNX Runtime {len(want)}")
                 bad += 1
                 continue
             atol = 1e-4 if "sv" in name else 1e-6
-            for i, w in enumerate(want):
-                good = same(load_output(f"{d}/out/output_{i}.pb", isinstance(w, list)), w, atol)
+            for i, (g, w) in enumerate(zip(got, want)):
+                good = same(g, w, atol)
                 ok += good
                 bad += not good
                 print(f"{label} output {i}: {'same' if good else 'DIFFERENT'}")
     print(f"{ok} outputs the same, {bad} different")
-    if not a.keep:
-        shutil.rmtree(root, ignore_errors=True)
     sys.exit(1 if bad else 0)
-
 
 if __name__ == "__main__":
     main()

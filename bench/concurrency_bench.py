@@ -5,20 +5,26 @@ busy machine: the intra-op pool's behaviour under oversubscription.
     python bench/concurrency_bench.py ONYX_BINARY MODEL_DIR [--threads 1,2] [--concurrent 1,8]
                                       [--runs 200] [--busy 0,2] [--reps 3]
 
-For each intra-op thread count, each number of concurrent callers (threads sharing one session)
-and each background load (--busy N: N processes spinning on the CPU while the pair runs, the
-"busy machine" case), ORT runs (allow_spinning on, then off) and then onyx (spinning on, then
-`--no-spin`), one process each; each reports runs per second over all callers. The table gives the
-median over --reps repetitions, and per row the 2-thread/1-thread ratio is what the pool costs or
-gains. Needs the PyPI `onnxruntime`, `onnx` and `numpy` packages (e.g. the set-up's venv).
+Both runtimes run in this process through the same code: onyx through its Python module
+(docs/python.md), which has onnxruntime's API and releases the GIL while a run computes, as
+onnxruntime does. ONYX_BINARY locates the module: the package the build assembles beside it
+(build/python for build/bin/onyx) when there is one, else the `onyx` that Python imports
+(installed, or on PYTHONPATH); its extension must be built for the Python running this script.
+
+For each intra-op thread count, each number of concurrent callers (Python threads calling
+`run` on one shared session, --runs / callers runs each, after 3 warm-up runs) and each
+background load (--busy N: N processes spinning on the CPU while the pair runs, the "busy
+machine" case), ORT runs (allow_spinning on, then off) and then onyx (the same, through the
+session config entry `session.intra_op.allow_spinning`); each reports runs per second over all
+callers. The table gives the median over --reps repetitions, and per row the 2-thread/1-thread
+ratio is what the pool costs or gains. Needs the PyPI `onnxruntime`, `onnx` and `numpy`
+packages (e.g. the set-up's venv).
 """
 import argparse
 import glob
-import json
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -28,6 +34,20 @@ def spin(stop):
     x = 0
     while not stop.is_set():
         x += 1
+
+
+def import_onyx(binary):
+    """onyx's Python module: the build's package beside BINARY (its folder's ../python) when it is
+    there, else whatever `import onyx` finds."""
+    pkg = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(binary)), os.pardir, "python"))
+    if os.path.isfile(os.path.join(pkg, "onyx", "__init__.py")):
+        sys.path.insert(0, pkg)
+    try:
+        import onyx
+    except ImportError as e:
+        sys.exit(f"cannot import onyx's Python module ({e}): build it (docs/python.md) or put it on PYTHONPATH; "
+                 f"its extension must be built for this Python ({sys.version.split()[0]})")
+    return onyx
 
 
 def load_inputs(model_dir):
@@ -44,13 +64,14 @@ def load_inputs(model_dir):
     return out
 
 
-def ort_rps(model, inputs, threads, concurrent, runs, spinning):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
+def rps(rt, model, inputs, threads, concurrent, runs, spinning):
+    """Runs per second over `concurrent` threads sharing one session of runtime module `rt`
+    (onnxruntime or onyx): the same options, inputs and timing for both."""
+    so = rt.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    s = rt.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     feeds = {i.name: v for i, v in zip(s.get_inputs(), inputs)}
     for _ in range(3):
         s.run(None, feeds)
@@ -69,16 +90,6 @@ def ort_rps(model, inputs, threads, concurrent, runs, spinning):
     return per * concurrent / (time.perf_counter() - t0)
 
 
-def onyx_rps(onyx, model_dir, threads, concurrent, runs, spinning):
-    cmd = [onyx, "bench", os.path.join(model_dir, "model.onnx"), "--inputs", os.path.join(model_dir, "test_data_set_0"),
-           "--threads", str(threads), "--concurrent", str(concurrent), "--runs", str(max(1, runs // concurrent)),
-           "--warmup", "3", "--json"]
-    if not spinning:
-        cmd.append("--no-spin")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["throughput_rps"]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("onyx")
@@ -92,11 +103,14 @@ def main():
     model = os.path.join(a.model_dir, "model.onnx")
     if a.runs < 1 or a.reps < 1:
         sys.exit("--runs and --reps must be >= 1")
+    onyx = import_onyx(a.onyx)
+    import onnxruntime as ort
     inputs = load_inputs(a.model_dir)
     threads = [int(x) for x in a.threads.split(",")]
     conc = [int(x) for x in a.concurrent.split(",")]
     busy = [int(x) for x in a.busy.split(",")]
-    print(f"model: {model}  ({a.runs} runs per measurement, median of {a.reps})")
+    print(f"model: {model}  ({a.runs} runs per measurement, median of {a.reps}; "
+          f"onyx {onyx.__version__}, onnxruntime {ort.__version__})")
     print("| busy | callers | threads | ORT spin | ORT no-spin | onyx spin | onyx no-spin | onyx/ORT (spin) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for b in busy:
@@ -109,10 +123,10 @@ def main():
                 for t in threads:
                     res = {k: [] for k in ("os", "on", "xs", "xn")}
                     for _ in range(a.reps):
-                        res["os"].append(ort_rps(model, inputs, t, c, a.runs, True))
-                        res["on"].append(ort_rps(model, inputs, t, c, a.runs, False))
-                        res["xs"].append(onyx_rps(a.onyx, a.model_dir, t, c, a.runs, True))
-                        res["xn"].append(onyx_rps(a.onyx, a.model_dir, t, c, a.runs, False))
+                        res["os"].append(rps(ort, model, inputs, t, c, a.runs, True))
+                        res["on"].append(rps(ort, model, inputs, t, c, a.runs, False))
+                        res["xs"].append(rps(onyx, model, inputs, t, c, a.runs, True))
+                        res["xn"].append(rps(onyx, model, inputs, t, c, a.runs, False))
                     m = {k: statistics.median(v) for k, v in res.items()}
                     print(f"| {b} | {c} | {t} | {m['os']:.1f} | {m['on']:.1f} | {m['xs']:.1f} | {m['xn']:.1f} | "
                           f"{m['xs'] / m['os']:.2f} |", flush=True)

@@ -124,6 +124,10 @@ class SessionBuilder {
   /// or one input's named dim alone. Session creation throws onyx::Error when the model has no
   /// such input, the axis is past its rank, or the model fixes that dim to another value.
   SessionBuilder& with_input_dimension(std::string input, size_t axis, int64_t value);
+  /// Write the model as onyx runs it, after the optimizer (fusions in domain "onyx", channels-last
+  /// forms in "onyx.nhwc"), to `path` as an ONNX file when the session is made (ORT's
+  /// optimized_model_filepath). onyx loads it again; other runtimes do not know onyx's domains.
+  SessionBuilder& with_optimized_model_file(std::string path);
   /// Directory where external data files are looked up for commit_from_memory (default: none).
   SessionBuilder& with_external_data_dir(std::string dir);
 

@@ -427,10 +427,6 @@ class InferenceSession:
 
     def _create(self, providers, provider_options) -> None:
         so = self._sess_options
-        if so.optimized_model_filepath:
-            raise _NotImplemented(
-                f"optimized_model_filepath '{so.optimized_model_filepath}': onyx does not write optimized models; "
-                "`onyx explain` shows the graph onyx runs")
         if so._log_severity_level is not None:
             _onyx.set_log_level(so._log_severity_level)
         opts = so._to_onyx()
@@ -440,6 +436,8 @@ class InferenceSession:
             opts["memory_limit"] = self._extras["memory_limit"]
         if not self._extras["environment_providers"]:
             opts["no_environment_providers"] = True
+        if so.optimized_model_filepath:
+            opts["optimized_model_file"] = os.fspath(so.optimized_model_filepath)
         if self._model_path:
             opts["external_data_dir"] = os.path.dirname(os.path.abspath(self._model_path))
         requests = _requests(providers, provider_options, self._extras["require_providers"])

@@ -82,6 +82,7 @@ class PySession {
       else if (key == "cpu_fallback") b.with_cpu_fallback(nb::cast<bool>(v));
       else if (key == "no_environment_providers") { if (nb::cast<bool>(v)) b.with_no_environment_execution_providers(); }
       else if (key == "external_data_dir") b.with_external_data_dir(nb::cast<std::string>(v));
+      else if (key == "optimized_model_file") b.with_optimized_model_file(nb::cast<std::string>(v));
       else if (key == "dimension_overrides") {
         for (auto [name, value] : nb::cast<std::vector<std::pair<std::string, int64_t>>>(v))
           b.with_dimension_override(name, value);

@@ -6,6 +6,7 @@
 
 #include "core/logging.hpp"
 #include "model/loader.hpp"
+#include "model/writer.hpp"
 #include "optimizer/passes.hpp"
 #include "ep/factory.hpp"
 #include "session/copies.hpp"
@@ -399,6 +400,7 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
   optimizer_log = std::move(pass.log);
   if (log_enabled(LogLevel::kVerbose))
     for (const auto& line : optimizer_log) log_message(LogLevel::kVerbose, "optimizer: " + line);
+  if (!options.optimized_model_file.empty()) save_model(options.optimized_model_file, *model, g, symbols);
 
   main = std::make_shared<GraphRunner>(*this, g, nullptr);
   input_pos.assign(g.values.size(), -1);
@@ -516,6 +518,11 @@ SessionBuilder& SessionBuilder::with_intra_threads(int n) {
 
 SessionBuilder& SessionBuilder::with_intra_op_spinning(bool allowed) {
   options_->spinning = allowed;
+  return *this;
+}
+
+SessionBuilder& SessionBuilder::with_optimized_model_file(std::string path) {
+  options_->optimized_model_file = std::move(path);
   return *this;
 }
 

@@ -32,6 +32,7 @@ struct SessionBuilder::Options {
   bool cpu_fallback = true;
   bool spinning = true;
   uint64_t memory_limit = 0;  // bytes; 0 = none
+  std::string optimized_model_file;  // with_optimized_model_file
 };
 
 class SessionImpl;

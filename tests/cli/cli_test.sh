@@ -41,6 +41,10 @@ check run-inputs 0 "outputs:" "$ONYX" run "$MODEL" --inputs "$DATA" --save "$TMP
 [ -f "$TMP/saved/output_0.pb" ] && echo "ok   run-save" || { echo "FAIL run-save: no output_0.pb"; failures=$((failures + 1)); }
 check run-random-dim 0 "float\[6,3\]" "$ONYX" run "$MODEL" --dim batch=3
 check run-runs 0 '"runs":5' "$ONYX" run "$MODEL" --inputs "$DATA" --runs 5 --json
+# The model as onyx runs it, written after the optimizer, runs again (as onyx's own ONNX file).
+check run-save-optimized 0 "outputs:" "$ONYX" run "$MODEL" --inputs "$DATA" --save-optimized "$TMP/optimized.onnx"
+check run-optimized 0 "outputs:" "$ONYX" run "$TMP/optimized.onnx" --inputs "$DATA"
+check run-save-optimized-unwritable 1 "cannot write the optimized model" "$ONYX" run "$MODEL" --save-optimized "$TMP/no/such/dir.onnx"
 # Maps: ZipMap's sequence of maps in the summary, in --json, saved and read back as an input of
 # the same type would be (a SequenceProto of MapProtos).
 CLS=$REPO/examples/models/tiny_classifier.onnx

@@ -50,4 +50,15 @@ save("conv_transpose_kernel_shape_mismatch", [helper.make_node("ConvTranspose", 
 
 # A shape input with a huge static dim: the loader allocated it before failing.
 save("huge_static_dim_input", [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [1 << 40, 1 << 30])], [vi("y", F, None)])
+# Integer Add/Sub/Mul/Neg-by-Div(-1) that overflow int64/int32 (signed overflow: undefined
+# behaviour, reported by UBSan); they wrap around now, as ORT's do. Constant operands (folded when
+# the session is made) and a graph input (computed at run time).
+for op in ("Add", "Sub", "Mul", "Div"):
+    for dt, np_t in ((I64, np.int64), (TensorProto.INT32, np.int32)):
+        lo, hi = np.iinfo(np_t).min, np.iinfo(np_t).max
+        c = numpy_helper.from_array(np.array([lo, hi, lo, -1], np_t), "c")
+        d = numpy_helper.from_array(np.array([lo, hi, -1, lo], np_t), "d")
+        name = f"int_overflow_{op.lower()}_{'i64' if dt == I64 else 'i32'}"
+        save(name, [helper.make_node(op, ["c", "d"], ["folded"]), helper.make_node(op, ["x", "folded"], ["y"])],
+             [vi("x", dt, [4])], [vi("y", dt, None), vi("folded", dt, None)], [c, d])
 print("wrote", len(os.listdir(OUT)), "models to", OUT)

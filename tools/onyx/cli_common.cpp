@@ -324,6 +324,7 @@ SessionBuilder builder_from(const Args& a, const std::string& path) {
     }
   b.with_execution_providers(eps_from(a));
   if (a.has("--strict")) b.with_cpu_fallback(false);
+  if (a.has("--save-optimized")) b.with_optimized_model_file(a.get("--save-optimized"));
   return b;
 }
 

@@ -42,6 +42,7 @@ std::vector<Option> session_options(std::vector<Option> own) {
        "set an option of EP NAME, which --ep lists; cpu.* applies to the CPU EP in any case", true},
       {"--require-ep", nullptr, "every EP given with --ep must register (else: skipped, with a warning)"},
       {"--strict", nullptr, "no CPU fallback: a node no listed EP takes is an error"},
+      {"--save-optimized", "FILE", "write the model as onyx runs it (after the optimizer) to FILE, as ONNX"},
   };
   own.insert(own.end(), common.begin(), common.end());
   return own;
