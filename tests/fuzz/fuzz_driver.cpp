@@ -7,7 +7,16 @@
 //     --crash-dir DIR      where an input that crashes or hangs is written (default: .)
 //     --timeout S          an input running longer than S seconds is a hang (default 20)
 //     --max-seed-bytes N   skip seed files larger than N bytes (default 262144)
+//     --corpus DIR         coverage-guided builds: seeds also from DIR, and every input that reaches
+//                          new code is added to the seeds and written to DIR/cov-<hash>.onnx
 //   fuzz_driver --replay FILE...   runs each file once, unmutated (the regression corpus)
+//
+// Coverage guidance (the CMake option ONYX_FUZZ_COVERAGE, `./dev fuzz`): libonyx is compiled with
+// GCC's -fsanitize-coverage=trace-pc, which calls __sanitizer_cov_trace_pc() at every basic block;
+// this driver then defines it, hashing each (previous block, block) edge into a 64 KiB map of hit
+// counts. An input whose map has an edge not hit before, or a hit count in a bucket not seen before
+// for its edge (1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+), joins the seeds, so later mutations
+// start from the inputs that got furthest. Without the option the driver mutates its seeds alone.
 //
 // Each iteration takes a seed and either changes its protobuf structure (a field's value set to an
 // edge case, a field deleted, duplicated, moved, renumbered or taken from another seed: the model
@@ -34,6 +43,40 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
+
+#ifdef ONYX_FUZZ_COVERAGE
+constexpr size_t kMapSize = size_t{1} << 16;
+uint8_t g_hits[kMapSize];    // this input's edge hit counts (saturating)
+uint8_t g_seen[kMapSize];    // every bucket bit seen so far, per edge
+thread_local uintptr_t g_prev_block = 0;
+
+/// AFL's buckets of a hit count, as one bit each.
+uint8_t bucket(uint8_t n) {
+  if (n == 0) return 0;
+  if (n <= 3) return static_cast<uint8_t>(1u << (n - 1));
+  if (n <= 7) return 8;
+  if (n <= 15) return 16;
+  if (n <= 31) return 32;
+  if (n <= 127) return 64;
+  return 128;
+}
+
+/// Whether the last input reached an edge, or an edge's count bucket, not seen before (and records it).
+bool new_coverage(size_t* edges) {
+  bool fresh = false;
+  for (size_t i = 0; i < kMapSize; ++i) {
+    const uint8_t b = bucket(g_hits[i]);
+    if (b & ~g_seen[i]) {
+      fresh = true;
+      g_seen[i] |= b;
+    }
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < kMapSize; ++i) n += g_seen[i] != 0;
+  *edges = n;
+  return fresh;
+}
+#endif
 
 // The input being run, for the crash handlers (which may only use async-signal-safe calls).
 const char* g_data = nullptr;
@@ -277,7 +320,29 @@ bool mutate_structure(std::string& d, const Pools& pools, std::mt19937_64& rng) 
 
 }  // namespace
 
+#ifdef ONYX_FUZZ_COVERAGE
+// Called by every basic block of the code compiled with -fsanitize-coverage=trace-pc (libonyx).
+// Worker threads race on the counters; a lost increment only blurs a count.
+extern "C" __attribute__((visibility("default"))) void __sanitizer_cov_trace_pc() {
+  const auto pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  const uintptr_t block = (pc ^ (pc >> 13)) & (kMapSize - 1);
+  uint8_t& h = g_hits[block ^ g_prev_block];
+  if (h != 255) ++h;
+  g_prev_block = block >> 1;
+}
+#endif
+
 extern "C" void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
+
+// Sanitizer defaults (the environment's ASAN_OPTIONS / UBSAN_OPTIONS still override them): a report
+// aborts, so that the SIGABRT handler writes the input even where the death callback is not
+// called (GCC's UBSan runtime keeps its own).
+extern "C" __attribute__((visibility("default"))) const char* __ubsan_default_options() {
+  return "print_stacktrace=1:halt_on_error=1:abort_on_error=1";
+}
+extern "C" __attribute__((visibility("default"))) const char* __asan_default_options() {
+  return "abort_on_error=1:allocator_may_return_null=1";
+}
 // Counters a target may define (fuzz_loader.cpp does): inputs that loaded, and that also ran.
 extern "C" uint64_t onyx_fuzz_loaded __attribute__((weak));
 extern "C" uint64_t onyx_fuzz_ran __attribute__((weak));
@@ -287,6 +352,7 @@ int main(int argc, char** argv) {
   uint64_t prng_seed = 12345;
   size_t max_seed_bytes = 262144;
   std::string crash_dir = ".";
+  std::string corpus_dir;
   bool replay = false;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
@@ -304,10 +370,11 @@ int main(int argc, char** argv) {
     else if (a == "--timeout") timeout = std::atof(value().c_str());
     else if (a == "--max-seed-bytes") max_seed_bytes = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--replay") replay = true;
+    else if (a == "--corpus") corpus_dir = value();
     else pos.push_back(a);
   }
   if (pos.size() < (replay ? 1u : 2u)) {
-    std::fprintf(stderr, "usage: %s [--seconds S] [--seed N] [--crash-dir DIR] [--timeout S] ITERATIONS SEED...\n"
+    std::fprintf(stderr, "usage: %s [--seconds S] [--seed N] [--crash-dir DIR] [--timeout S] [--corpus DIR] ITERATIONS SEED...\n"
                  "       %s --replay FILE...\n", argv[0], argv[0]);
     return 2;
   }
@@ -335,6 +402,27 @@ int main(int argc, char** argv) {
   const long iterations = std::atol(pos[0].c_str());
   std::vector<std::string> seeds;
   for (size_t i = 1; i < pos.size(); ++i) add_seeds(pos[i], max_seed_bytes, seeds);
+  [[maybe_unused]] size_t added = 0, edges = 0;
+#ifdef ONYX_FUZZ_COVERAGE
+  if (!corpus_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(corpus_dir, ec);
+    add_seeds(corpus_dir, max_seed_bytes, seeds);
+  }
+  // The seeds' own coverage first, so that only what they do not reach counts as new.
+  for (const auto& sd : seeds) {
+    std::memset(g_hits, 0, sizeof g_hits);
+    set_current(sd, crash_dir);
+    alarm(alarm_s);
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(sd.data()), sd.size());
+    alarm(0);
+    new_coverage(&edges);
+  }
+  std::printf("coverage: %zu seeds reach %zu edges\n", seeds.size(), edges);
+  std::fflush(stdout);
+#else
+  if (!corpus_dir.empty()) add_seeds(corpus_dir, max_seed_bytes, seeds);
+#endif
   if (seeds.empty()) {
     std::fprintf(stderr, "fuzz_driver: no seed files\n");
     return 2;
@@ -374,12 +462,29 @@ int main(int argc, char** argv) {
       }
     }
     set_current(d, crash_dir);
+#ifdef ONYX_FUZZ_COVERAGE
+    std::memset(g_hits, 0, sizeof g_hits);
+#endif
     alarm(alarm_s);
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(d.data()), d.size());
     alarm(0);
+#ifdef ONYX_FUZZ_COVERAGE
+    if (new_coverage(&edges) && d.size() <= max_seed_bytes) {
+      ++added;
+      if (!corpus_dir.empty()) {
+        char name[64];
+        std::snprintf(name, sizeof name, "/cov-%016llx.onnx", static_cast<unsigned long long>(fnv1a(d.data(), d.size())));
+        std::ofstream(corpus_dir + name, std::ios::binary).write(d.data(), static_cast<std::streamsize>(d.size()));
+      }
+      seeds.push_back(std::move(d));
+    }
+#endif
   }
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%ld inputs from %zu seeds in %.0f s, no crash and no hang", it, seeds.size(), el);
+  std::printf("%ld inputs from %zu seeds in %.0f s, no crash and no hang", it, seeds.size() - added, el);
+#ifdef ONYX_FUZZ_COVERAGE
+  std::printf(" (coverage-guided: %zu edges, %zu inputs added to the seeds)", edges, added);
+#endif
   if (&onyx_fuzz_loaded && &onyx_fuzz_ran)
     std::printf(" (%llu loaded, %llu also ran)", static_cast<unsigned long long>(onyx_fuzz_loaded),
                 static_cast<unsigned long long>(onyx_fuzz_ran));
