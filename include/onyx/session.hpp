@@ -66,6 +66,11 @@ struct EpRegistration {
   bool error_on_failure = false;
 };
 
+/// "session", "environment" or "implicit" (as `onyx explain` prints them).
+std::string_view registration_source_name(EpRegistration::Source source);
+/// "registered", "skipped" or "duplicate".
+std::string_view registration_outcome_name(EpRegistration::Outcome outcome);
+
 /// Where every node runs and why (Session::placement()).
 struct Placement {
   /// A higher-priority EP's reason for not taking a node.

@@ -310,20 +310,8 @@ class PyBinding {
   std::map<std::string, Value> bound_inputs_;
 };
 
-const char* source_name(EpRegistration::Source s) {
-  switch (s) {
-    case EpRegistration::Source::kSession: return "session";
-    case EpRegistration::Source::kEnvironment: return "environment";
-    default: return "implicit";
-  }
-}
-const char* outcome_name(EpRegistration::Outcome o) {
-  switch (o) {
-    case EpRegistration::Outcome::kRegistered: return "registered";
-    case EpRegistration::Outcome::kDuplicate: return "duplicate";
-    default: return "skipped";
-  }
-}
+const char* source_name(EpRegistration::Source s) { return registration_source_name(s).data(); }
+const char* outcome_name(EpRegistration::Outcome o) { return registration_outcome_name(o).data(); }
 
 nb::dict io_dict(const IoInfo& i) {
   nb::dict d;

@@ -8,7 +8,6 @@ recorded beside it (examples/models/tiny_cnn_test_data, from onnxruntime).
 """
 
 import os
-import struct
 import sys
 
 import numpy as np
@@ -16,33 +15,33 @@ import numpy as np
 import onyx
 
 
+def varint(buf, i):
+    """The varint at buf[i:] and the position after it."""
+    v, shift = 0, 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
 def read_tensor(path):
     """A float TensorProto (dims, data_type 1, raw_data) read without the onnx package."""
     data = open(path, "rb").read()
     dims, raw, dtype, i = [], b"", None, 0
-
-    def varint():
-        nonlocal i
-        v, shift = 0, 0
-        while True:
-            b = data[i]
-            i += 1
-            v |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return v
-
     while i < len(data):
-        key = varint()
+        key, i = varint(data, i)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            v = varint()
+            v, i = varint(data, i)
             if field == 1:
                 dims.append(v)
             elif field == 2:
                 dtype = v
         elif wire == 2:
-            n = varint()
+            n, i = varint(data, i)
             chunk = data[i:i + n]
             i += n
             if field == 9:
@@ -50,19 +49,10 @@ def read_tensor(path):
             elif field == 1:  # packed dims
                 j = 0
                 while j < len(chunk):
-                    v, shift = 0, 0
-                    while True:
-                        b = chunk[j]
-                        j += 1
-                        v |= (b & 0x7F) << shift
-                        shift += 7
-                        if not b & 0x80:
-                            break
+                    v, j = varint(chunk, j)
                     dims.append(v)
-        elif wire == 5:
-            i += 4
-        elif wire == 1:
-            i += 8
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
         else:
             raise ValueError(f"{path}: unexpected wire type {wire}")
     if dtype != 1:

@@ -620,6 +620,22 @@ std::string Session::producer() const {
   return m.producer_version.empty() ? m.producer_name : m.producer_name + " " + m.producer_version;
 }
 
+std::string_view registration_source_name(EpRegistration::Source source) {
+  switch (source) {
+    case EpRegistration::Source::kSession: return "session";
+    case EpRegistration::Source::kEnvironment: return "environment";
+    default: return "implicit";
+  }
+}
+
+std::string_view registration_outcome_name(EpRegistration::Outcome outcome) {
+  switch (outcome) {
+    case EpRegistration::Outcome::kRegistered: return "registered";
+    case EpRegistration::Outcome::kDuplicate: return "duplicate";
+    default: return "skipped";
+  }
+}
+
 ModelMetadata Session::metadata() const {
   const Model& m = *impl_->model;
   ModelMetadata md;

@@ -11,21 +11,8 @@ namespace onyx::cli {
 
 namespace {
 
-const char* source_name(EpRegistration::Source s) {
-  switch (s) {
-    case EpRegistration::Source::kSession: return "session";
-    case EpRegistration::Source::kEnvironment: return "environment";
-    default: return "implicit";
-  }
-}
-
-const char* outcome_name(EpRegistration::Outcome o) {
-  switch (o) {
-    case EpRegistration::Outcome::kRegistered: return "registered";
-    case EpRegistration::Outcome::kDuplicate: return "duplicate";
-    default: return "skipped";
-  }
-}
+const char* source_name(EpRegistration::Source s) { return registration_source_name(s).data(); }
+const char* outcome_name(EpRegistration::Outcome o) { return registration_outcome_name(o).data(); }
 
 void registration_json(Json& j, const Session& s) {
   j.key("registration").begin_array();
