@@ -301,9 +301,7 @@ class OrtValue:
         return list(self._v.shape)
 
     def data_type(self) -> str:
-        kind = self._v.kind
-        t = f"tensor({self._v.dtype_name})"
-        return {"sequence": f"seq({t})", "optional": f"optional({t})", "map": f"map({t})"}.get(kind, t)
+        return self._v.onnx_type
 
     def element_type(self):
         """The numpy type of the elements (onnxruntime returns the same)."""
@@ -352,7 +350,7 @@ class IOBinding:
         self._b.bind_pointer(name, element_type, [int(d) for d in shape], int(buffer_ptr))
 
     def bind_ortvalue_input(self, name: str, ortvalue: OrtValue) -> None:
-        self._b.bind_value(name, ortvalue._v)
+        self._b.bind_input(name, ortvalue._v)
 
     def synchronize_inputs(self) -> None:
         """Nothing to wait for: bound values are in host memory."""
@@ -438,8 +436,6 @@ class InferenceSession:
             opts["no_environment_providers"] = True
         if so.optimized_model_filepath:
             opts["optimized_model_file"] = os.fspath(so.optimized_model_filepath)
-        if self._model_path:
-            opts["external_data_dir"] = os.path.dirname(os.path.abspath(self._model_path))
         requests = _requests(providers, provider_options, self._extras["require_providers"])
         self._sess = _onyx.Session(self._model, opts, requests)
         self._providers_arg = providers
@@ -594,22 +590,7 @@ def explain(path_or_bytes, providers=None, provider_options=None, sess_options: 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = InferenceSession(path_or_bytes, sess_options, providers, provider_options, **kwargs)
-    name = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else "<bytes>"
-    lines = [f"model: {os.fspath(name)}", "", "execution providers:"]
-    for r in s.registration():
-        line = f"  {r.name:<10} {r.outcome:<10} {r.source:<11}"
-        line += f" priority {r.priority}, {r.device}" if r.outcome == "registered" else f" {r.reason}"
-        lines.append(line)
-    p = s.placement()
-    lines += ["", f"{'node':<32} {'op':<22} {'ep':<10} declined by"]
-    for n in p.nodes:
-        why = "; ".join(f"{d.ep} ({d.code}: {d.message})" for d in n.declined)
-        op = n.op_type + " (NHWC)" if n.domain == "onyx.nhwc" else n.op_type
-        lines.append(f"{n.name:<32} {op:<22} {n.ep:<10} {why}")
-    lines += ["", f"copies: {len(p.copies)}"]
-    for c in p.copies:
-        lines.append(f"  {c.value}: {c.source} -> {c.destination} ({c.bytes} bytes)")
-    lines += ["", f"summary: {p.summary}"]
-    text = "\n".join(lines) + "\n"
+    name = os.fspath(path_or_bytes) if isinstance(path_or_bytes, (str, os.PathLike)) else "<bytes>"
+    text = s._sess.explain_text(name)
     (file or sys.stdout).write(text)
     return text

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "onyx/explain.hpp"
 #include "onyx/onyx.hpp"
 #include "values.hpp"
 
@@ -61,6 +62,13 @@ Value feed_value(nb::handle obj, const IoInfo* info, const std::string& name) {
   return value_from_python(obj, info, name);
 }
 
+/// "a, b, c": the names of inputs or outputs, for messages.
+std::string join_names(const std::vector<IoInfo>& ios) {
+  std::string s;
+  for (const auto& io : ios) s += (s.empty() ? "" : ", ") + io.name;
+  return s;
+}
+
 /// One node event of a profiled run.
 struct ProfileEvent {
   std::string name, op_type, ep;
@@ -81,7 +89,6 @@ class PySession {
       else if (key == "memory_limit") b.with_memory_limit(nb::cast<uint64_t>(v));
       else if (key == "cpu_fallback") b.with_cpu_fallback(nb::cast<bool>(v));
       else if (key == "no_environment_providers") { if (nb::cast<bool>(v)) b.with_no_environment_execution_providers(); }
-      else if (key == "external_data_dir") b.with_external_data_dir(nb::cast<std::string>(v));
       else if (key == "optimized_model_file") b.with_optimized_model_file(nb::cast<std::string>(v));
       else if (key == "dimension_overrides") {
         for (auto [name, value] : nb::cast<std::vector<std::pair<std::string, int64_t>>>(v))
@@ -103,11 +110,16 @@ class PySession {
       input_index_[session_->inputs()[i].name] = i;
       if (!session_->inputs()[i].has_default) ++required_count_;
     }
-    for (size_t i = 0; i < session_->outputs().size(); ++i) output_index_[session_->outputs()[i].name] = i;
+    for (size_t i = 0; i < session_->outputs().size(); ++i) {
+      output_index_[session_->outputs()[i].name] = i;
+      all_outputs_.push_back(session_->outputs()[i].name);
+    }
     origin_ = std::chrono::steady_clock::now();
   }
 
   const Session& session() const { return *session_; }
+
+  bool has_output(const std::string& name) const { return output_index_.count(name) > 0; }
 
   const IoInfo* input_info(const std::string& name) const {
     auto it = input_index_.find(name);
@@ -130,7 +142,8 @@ class PySession {
       std::string name(s, static_cast<size_t>(n));
       const IoInfo* info = input_info(name);
       if (!info)
-        fail(ErrorCode::kInvalidArgument, "run(): '" + name + "' is not an input of the model (inputs: " + input_names() + ")");
+        fail(ErrorCode::kInvalidArgument, "run(): '" + name + "' is not an input of the model (inputs: " +
+                                              join_names(session_->inputs()) + ")");
       inputs.emplace_back(name, feed_value(val, info, name));
       if (!info->has_default) ++required_given;
     }
@@ -140,15 +153,14 @@ class PySession {
         if (!i.has_default && !PyDict_GetItemString(feed.ptr(), i.name.c_str())) missing += (missing.empty() ? "'" : ", '") + i.name + "'";
       raise_missing_input("run(): required inputs missing from input_feed: " + missing);
     }
-    std::vector<std::string> names;
-    if (!output_names.is_none()) {
-      for (nb::handle h : output_names) names.push_back(nb::cast<std::string>(h));
-    }
-    if (names.empty())
-      for (const auto& o : session_->outputs()) names.push_back(o.name);
-    for (const auto& n : names)
-      if (!output_index_.count(n))
-        fail(ErrorCode::kInvalidArgument, "run(): '" + n + "' is not an output of the model (outputs: " + output_names_list() + ")");
+    std::vector<std::string> asked;
+    if (!output_names.is_none())
+      for (nb::handle h : output_names) asked.push_back(nb::cast<std::string>(h));
+    const std::vector<std::string>& names = asked.empty() ? all_outputs_ : asked;
+    for (const auto& n : asked)
+      if (!has_output(n))
+        fail(ErrorCode::kInvalidArgument, "run(): '" + n + "' is not an output of the model (outputs: " +
+                                              join_names(session_->outputs()) + ")");
 
     std::vector<Value> results;
     if (profiling_) {
@@ -163,7 +175,6 @@ class PySession {
   }
 
   void set_profiling(bool on) { profiling_ = on; }
-  bool profiling() const { return profiling_; }
   /// The events recorded since the last call, as (name, op, ep, start_us, duration_us, is_run).
   std::vector<std::tuple<std::string, std::string, std::string, double, double, bool>> take_profile() {
     std::lock_guard<std::mutex> lock(profile_mu_);
@@ -200,19 +211,9 @@ class PySession {
     return out;
   }
 
-  std::string input_names() const {
-    std::string s;
-    for (const auto& i : session_->inputs()) s += (s.empty() ? "" : ", ") + i.name;
-    return s;
-  }
-  std::string output_names_list() const {
-    std::string s;
-    for (const auto& o : session_->outputs()) s += (s.empty() ? "" : ", ") + o.name;
-    return s;
-  }
-
   std::unique_ptr<Session> session_;
   std::map<std::string, size_t> input_index_, output_index_;
+  std::vector<std::string> all_outputs_;  // every output, in order (run's default)
   size_t required_count_ = 0;
   bool profiling_ = false;
   std::mutex profile_mu_;
@@ -225,14 +226,11 @@ class PyBinding {
  public:
   explicit PyBinding(PySession& s) : session_(&s), binding_(std::make_unique<Binding>(s.session())) {}
 
+  /// Binds an array (or anything numpy converts) or an OrtValue.
   void bind_input(const std::string& name, nb::handle obj) {
     const IoInfo* info = session_->input_info(name);
     if (!info) fail(ErrorCode::kInvalidArgument, "bind_input: '" + name + "' is not an input of the model");
-    bind(name, value_from_python(obj, info, name));
-  }
-  void bind_value(const std::string& name, const PyValue& v) {
-    if (!session_->input_info(name)) fail(ErrorCode::kInvalidArgument, "bind_input: '" + name + "' is not an input of the model");
-    bind(name, v.value);
+    bind(name, feed_value(obj, info, name));
   }
   void bind_pointer(const std::string& name, nb::handle element_type, const std::vector<int64_t>& shape, uintptr_t ptr) {
     if (!session_->input_info(name)) fail(ErrorCode::kInvalidArgument, "bind_input: '" + name + "' is not an input of the model");
@@ -242,9 +240,7 @@ class PyBinding {
   }
   /// Requests output `name`; into a buffer when one is given.
   void bind_output(const std::string& name, const PyValue* into) {
-    bool known = false;
-    for (const auto& o : session_->session().outputs()) known |= o.name == name;
-    if (!known) fail(ErrorCode::kInvalidArgument, "bind_output: '" + name + "' is not an output of the model");
+    if (!session_->has_output(name)) fail(ErrorCode::kInvalidArgument, "bind_output: '" + name + "' is not an output of the model");
     Tensor buffer;
     if (into) {
       if (!into->value.is_tensor()) fail(ErrorCode::kInvalidArgument, "bind_output: '" + name + "': the buffer is not a tensor");
@@ -274,11 +270,8 @@ class PyBinding {
   /// Drops the output requests and buffers; the input bindings stay.
   void clear_outputs() {
     outputs_bound_.clear();
-    auto fresh = std::make_unique<Binding>(session_->session());
-    const auto& ins = session_->session().inputs();
-    for (size_t i = 0; i < ins.size(); ++i)
-      if (bound_inputs_.count(ins[i].name)) fresh->bind_input(ins[i].name, bound_inputs_[ins[i].name]);
-    binding_ = std::move(fresh);
+    binding_ = std::make_unique<Binding>(session_->session());
+    for (const auto& [n, v] : bound_inputs_) binding_->bind_input(n, v);
   }
   void run(const RunOptions* options) {
     nb::gil_scoped_release unlocked;
@@ -316,7 +309,7 @@ const char* outcome_name(EpRegistration::Outcome o) { return registration_outcom
 nb::dict io_dict(const IoInfo& i) {
   nb::dict d;
   d["name"] = i.name;
-  d["type"] = i.onnx_type.empty() ? ort_type_string(i) : i.onnx_type;
+  d["type"] = i.onnx_type;
   d["type_string"] = i.type_string;
   d["has_default"] = i.has_default;
   if (i.has_shape) {
@@ -381,10 +374,7 @@ NB_MODULE(_onyx, m) {
       .def_prop_ro("shape", [](const PyValue& v) {
         return v.value.is_tensor() ? v.value.tensor().shape().to_vector() : std::vector<int64_t>{};
       })
-      .def_prop_ro("dtype_name", [](const PyValue& v) {
-        if (v.value.is_tensor()) return std::string(dtype_name(v.value.tensor().dtype()));
-        return std::string(dtype_name(v.value.elem_dtype()));
-      })
+      .def_prop_ro("onnx_type", [](const PyValue& v) { return onnx_type_of(v.value); })
       .def_prop_ro("data_ptr", [](const PyValue& v) {
         return v.value.is_tensor() ? reinterpret_cast<uintptr_t>(v.value.tensor().raw_data()) : uintptr_t{0};
       })
@@ -427,13 +417,13 @@ NB_MODULE(_onyx, m) {
       .def("registration", [](const PySession& s) { return s.session().registration(); })
       .def("placement", [](const PySession& s) { return s.session().placement(); })
       .def("plan_count", [](const PySession& s) { return s.session().plan_count(); })
+      .def("explain_text", [](const PySession& s, const std::string& model) { return explain_text(s.session(), model); })
       .def("set_profiling", &PySession::set_profiling)
       .def("take_profile", &PySession::take_profile);
 
   nb::class_<PyBinding>(m, "Binding")
       .def(nb::init<PySession&>(), nb::keep_alive<1, 2>())
       .def("bind_input", &PyBinding::bind_input)
-      .def("bind_value", &PyBinding::bind_value)
       .def("bind_pointer", &PyBinding::bind_pointer)
       .def("bind_output", &PyBinding::bind_output, nb::arg("name"), nb::arg("into").none())
       .def("bind_output_pointer", &PyBinding::bind_output_pointer)

@@ -420,13 +420,16 @@ nb::object value_to_python(const Value& v, const std::string& name) {
   }
 }
 
-std::string ort_type_string(const IoInfo& info) {
-  const std::string tensor = type_label(info.dtype);
-  switch (info.kind) {
-    case Value::Kind::kSequence: return "seq(" + tensor + ")";
-    case Value::Kind::kOptional: return "optional(" + tensor + ")";
-    case Value::Kind::kMap: return "map(" + tensor + ")";
-    default: return tensor;
+std::string onnx_type_of(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kTensor: return type_label(v.tensor().dtype());
+    case Value::Kind::kSequence:
+      if (v.sequence_of_maps())
+        return "seq(map(" + std::string(dtype_name(v.map_key_dtype())) + "," + type_label(v.elem_dtype()) + "))";
+      return "seq(" + type_label(v.elem_dtype()) + ")";
+    case Value::Kind::kOptional: return "optional(" + (v.has_element() ? onnx_type_of(v.element()) : type_label(v.elem_dtype())) + ")";
+    case Value::Kind::kMap: return "map(" + std::string(dtype_name(v.map_key_dtype())) + "," + type_label(v.elem_dtype()) + ")";
+    default: return "none";
   }
 }
 

@@ -36,8 +36,8 @@ nb::object tensor_to_numpy(const Tensor& t, const std::string& name);
 /// A value as Python: an array, a list (sequence), a dict (map), or None (empty optional).
 nb::object value_to_python(const Value& v, const std::string& name);
 
-/// ORT's type string of an input or output: "tensor(float)", "seq(tensor(int64))", ...
-std::string ort_type_string(const IoInfo& info);
+/// ONNX's (ORT's) type string of a value: "tensor(float)", "seq(tensor(int64))", "map(string,tensor(float))".
+std::string onnx_type_of(const Value& v);
 
 /// Installs the translation of onyx::Error into the Python exception classes registered by
 /// onyx/_errors.py (one per ErrorCode).

@@ -61,19 +61,18 @@ uint8_t bucket(uint8_t n) {
   return 128;
 }
 
-/// Whether the last input reached an edge, or an edge's count bucket, not seen before (and records it).
+/// Whether the last input reached an edge, or an edge's count bucket, not seen before (and records
+/// it); `edges` counts the edges ever reached.
 bool new_coverage(size_t* edges) {
   bool fresh = false;
   for (size_t i = 0; i < kMapSize; ++i) {
     const uint8_t b = bucket(g_hits[i]);
     if (b & ~g_seen[i]) {
       fresh = true;
+      if (!g_seen[i]) ++*edges;
       g_seen[i] |= b;
     }
   }
-  size_t n = 0;
-  for (size_t i = 0; i < kMapSize; ++i) n += g_seen[i] != 0;
-  *edges = n;
   return fresh;
 }
 #endif

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "cli.hpp"
+#include "onyx/explain.hpp"
 #include "core/common.hpp"
 #include "session/session_impl.hpp"
 #include "image_codecs.hpp"
@@ -28,8 +29,6 @@ void registration_json(Json& j, const Session& s) {
   j.end_array();
 }
 
-/// The op as the tables show it: channels-last forms are marked.
-std::string op_label(const Placement::NodeInfo& n) { return n.domain == "onyx.nhwc" ? n.op_type + " (NHWC)" : n.op_type; }
 
 // Graphviz colours per EP (stable by first appearance).
 const char* kColours[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9"};
@@ -74,7 +73,7 @@ int cmd_explain(const Args& a) {
     const Graph& g = *impl.model->graph;
     std::printf("digraph onyx {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n");
     for (size_t i = 0; i < p.nodes.size(); ++i)
-      std::printf("  n%zu [label=\"%s\\n%s\\n[%s]\", fillcolor=\"%s\"];\n", i, p.nodes[i].name.c_str(), op_label(p.nodes[i]).c_str(),
+      std::printf("  n%zu [label=\"%s\\n%s\\n[%s]\", fillcolor=\"%s\"];\n", i, p.nodes[i].name.c_str(), placement_op_label(p.nodes[i]).c_str(),
                   p.nodes[i].ep.c_str(), colour[p.nodes[i].ep]);
     for (size_t i = 0; i < g.nodes.size(); ++i)
       for (int v : g.nodes[i].inputs)
@@ -84,25 +83,7 @@ int cmd_explain(const Args& a) {
     std::printf("  }\n}\n");
     return 0;
   }
-  std::printf("model: %s\n\nexecution providers:\n", path.c_str());
-  for (const auto& r : s.registration()) {
-    std::printf("  %-10s %-10s %-11s", r.name.c_str(), outcome_name(r.outcome), source_name(r.source));
-    if (r.outcome == EpRegistration::Outcome::kRegistered)
-      std::printf(" priority %d, %s", r.priority, r.device.c_str());
-    else
-      std::printf(" %s", r.reason.c_str());
-    std::printf("\n");
-  }
-  std::printf("\n%-32s %-22s %-10s %s\n", "node", "op", "ep", "declined by");
-  for (const auto& n : p.nodes) {
-    std::string why;
-    for (const auto& d : n.declined) why += (why.empty() ? "" : "; ") + d.ep + " (" + d.code + ": " + d.message + ")";
-    std::printf("%-32s %-22s %-10s %s\n", n.name.c_str(), op_label(n).c_str(), n.ep.c_str(), why.c_str());
-  }
-  std::printf("\ncopies: %zu\n", p.copies.size());
-  for (const auto& c : p.copies)
-    std::printf("  %s: %s -> %s (%lld bytes)\n", c.value.c_str(), c.from.c_str(), c.to.c_str(), static_cast<long long>(c.bytes));
-  std::printf("\nsummary: %s\n", p.summary.c_str());
+  std::fputs(explain_text(s, path).c_str(), stdout);
   return 0;
 }
 
