@@ -36,10 +36,26 @@ OUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 
 ONNX_DOMAINS = ("", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
-# The com.microsoft ops onyx implements (src/ops/contrib_quant.cpp, src/ops/quant.cpp).
+# The com.microsoft ops onyx implements (src/ops/contrib_quant.cpp, src/ops/quant.cpp,
+# src/ops/contrib_transformer.cpp, src/ops/contrib_gqa.cpp, src/ops/contrib_nbits.cpp, src/ops/contrib_rnn.cpp).
 COM_MICROSOFT_OPS = (
+    "Attention",
+    "BiasAdd",
+    "BiasGelu",
+    "BiasSplitGelu",
+    "DynamicQuantizeLSTM",
     "DynamicQuantizeMatMul",
+    "EmbedLayerNormalization",
+    "FastGelu",
+    "FusedConv",
+    "FusedMatMul",
+    "Gelu",
+    "GemmFastGelu",
+    "GroupQueryAttention",
     "MatMulIntegerToFloat",
+    "MatMulNBits",
+    "MultiHeadAttention",
+    "NhwcConv",
     "QGemm",
     "QLinearAdd",
     "QLinearAveragePool",
@@ -49,7 +65,16 @@ COM_MICROSOFT_OPS = (
     "QLinearMul",
     "QLinearSigmoid",
     "QLinearSoftmax",
+    "QuickGelu",
+    "RotaryEmbedding",
+    "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization",
 )
+
+# ONNX Runtime's own schemas in the ai.onnx domain that onnx.defs does not have: the contrib
+# LayerNormalization-1 (what exporters wrote before opset 17) and SimplifiedLayerNormalization-1
+# (RMS normalisation, which ONNX Runtime's LLM tools write), src/ops/contrib_transformer.cpp.
+ORT_ONNX_DOMAIN_OPS = (("LayerNormalization", 1), ("SimplifiedLayerNormalization", 1))
 
 ATTR_TYPES = {
     "FLOAT": "kFloat",
@@ -186,6 +211,8 @@ def collect():
     for s in ort_c.get_all_operator_schema():
         if s.domain == "com.microsoft" and s.name in COM_MICROSOFT_OPS:
             ms[(s.name, s.since_version)] = s
+        elif s.domain == "" and (s.name, s.since_version) in ORT_ONNX_DOMAIN_OPS:
+            rows.append((s, False))
     missing = sorted(set(COM_MICROSOFT_OPS) - {n for n, _ in ms})
     if missing:
         sys.exit(f"gen_op_arity: ONNX Runtime has no com.microsoft schema for {', '.join(missing)}")

@@ -13,6 +13,7 @@ LOG=.cache/ort-venv.log
 PINS=(
   onnxruntime==1.32.0 onnx==1.23.2 onnxconverter-common==1.16.0 numpy==2.4.6
   sympy==1.14.0      # ORT's quant_pre_process (symbolic shape inference)
+  onnx_ir==1.1.0     # ORT's MatMulNBitsQuantizer (the 4-bit weight quantizer)
   ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19 packaging==26.4 mpmath==1.3.0 typing_extensions==4.16.0
   # the Python package (python/): its build (nanobind, scikit-build-core) and its tests (pytest)
   nanobind==3.1.0 scikit-build-core==1.1.2 pathspec==1.1.1

@@ -26,6 +26,9 @@ void register_layout_ops(OpRegistry& r);        // ops/layout.cpp (channels-last
 void register_transformer_ops(OpRegistry& r);   // ops/transformer.cpp (Attention, RotaryEmbedding, ...)
 void register_ml_ops(OpRegistry& r);            // ops/ml.cpp (domain ai.onnx.ml)
 void register_contrib_quant_ops(OpRegistry& r);  // ops/contrib_quant.cpp (com.microsoft QLinear* ops)
+void register_contrib_transformer_ops(OpRegistry& r);  // ops/contrib_transformer.cpp (com.microsoft transformer ops)
+void register_contrib_gqa_ops(OpRegistry& r);    // ops/contrib_gqa.cpp (GroupQueryAttention, RotaryEmbedding)
+void register_contrib_nbits_ops(OpRegistry& r);  // ops/contrib_nbits.cpp (MatMulNBits)
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -49,6 +52,9 @@ inline void register_all_op_families(OpRegistry& r) {
   register_transformer_ops(r);
   register_ml_ops(r);
   register_contrib_quant_ops(r);
+  register_contrib_transformer_ops(r);
+  register_contrib_gqa_ops(r);
+  register_contrib_nbits_ops(r);
 }
 
 }  // namespace onyx

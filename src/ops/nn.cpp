@@ -250,6 +250,52 @@ void infer_conv_add(InferContext& ctx) {
     ctx.fail_node("the sum has rank ", z.shape.size(), ", the output ", x.shape.size());
 }
 
+/// com.microsoft FusedConv: Conv's output; Z (input 3), when given, is added before the activation
+/// and must have the output's shape.
+void infer_ms_fused_conv(InferContext& ctx) {
+  infer_conv(ctx);
+  if (!ctx.has_input(3)) return;
+  const TypeInfo& z = ctx.input_type(3);
+  const TypeInfo& y = ctx.output(0);
+  if (z.elem_dtype() != y.elem_dtype()) ctx.fail_node("Z must have X's type");
+  if (z.has_shape && y.has_shape && z.shape.size() != y.shape.size())
+    ctx.fail_node("Z has rank ", z.shape.size(), ", the output ", y.shape.size());
+}
+
+/// com.microsoft NhwcConv: X [N, spatial.., C], W [M, kernel.., C / group]; Y [N, out.., M].
+/// Conv's rule on the channels-first forms of X and W.
+void infer_nhwc_conv(InferContext& ctx) {
+  const TypeInfo& x = ctx.input_type(0);
+  const TypeInfo& w = ctx.input_type(1);
+  if (!x.has_shape || !w.has_shape) return ctx.set_output_unranked(0, x.dtype);
+  auto to_first = [](const Shape& s) {  // [A, d.., B] -> [A, B, d..]
+    Shape r{s[0], s[s.size() - 1]};
+    for (size_t k = 1; k + 1 < s.size(); ++k) r.push_back(s[k]);
+    return r;
+  };
+  if (x.shape.size() < 3 || w.shape.size() != x.shape.size())
+    ctx.fail_node("X and W must have one rank >= 3 (N, spatial.., C and M, kernel.., C / group), got ", x.shape.to_string(), " and ",
+                  w.shape.to_string());
+  const Shape xs = to_first(x.shape), ws = to_first(w.shape);
+  check_window_attr_sizes(ctx.node(), static_cast<int64_t>(xs.size()) - 2);
+  const int64_t group = ctx.node().attr_int("group", 1);
+  if (group <= 0) ctx.fail_node("group must be positive");
+  if (xs[1] >= 0 && ws[1] >= 0 && xs[1] != ctx.checked_dim(__int128(ws[1]) * group))
+    ctx.fail_node("input has ", xs[1], " channels but weight ", w.shape.to_string(), " with group ", group, " expects ", ws[1] * group);
+  const Shape kernel = kernel_of(ctx, ws);
+  Shape out{x.shape[0]};
+  bool known = true;
+  for (int64_t d : kernel) known &= d >= 0;
+  if (known) {
+    const WindowGeometry g = window_geometry(ctx.node(), spatial(xs), kernel, false);
+    for (int64_t d : g.out) out.push_back(d < 0 ? ctx.fresh() : d);
+  } else {
+    for (size_t k = 2; k < xs.size(); ++k) out.push_back(ctx.fresh());
+  }
+  out.push_back(ws[0]);
+  ctx.set_output(0, x.dtype, out);
+}
+
 /// DeformConv: Conv's output shape; the offsets (and mask) must cover every tap of every offset
 /// group at every output position.
 void infer_deform_conv(InferContext& ctx) {
@@ -378,7 +424,7 @@ void register_nn_ops(OpRegistry& r) {
   r.add("", "BatchNormalization", {1, 6, 7, 9, 14, 15}, infer_batch_norm);
   r.add("", "InstanceNormalization", {1, 6, 22}, infer_same);
   r.add("", "LRN", {1, 13}, infer_same);
-  r.add("", "LayerNormalization", {17}, infer_layer_norm);
+  r.add("", "LayerNormalization", {1, 17}, infer_layer_norm);  // 1: ONNX Runtime's contrib form, before opset 17
   r.add("", "RMSNormalization", {23}, infer_rms_norm);
   r.add("", "GroupNormalization", {18, 21}, infer_same);
   r.add("", "MeanVarianceNormalization", {9, 13}, infer_same);
@@ -387,6 +433,9 @@ void register_nn_ops(OpRegistry& r) {
   // epilogue, and Conv + a same-shape sum (input 3) + an optional activation.
   r.add("onyx", "FusedConv", {1}, infer_conv);
   r.add("onyx", "FusedConvAdd", {1}, infer_conv_add);
+  // ONNX Runtime's forms (com.microsoft): Conv with an activation and a sum; channels-last Conv.
+  r.add("com.microsoft", "FusedConv", {1}, infer_ms_fused_conv);
+  r.add("com.microsoft", "NhwcConv", {1}, infer_nhwc_conv);
 }
 
 }  // namespace onyx

@@ -390,11 +390,15 @@ SessionImpl::SessionImpl(std::shared_ptr<Model> m, const SessionBuilder::Options
     return claims(e0, form);
   };
   // And a float16 / bfloat16 node runs as its float32 form only for an EP that asks for that and
-  // takes the form.
+  // takes the form: the EP that takes the node as written, or, where none does (an op with float32
+  // kernels only, such as most com.microsoft ones), the first EP that takes its float32 form.
   pass.may_compute_in_float = [this, claims, first_claimer](const Node& node, const Node& float_form) {
     const size_t e0 = first_claimer(node);
-    if (e0 == eps.size() || eps[e0]->compiles_regions() || !eps[e0]->computes_half_in_float()) return false;
-    return claims(e0, float_form);
+    auto takes = [&](size_t e) { return !eps[e]->compiles_regions() && eps[e]->computes_half_in_float() && claims(e, float_form); };
+    if (e0 < eps.size()) return takes(e0);
+    for (size_t e = 0; e < eps.size(); ++e)
+      if (takes(e)) return true;
+    return false;
   };
   if (optimize_graph(g, options.level, pass) > 0) infer_all(false);
   optimizer_log = std::move(pass.log);

@@ -99,9 +99,11 @@ int cmd_ops(const Args& a) {
     std::printf("The `onyx` rows are the optimizer's fused ops, and the `onyx.nhwc` rows the channels-last forms it\n"
                 "gives EPs that prefer that layout (see [optimizer.md](optimizer.md)). The CPU EP runs those of 2-d float\n"
                 "convolutions (group 1 or depthwise) and pools; it is not offered the others.\n\n");
-    std::printf("The `com.microsoft` rows are operators of ONNX Runtime's contrib domain that its quantization tools\n"
-                "write (version 1, the one ONNX Runtime defines; see\n"
-                "[quantization.md](quantization.md#the-commicrosoft-quantized-operators)).\n\n");
+    std::printf("The `com.microsoft` rows are operators of ONNX Runtime's contrib domain that its quantization tools,\n"
+                "transformers optimizer and LLM builders write (version 1, the one ONNX Runtime defines; see\n"
+                "[quantization.md](quantization.md#the-commicrosoft-quantized-operators) and\n"
+                "[transformers.md](transformers.md)). The ai.onnx `SimplifiedLayerNormalization` and `LayerNormalization`\n"
+                "version 1 are ONNX Runtime's own schemas in that domain (the latter is what exporters wrote before opset 17).\n\n");
     std::printf("| domain | operator | versions | CPU EP | types (CPU EP) |\n|---|---|---|---|---|\n");
     for (const auto& r : rows) {
       const std::string missing = versions_text(r, false);

@@ -233,7 +233,8 @@ void parallel_range(ThreadPool& pool, int64_t n, int64_t cost_per_item, F&& f) {
 
 /// Per-thread kernel workspaces, one per user so that a kernel family never shares bytes with
 /// another it calls; each grows and never shrinks (no allocation per run once warm).
-enum class Workspace { kConv, kQuant, kRnn, kAttention, kWindow, kIm2col, kConvTranspose, kGemmView, kWinograd, kQGemm, kQGemmTile, kCount };
+enum class Workspace { kConv, kQuant, kRnn, kAttention, kWindow, kIm2col, kConvTranspose, kGemmView, kWinograd, kQGemm, kQGemmTile,
+                       kAttentionQkv, kAttentionKv, kCount };
 /// At least `bytes` bytes, 64-byte aligned, of this thread's workspace `w`.
 char* thread_workspace(Workspace w, size_t bytes);
 

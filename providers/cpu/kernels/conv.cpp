@@ -413,6 +413,145 @@ std::unique_ptr<Kernel> make_fused_conv_add(const KernelCreateInfo& info) {
   return std::make_unique<ConvKernel>(info, ep.act, ep.lo, ep.hi, true);
 }
 
+// ---- com.microsoft FusedConv: Conv [+ Z] then an activation ----
+
+/// The activation of ONNX Runtime's FusedConv that the GEMM epilogue does not take, applied to
+/// the convolution's output in place.
+class ActivationAfterKernel final : public Kernel {
+ public:
+  enum class Act { kTanh, kSigmoid, kLeakyRelu, kHardSigmoid };
+  ActivationAfterKernel(std::unique_ptr<Kernel> conv, Act act, float a, float b) : conv_(std::move(conv)), act_(act), a_(a), b_(b) {}
+
+  void compute(KernelContext& ctx) const override {
+    conv_->compute(ctx);
+    Tensor& y = ctx.output(0);
+    float* p = y.data<float>();
+    const int64_t n = y.numel(), chunk = 4096;
+    parallel_range(ctx.pool(), (n + chunk - 1) / chunk, chunk * 8, [&](int64_t c0, int64_t c1) {
+      const int64_t e = std::min(n, c1 * chunk);
+      for (int64_t i = c0 * chunk; i < e; ++i) {
+        const float v = p[i];
+        switch (act_) {
+          case Act::kTanh: p[i] = std::tanh(v); break;
+          case Act::kSigmoid: p[i] = 1.0f / (1.0f + std::exp(-v)); break;
+          case Act::kLeakyRelu: p[i] = v >= 0 ? v : a_ * v; break;
+          case Act::kHardSigmoid: p[i] = std::clamp(a_ * v + b_, 0.0f, 1.0f); break;
+        }
+      }
+    });
+  }
+  int inplace_input(size_t out) const override { return conv_->inplace_input(out); }
+
+ private:
+  std::unique_ptr<Kernel> conv_;
+  Act act_;
+  float a_, b_;
+};
+
+std::unique_ptr<Kernel> make_ms_fused_conv(const KernelCreateInfo& info) {
+  const Node& n = info.node;
+  const bool with_z = n.inputs.size() > 3 && n.inputs[3] >= 0;
+  const std::string act = n.attr_string("activation");
+  const std::vector<float> p = n.attr_floats("activation_params");
+  auto param = [&](size_t i, float dflt) { return i < p.size() ? p[i] : dflt; };
+  if (act.empty()) return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kNone, 0.0f, 0.0f, with_z);
+  if (act == "Relu") return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kRelu, 0.0f, 0.0f, with_z);
+  if (act == "Clip") {
+    if (p.size() != 2) fail(ErrorCode::kInvalidGraph, n.label(), ": activation Clip needs activation_params [min, max]");
+    return std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kClip, p[0], p[1], with_z);
+  }
+  using A = ActivationAfterKernel::Act;
+  A a;
+  float pa = 0, pb = 0;
+  if (act == "Tanh") {
+    a = A::kTanh;
+  } else if (act == "Sigmoid") {
+    a = A::kSigmoid;
+  } else if (act == "LeakyRelu") {
+    a = A::kLeakyRelu, pa = param(0, 0.01f);
+  } else if (act == "HardSigmoid") {
+    a = A::kHardSigmoid, pa = param(0, 0.2f), pb = param(1, 0.5f);
+  } else {
+    fail(ErrorCode::kInvalidGraph, n.label(), ": FusedConv activation '", act, "' is not one of Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid");
+  }
+  return std::make_unique<ActivationAfterKernel>(std::make_unique<ConvKernel>(info, GemmEpilogue::Act::kNone, 0.0f, 0.0f, with_z), a, pa, pb);
+}
+
+// ---- com.microsoft NhwcConv: a 2-D convolution of [N, H, W, C] data with [M, kH, kW, C / group]
+// weights, giving [N, OH, OW, M]. Output pixels in blocks: each block's windows are gathered into
+// rows (kH, kW, C / group: the weights' order), and one GEMM per group against the weights
+// writes the block's output channels in place.
+
+class NhwcConvKernel final : public Kernel {
+ public:
+  explicit NhwcConvKernel(const KernelCreateInfo& info) : node_(info.node), attrs_(WindowAttrs::of(info.node, false)) {
+    group_ = info.node.attr_int("group", 1);
+    if (group_ <= 0) fail(ErrorCode::kInvalidGraph, info.node.label(), ": group must be positive, got ", group_);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Node& n = node_;
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    for (const Tensor* t : {&x, &w, b})
+      if (t && t->dtype() != DType::kFloat) fail(ErrorCode::kInvalidArgument, n.label(), ": NhwcConv takes float32, got ", dtype_name(t->dtype()));
+    if (x.rank() != 4 || w.rank() != 4)
+      fail(ErrorCode::kNotImplemented, n.label(), ": NhwcConv on the CPU is 2-D: X [N, H, W, C] and W [M, kH, kW, C/group], got ", x.shape().to_string(),
+           " and ", w.shape().to_string());
+    const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), M = w.dim(0), kh = w.dim(1), kw = w.dim(2), cg = w.dim(3);
+    if (C % group_ != 0 || M % group_ != 0 || cg * group_ != C)
+      fail(ErrorCode::kInvalidArgument, n.label(), ": input channels ", C, " and weight ", w.shape().to_string(), " do not fit group ", group_);
+    if (b && b->numel() != M) fail(ErrorCode::kInvalidArgument, n.label(), ": bias has ", b->numel(), " values for ", M, " output channels");
+    const WindowGeometry g = window_geometry(attrs_, n, Shape{H, W}, Shape{kh, kw});
+    const int64_t OH = g.out[0], OW = g.out[1], Mg = M / group_, K = kh * kw * cg;
+    Tensor& y = ctx.output(0);
+    if (!(y.shape() == Shape{N, OH, OW, M}))
+      fail(ErrorCode::kInvalidArgument, n.label(), ": output ", y.shape().to_string(), " is not [", N, ",", OH, ",", OW, ",", M, "]");
+    const int64_t pixels = N * OH * OW;
+    if (pixels == 0 || M == 0) return;
+    const float *px = x.data<float>(), *pw = w.data<float>(), *pb = b ? b->data<float>() : nullptr;
+    float* py = y.data<float>();
+    const int64_t block = std::clamp<int64_t>(65536 / std::max<int64_t>(1, K), 1, 256);
+    const int64_t blocks = (pixels + block - 1) / block;
+    parallel_range(ctx.pool(), blocks, block * K * Mg * group_, [&](int64_t b0, int64_t b1) {
+      float* a = reinterpret_cast<float*>(thread_workspace(Workspace::kIm2col, static_cast<size_t>(block * K) * sizeof(float)));
+      for (int64_t bi = b0; bi < b1; ++bi) {
+        const int64_t p0 = bi * block, rows = std::min(block, pixels - p0);
+        for (int64_t grp = 0; grp < group_; ++grp) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t p = p0 + r, ow = p % OW, oh = (p / OW) % OH, img = p / (OW * OH);
+            float* row = a + r * K;
+            for (int64_t i = 0; i < kh; ++i) {
+              const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
+                float* dst = row + (i * kw + j) * cg;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  std::fill_n(dst, cg, 0.0f);
+                else
+                  std::memcpy(dst, px + ((img * H + ih) * W + iw) * C + grp * cg, sizeof(float) * cg);
+              }
+            }
+          }
+          float* yb = py + p0 * M + grp * Mg;
+          sgemm(false, true, rows, Mg, K, 1.0f, a, K, pw + grp * Mg * K, K, 0.0f, yb, M, nullptr);
+          if (pb)
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t m = 0; m < Mg; ++m) yb[r * M + m] += pb[grp * Mg + m];
+        }
+      }
+    });
+  }
+
+ private:
+  const Node& node_;
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+};
+
+std::unique_ptr<Kernel> make_nhwc_conv(const KernelCreateInfo& info) { return std::make_unique<NhwcConvKernel>(info); }
+
 // ---- ConvTranspose ----
 
 class ConvTransposeKernel final : public Kernel {
@@ -635,6 +774,8 @@ const KernelDef kDefs[] = {
     {"", "ConvTranspose", 1, 99, {{0, kFloats}}, make_conv_transpose},
     {"onyx", "FusedConv", 1, 1, {{0, kFloat}}, make_fused_conv},
     {"onyx", "FusedConvAdd", 1, 1, {{0, kFloat}}, make_fused_conv_add},
+    {"com.microsoft", "FusedConv", 1, 1, {{0, kFloat}}, make_ms_fused_conv},
+    {"com.microsoft", "NhwcConv", 1, 1, {{0, kFloat}}, make_nhwc_conv},
     {"", "DeformConv", 19, 99, {{0, type_mask({DType::kFloat, DType::kDouble})}}, make_deform_conv},
 };
 

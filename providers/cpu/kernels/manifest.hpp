@@ -40,6 +40,10 @@ std::span<const KernelDef> ml_tree_kernels();       // kernels/ml_trees.cpp (ai.
 std::span<const KernelDef> ml_svm_kernels();        // kernels/ml_svm.cpp (ai.onnx.ml support vector machines)
 std::span<const KernelDef> ml_feature_kernels();    // kernels/ml_features.cpp (Imputer, OneHotEncoder, ...)
 std::span<const KernelDef> qlinear_contrib_kernels();  // kernels/qlinear_contrib.cpp (com.microsoft QLinear* ops)
+std::span<const KernelDef> contrib_nn_kernels();       // kernels/contrib_nn.cpp (com.microsoft Gelu family, norms, ...)
+std::span<const KernelDef> contrib_attention_kernels();  // kernels/contrib_attention.cpp (com.microsoft Attention, MHA, ...)
+std::span<const KernelDef> gqa_kernels();              // kernels/gqa.cpp (GroupQueryAttention, com.microsoft RotaryEmbedding)
+std::span<const KernelDef> matmul_nbits_kernels();     // kernels/matmul_nbits.cpp (MatMulNBits)
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels, conv_kernels, pool_kernels,
@@ -49,6 +53,7 @@ inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     training_kernels,    einsum_kernels,  gradient_kernels,     attention_kernels,
     transformer_kernels, ml_kernels,     ml_tree_kernels,      ml_svm_kernels,
     ml_feature_kernels,  image_decoder_kernels, conv_nhwc_kernels, qconv_kernels, qmatmul_kernels, qlinear_contrib_kernels,
+    contrib_nn_kernels,  contrib_attention_kernels, gqa_kernels, matmul_nbits_kernels,
 };
 
 }  // namespace onyx::cpu

@@ -404,7 +404,7 @@ using namespace types;
 const KernelDef kDefs[] = {
     {"", "BatchNormalization", 1, 99, {{0, kFloats}}, make_batch_norm},
     {"", "InstanceNormalization", 1, 99, {{0, kFloats}}, make_instance_norm},
-    {"", "LayerNormalization", 17, 99, {{0, kFloats}}, make_layer_norm},
+    {"", "LayerNormalization", 1, 99, {{0, kFloats}}, make_layer_norm},  // 1: ONNX Runtime's contrib form
     {"", "RMSNormalization", 23, 99, {{0, kFloats}, {1, kFloats}}, make_rms_norm},
     {"", "GroupNormalization", 18, 99, {{0, kFloats}}, make_group_norm},
     {"", "MeanVarianceNormalization", 9, 99, {{0, kFloats}}, make_mvn},
