@@ -240,7 +240,72 @@ def tiny_half():
     onnx.save(model, os.path.join(HERE, "tiny_half.onnx"))
 
 
-MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half]
+def tiny_decoder():
+    """A 2-layer decoder language model in the form Hugging Face exports have (input_ids,
+    attention_mask, position_ids, past_key_values.N.key / .value -> logits, present.N.key / .value)
+    built from ONNX Runtime's com.microsoft ops: per layer LayerNormalization, Q/K/V projections,
+    RotaryEmbedding on Q and K, causal MultiHeadAttention over the past and new keys, the output
+    projection, and a FastGelu MLP; vocabulary 48, hidden 32, 4 heads of 8. For `onyx generate`
+    and onyx::Generator (docs/transformers.md). No test data: tests/models/generate_test.sh compares
+    its tokens with ONNX Runtime's."""
+    rng = np.random.default_rng(13)
+    V, D, N, L, F, MAXPOS = 48, 32, 4, 2, 64, 256
+    H = D // N
+    w = lambda *shape, s=0.3: (rng.standard_normal(shape) * s).astype(np.float32)
+    inv = 1.0 / (10000 ** (np.arange(0, H, 2, dtype=np.float64) / H))
+    ang = np.arange(MAXPOS)[:, None] * inv[None, :]
+    inits = {"wte": w(V, D, s=1.0), "lm_head": w(D, V), "cos": np.cos(ang).astype(np.float32), "sin": np.sin(ang).astype(np.float32),
+             "lnf_g": 1 + w(D, s=0.1), "lnf_b": w(D, s=0.1)}
+    nodes = [
+        helper.make_node("Gather", ["wte", "input_ids"], ["h0"], name="embed"),
+        helper.make_node("Cast", ["attention_mask"], ["mask32"], name="mask_to_int32", to=TensorProto.INT32),
+    ]
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "total_sequence"]),
+              helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch", "sequence"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "sequence", V])]
+    h = "h0"
+    for l in range(L):
+        p = f"l{l}_"
+        for n, a in [("ln_g", 1 + w(D, s=0.1)), ("ln_b", w(D, s=0.1)), ("wq", w(D, D)), ("wk", w(D, D)), ("wv", w(D, D)), ("wo", w(D, D)),
+                     ("w1", w(D, F)), ("b1", w(F, s=0.1)), ("w2", w(F, D)), ("ln2_g", 1 + w(D, s=0.1)), ("ln2_b", w(D, s=0.1))]:
+            inits[p + n] = a
+        pk, pv = f"past_key_values.{l}.key", f"past_key_values.{l}.value"
+        inputs += [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", N, "past_sequence", H]) for x in (pk, pv)]
+        outputs += [helper.make_tensor_value_info(f"present.{l}.{x}", TensorProto.FLOAT, ["batch", N, "total_sequence", H]) for x in ("key", "value")]
+        nodes += [
+            helper.make_node("LayerNormalization", [h, p + "ln_g", p + "ln_b"], [p + "x"], name=p + "ln", axis=-1, epsilon=1e-5),
+            helper.make_node("MatMul", [p + "x", p + "wq"], [p + "q0"], name=p + "q"),
+            helper.make_node("MatMul", [p + "x", p + "wk"], [p + "k0"], name=p + "k"),
+            helper.make_node("MatMul", [p + "x", p + "wv"], [p + "v"], name=p + "v"),
+            helper.make_node("RotaryEmbedding", [p + "q0", "position_ids", "cos", "sin"], [p + "q"], name=p + "rope_q", domain="com.microsoft",
+                             num_heads=N),
+            helper.make_node("RotaryEmbedding", [p + "k0", "position_ids", "cos", "sin"], [p + "k"], name=p + "rope_k", domain="com.microsoft",
+                             num_heads=N),
+            helper.make_node("MultiHeadAttention", [p + "q", p + "k", p + "v", "", "mask32", "", pk, pv],
+                             [p + "att", f"present.{l}.key", f"present.{l}.value"], name=p + "attention", domain="com.microsoft",
+                             num_heads=N, unidirectional=1),
+            helper.make_node("MatMul", [p + "att", p + "wo"], [p + "o"], name=p + "o"),
+            helper.make_node("Add", [h, p + "o"], [p + "h1"], name=p + "residual1"),
+            helper.make_node("LayerNormalization", [p + "h1", p + "ln2_g", p + "ln2_b"], [p + "x2"], name=p + "ln2", axis=-1, epsilon=1e-5),
+            helper.make_node("MatMul", [p + "x2", p + "w1"], [p + "f0"], name=p + "fc1"),
+            helper.make_node("FastGelu", [p + "f0", p + "b1"], [p + "f1"], name=p + "gelu", domain="com.microsoft"),
+            helper.make_node("MatMul", [p + "f1", p + "w2"], [p + "f2"], name=p + "fc2"),
+            helper.make_node("Add", [p + "h1", p + "f2"], [p + "h2"], name=p + "residual2"),
+        ]
+        h = p + "h2"
+    nodes += [
+        helper.make_node("LayerNormalization", [h, "lnf_g", "lnf_b"], ["hf"], name="ln_f", axis=-1, epsilon=1e-5),
+        helper.make_node("MatMul", ["hf", "lm_head"], ["logits"], name="lm_head"),
+    ]
+    graph = helper.make_graph(nodes, "tiny_decoder", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+                              producer_name="onyx-examples")
+    model.ir_version = 8
+    onnx.save(model, os.path.join(HERE, "tiny_decoder.onnx"))
+
+
+MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half, tiny_decoder]
 
 if __name__ == "__main__":
     names = sys.argv[1:] or [m.__name__ for m in MODELS]

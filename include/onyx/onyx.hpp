@@ -8,4 +8,5 @@
 #include "onyx/shape.hpp"
 #include "onyx/tensor.hpp"
 #include "onyx/tensor_io.hpp"
+#include "onyx/generate.hpp"
 #include "onyx/version.hpp"

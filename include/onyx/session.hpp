@@ -261,7 +261,8 @@ class Session {
   /// Every requested EP: registered (with priority and effective options), skipped (why), or a
   /// duplicate of an earlier request; the implicit CPU EP last.
   const std::vector<EpRegistration>& registration() const;
-  /// Number of cached execution plans (one per input-shape signature seen).
+  /// Number of cached execution plans: one per input-shape signature seen, the 64 most recently
+  /// used at most (a shape seen again after its plan was dropped is planned again).
   size_t plan_count() const;
 
   const std::shared_ptr<const SessionImpl>& impl() const { return impl_; }

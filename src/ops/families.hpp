@@ -29,6 +29,7 @@ void register_contrib_quant_ops(OpRegistry& r);  // ops/contrib_quant.cpp (com.m
 void register_contrib_transformer_ops(OpRegistry& r);  // ops/contrib_transformer.cpp (com.microsoft transformer ops)
 void register_contrib_gqa_ops(OpRegistry& r);    // ops/contrib_gqa.cpp (GroupQueryAttention, RotaryEmbedding)
 void register_contrib_nbits_ops(OpRegistry& r);  // ops/contrib_nbits.cpp (MatMulNBits)
+void register_contrib_rnn_ops(OpRegistry& r);    // ops/contrib_rnn.cpp (DynamicQuantizeLSTM)
 
 inline void register_all_op_families(OpRegistry& r) {
   register_elementwise_ops(r);
@@ -55,6 +56,7 @@ inline void register_all_op_families(OpRegistry& r) {
   register_contrib_transformer_ops(r);
   register_contrib_gqa_ops(r);
   register_contrib_nbits_ops(r);
+  register_contrib_rnn_ops(r);
 }
 
 }  // namespace onyx

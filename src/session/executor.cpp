@@ -545,7 +545,7 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
   return plan;
 }
 
-const Plan& SessionImpl::plan_for(const std::vector<Value>& in) const {
+std::shared_ptr<const Plan> SessionImpl::plan_for(const std::vector<Value>& in) const {
   auto matches = [&](const Plan& p) {
     for (size_t k = 0; k < in.size(); ++k)
       if (!Plan::same(p.in_sig[k], in[k])) return false;
@@ -553,15 +553,25 @@ const Plan& SessionImpl::plan_for(const std::vector<Value>& in) const {
   };
   {
     std::shared_lock<std::shared_mutex> lock(plans_mu_);
-    for (const auto& p : plans_)
-      if (matches(*p)) return *p;
+    for (const auto& c : plans_)
+      if (matches(*c->plan)) {
+        c->last_use = ++plan_clock_;
+        return c->plan;
+      }
   }
-  auto plan = build_plan(in);
+  std::shared_ptr<const Plan> plan = build_plan(in);
   std::unique_lock<std::shared_mutex> lock(plans_mu_);
-  for (const auto& p : plans_)
-    if (matches(*p)) return *p;
-  plans_.push_back(std::move(plan));
-  return *plans_.back();
+  for (const auto& c : plans_)
+    if (matches(*c->plan)) return c->plan;
+  if (plans_.size() >= kMaxPlans) {  // the least recently used one goes (runs holding it keep it)
+    auto lru = std::min_element(plans_.begin(), plans_.end(), [](const auto& a, const auto& b) { return a->last_use < b->last_use; });
+    plans_.erase(lru);
+  }
+  auto c = std::make_unique<CachedPlan>();
+  c->plan = std::move(plan);
+  c->last_use = ++plan_clock_;
+  plans_.push_back(std::move(c));
+  return plans_.back()->plan;
 }
 
 std::unique_ptr<RunContext> SessionImpl::acquire_context() const {
@@ -589,7 +599,8 @@ void SessionImpl::run(Binding& binding, const std::atomic<bool>* terminate) cons
   const Graph& g = *model->graph;
   const GraphRunner& r = *main;
   check_inputs(binding.inputs_);
-  const Plan& plan = plan_for(binding.inputs_);
+  const std::shared_ptr<const Plan> held_plan = plan_for(binding.inputs_);
+  const Plan& plan = *held_plan;
   for (auto& o : binding.outputs_) o = Value();  // let go of the last results so their storage can be reused
   binding.outputs_.resize(g.outputs.size());
 
@@ -655,9 +666,9 @@ void SessionImpl::run(Binding& binding, const std::atomic<bool>* terminate) cons
     const bool profiling = binding.profiling_;
     // Whole-run capture (profiled runs are never recorded or replayed: they time each node).
     RunContext::Capture& cap = ctx->capture;
-    if (cap.plan != &plan) {  // (drops another plan's recording)
+    if (cap.plan != held_plan) {  // (drops another plan's recording)
       cap = RunContext::Capture{};
-      cap.plan = &plan;
+      cap.plan = held_plan;
     }
     const int cap_ep = profiling || cap.failed ? -1 : plan.capture_ep;
     ctx->ep_states.resize(eps.size());

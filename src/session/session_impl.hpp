@@ -1,6 +1,7 @@
 // Session internals: prepared graphs, cached run plans, run contexts.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -139,7 +140,7 @@ struct RunContext {
   /// Whole-run capture (Plan::capture_ep) for this context: the plan it is for, the capturing
   /// EP's state kept from the warm-up run (holding the recording), how far it got.
   struct Capture {
-    const Plan* plan = nullptr;
+    std::shared_ptr<const Plan> plan;
     std::shared_ptr<void> state;
     int runs = 0;           // runs of `plan` on this context so far
     bool recorded = false;  // `state` holds a recording of the plan
@@ -190,8 +191,11 @@ class SessionImpl {
   std::vector<int> output_pos;          // per main-graph value: index among graph outputs, or -1
 
   /// The execution plan for inputs (in the order of the main graph's inputs) of these types and
-  /// shapes, built on first use: the memory plan's arena size, the outputs placed in place.
-  const Plan& plan_for(const std::vector<Value>& inputs) const;
+  /// shapes, built on first use: the memory plan's arena size, the outputs placed in place. The
+  /// cache keeps the kMaxPlans most recently used plans (a generation loop sees a new past length
+  /// at every step); a run holds its plan while it runs.
+  std::shared_ptr<const Plan> plan_for(const std::vector<Value>& inputs) const;
+  static constexpr size_t kMaxPlans = 64;
 
  private:
   std::unique_ptr<Plan> build_plan(const std::vector<Value>& inputs) const;
@@ -200,8 +204,13 @@ class SessionImpl {
   void check_inputs(const std::vector<Value>& inputs) const;
   void register_eps();
 
+  struct CachedPlan {
+    std::shared_ptr<const Plan> plan;
+    mutable std::atomic<uint64_t> last_use{0};
+  };
   mutable std::shared_mutex plans_mu_;
-  mutable std::vector<std::unique_ptr<Plan>> plans_;
+  mutable std::vector<std::unique_ptr<CachedPlan>> plans_;
+  mutable std::atomic<uint64_t> plan_clock_{0};
   mutable std::mutex contexts_mu_;
   mutable std::vector<std::unique_ptr<RunContext>> contexts_;
   friend class Session;

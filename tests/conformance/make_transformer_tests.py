@@ -27,7 +27,7 @@ from onnx import helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from transformer_common import ELEM_OF, MS  # noqa: E402
 
-MODULES = ("basic", "attention", "gqa", "nbits")
+MODULES = ("basic", "attention", "gqa", "nbits", "rnn")
 
 
 def build_model(case):

@@ -277,7 +277,7 @@ TEST(CpuChannelsLast, ResidualSumsAccumulateInPlaceWhenNothingReadsThemLater) {
         for (const auto& p : s.placement().nodes) fused += p.op_type == "FusedConvAdd" && p.domain == (nhwc ? "onyx.nhwc" : "onyx");
         EXPECT_EQ(fused, 1);
         // Channels-first FusedConvAdd is not computed in place (its kernel does not offer it).
-        EXPECT_EQ(s.impl()->plan_for({Value(x)}).inplace_outputs, nhwc ? static_cast<size_t>(c.want_inplace) : 0u);
+        EXPECT_EQ(s.impl()->plan_for({Value(x)})->inplace_outputs, nhwc ? static_cast<size_t>(c.want_inplace) : 0u);
       }
     }
   }

@@ -174,6 +174,22 @@ TEST(Session, PlansAreCachedPerShape) {
   EXPECT_EQ(s.plan_count(), 2u);
 }
 
+// A new shape at every run (a generation loop's growing past) keeps at most 64 plans: the least
+// recently used ones go, and a shape seen again plans again and still runs right.
+TEST(Session, PlanCacheIsBounded) {
+  Session s = session_of(add_relu_graph());
+  for (int64_t b = 1; b <= 100; ++b) s.run({{"x", Tensor(DType::kFloat, Shape{b, 3})}});
+  EXPECT_EQ(s.plan_count(), 64u);
+  s.run({{"x", Tensor(DType::kFloat, Shape{100, 3})}});  // recent: cached
+  EXPECT_EQ(s.plan_count(), 64u);
+  std::vector<Value> out = s.run({{"x", Tensor::from_vector<float>(Shape{1, 3}, {-1, 0, 2})}});  // evicted long ago: planned again
+  EXPECT_EQ(s.plan_count(), 64u);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tensor().shape(), (Shape{1, 3}));
+  EXPECT_EQ(out[0].tensor().data<float>()[0], 10.0f);  // relu(-1) + 10
+  EXPECT_EQ(out[0].tensor().data<float>()[2], 32.0f);
+}
+
 TEST(Session, OutputsIntoUserBuffers) {
   Session s = session_of(add_relu_graph());
   std::vector<float> in = {1, 1, 1}, out(3, 0.0f);

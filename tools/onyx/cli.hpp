@@ -104,5 +104,6 @@ int cmd_bench(const Args& a);
 int cmd_providers(const Args& a);
 int cmd_ops(const Args& a);
 int cmd_explain(const Args& a);
+int cmd_generate(const Args& a);
 
 }  // namespace onyx::cli

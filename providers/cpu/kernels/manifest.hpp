@@ -44,6 +44,7 @@ std::span<const KernelDef> contrib_nn_kernels();       // kernels/contrib_nn.cpp
 std::span<const KernelDef> contrib_attention_kernels();  // kernels/contrib_attention.cpp (com.microsoft Attention, MHA, ...)
 std::span<const KernelDef> gqa_kernels();              // kernels/gqa.cpp (GroupQueryAttention, com.microsoft RotaryEmbedding)
 std::span<const KernelDef> matmul_nbits_kernels();     // kernels/matmul_nbits.cpp (MatMulNBits)
+std::span<const KernelDef> dq_lstm_kernels();          // kernels/dq_lstm.cpp (DynamicQuantizeLSTM)
 
 inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     elementwise_kernels, unary_kernels, tensor_kernels, nn_kernels, conv_kernels, pool_kernels,
@@ -54,6 +55,7 @@ inline constexpr std::span<const KernelDef> (*kKernelFamilies[])() = {
     transformer_kernels, ml_kernels,     ml_tree_kernels,      ml_svm_kernels,
     ml_feature_kernels,  image_decoder_kernels, conv_nhwc_kernels, qconv_kernels, qmatmul_kernels, qlinear_contrib_kernels,
     contrib_nn_kernels,  contrib_attention_kernels, gqa_kernels, matmul_nbits_kernels,
+    dq_lstm_kernels,
 };
 
 }  // namespace onyx::cpu
