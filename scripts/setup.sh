@@ -11,6 +11,7 @@ packages=(
   libpng-dev libjpeg-dev libopenjp2-7-dev libtiff-dev libwebp-dev   # ImageDecoder's codec module
   libonnx-testdata        # ONNX backend conformance data
   python3 python3-numpy python3-onnx python3-torch python3-torchvision   # end-to-end test models
+  python3-venv python3-requests python3-yaml   # the transformers venv (scripts/hf_venv.sh) on that Python
 )
 
 missing=()
@@ -41,3 +42,9 @@ fi
 # The com.microsoft quantized-op node tests, their outputs from that ONNX Runtime (in
 # .cache/contrib-node-tests): never fails the set-up.
 "$(dirname "$0")/../tests/conformance/contrib_node_data.sh"
+
+# Hugging Face transformers on Debian's torch (PyPI, in .cache/hf-venv), then the transformer
+# end-to-end models exported with it and rewritten and run by that ONNX Runtime (in
+# .cache/transformer-models): neither fails the set-up.
+"$(dirname "$0")/hf_venv.sh"
+"$(dirname "$0")/../tests/models/transformer_models_data.sh"

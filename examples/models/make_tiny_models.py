@@ -305,7 +305,76 @@ def tiny_decoder():
     onnx.save(model, os.path.join(HERE, "tiny_decoder.onnx"))
 
 
-MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half, tiny_decoder]
+def tiny_decoder_gqa():
+    """tiny_decoder's shape in the form ONNX Runtime's LLM builders write: per layer
+    SimplifiedLayerNormalization (RMS), Q/K/V projections, com.microsoft GroupQueryAttention (4 query
+    heads of 16 over 2 key/value heads, rotary inside, seqlens_k and total_sequence_length computed from
+    attention_mask), the output projection and a gated MLP; past_key_values.N.key / .value
+    [batch, 2, past, 16]. Its attention writes into the past buffer, so `onyx generate --share-buffer`
+    runs it with one preallocated buffer per layer. No test data (tests/models/generate_test.sh)."""
+    rng = np.random.default_rng(14)
+    V, D, N, NKV, L, F, MAXPOS = 48, 64, 4, 2, 2, 96, 256  # heads of 16: ONNX Runtime's rotary GQA needs a multiple of 16
+    H = D // N
+    w = lambda *shape, s=0.3: (rng.standard_normal(shape) * s).astype(np.float32)
+    inv = 1.0 / (10000 ** (np.arange(0, H, 2, dtype=np.float64) / H))
+    ang = np.arange(MAXPOS)[:, None] * inv[None, :]
+    inits = {"wte": w(V, D, s=1.0), "lm_head": w(D, V), "cos": np.cos(ang).astype(np.float32), "sin": np.sin(ang).astype(np.float32),
+             "norm_f": 1 + w(D, s=0.1), "one": np.array([1], np.int64), "axis1": np.array([1], np.int64)}
+    nodes = [
+        helper.make_node("Gather", ["wte", "input_ids"], ["h0"], name="embed"),
+        helper.make_node("ReduceSum", ["attention_mask", "axis1"], ["mask_sum"], name="mask_sum", keepdims=0),
+        helper.make_node("Sub", ["mask_sum", "one"], ["seqlens64"], name="seqlens_minus_one"),
+        helper.make_node("Cast", ["seqlens64"], ["seqlens_k"], name="seqlens_k", to=TensorProto.INT32),
+        helper.make_node("Shape", ["attention_mask"], ["mask_shape"], name="mask_shape"),
+        helper.make_node("Gather", ["mask_shape", "one"], ["total64"], name="total_len", axis=0),
+        helper.make_node("Cast", ["total64"], ["total_len1"], name="total_len_int32", to=TensorProto.INT32),
+        helper.make_node("Squeeze", ["total_len1"], ["total_sequence_length"], name="total_len_scalar"),
+    ]
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "total_sequence"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "sequence", V])]
+    h = "h0"
+    for l in range(L):
+        p = f"l{l}_"
+        for n, a in [("norm1", 1 + w(D, s=0.1)), ("wq", w(D, D)), ("wk", w(D, NKV * H)), ("wv", w(D, NKV * H)), ("wo", w(D, D)),
+                     ("wg", w(D, F)), ("wu", w(D, F)), ("wd", w(F, D)), ("norm2", 1 + w(D, s=0.1))]:
+            inits[p + n] = a
+        pk, pv = f"past_key_values.{l}.key", f"past_key_values.{l}.value"
+        inputs += [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", NKV, "past_sequence", H]) for x in (pk, pv)]
+        outputs += [helper.make_tensor_value_info(f"present.{l}.{x}", TensorProto.FLOAT, ["batch", NKV, "total_sequence", H])
+                    for x in ("key", "value")]
+        nodes += [
+            helper.make_node("SimplifiedLayerNormalization", [h, p + "norm1"], [p + "x"], name=p + "norm1", axis=-1, epsilon=1e-6),
+            helper.make_node("MatMul", [p + "x", p + "wq"], [p + "q"], name=p + "q"),
+            helper.make_node("MatMul", [p + "x", p + "wk"], [p + "k"], name=p + "k"),
+            helper.make_node("MatMul", [p + "x", p + "wv"], [p + "v"], name=p + "v"),
+            helper.make_node("GroupQueryAttention", [p + "q", p + "k", p + "v", pk, pv, "seqlens_k", "total_sequence_length", "cos", "sin"],
+                             [p + "att", f"present.{l}.key", f"present.{l}.value"], name=p + "attention", domain="com.microsoft",
+                             num_heads=N, kv_num_heads=NKV, do_rotary=1),
+            helper.make_node("MatMul", [p + "att", p + "wo"], [p + "o"], name=p + "o"),
+            helper.make_node("SkipSimplifiedLayerNormalization", [p + "o", h, p + "norm2"], [p + "x2", "", "", p + "h1"], name=p + "norm2",
+                             domain="com.microsoft", epsilon=1e-6),
+            helper.make_node("MatMul", [p + "x2", p + "wg"], [p + "g"], name=p + "gate"),
+            helper.make_node("Sigmoid", [p + "g"], [p + "gs"], name=p + "gate_sigmoid"),
+            helper.make_node("Mul", [p + "g", p + "gs"], [p + "silu"], name=p + "silu"),
+            helper.make_node("MatMul", [p + "x2", p + "wu"], [p + "u"], name=p + "up"),
+            helper.make_node("Mul", [p + "silu", p + "u"], [p + "gu"], name=p + "gated"),
+            helper.make_node("MatMul", [p + "gu", p + "wd"], [p + "d"], name=p + "down"),
+            helper.make_node("Add", [p + "h1", p + "d"], [p + "h2"], name=p + "residual"),
+        ]
+        h = p + "h2"
+    nodes += [
+        helper.make_node("SimplifiedLayerNormalization", [h, "norm_f"], ["hf"], name="norm_f", axis=-1, epsilon=1e-6),
+        helper.make_node("MatMul", ["hf", "lm_head"], ["logits"], name="lm_head"),
+    ]
+    graph = helper.make_graph(nodes, "tiny_decoder_gqa", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+                              producer_name="onyx-examples")
+    model.ir_version = 8
+    onnx.save(model, os.path.join(HERE, "tiny_decoder_gqa.onnx"))
+
+
+MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half, tiny_decoder, tiny_decoder_gqa]
 
 if __name__ == "__main__":
     names = sys.argv[1:] or [m.__name__ for m in MODELS]

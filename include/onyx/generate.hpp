@@ -31,6 +31,9 @@ struct GenerationResult {
   int64_t prompt_tokens = 0;
   double prompt_ms = 0;         ///< the prompt's step, which gives the first token (time to first token)
   std::vector<double> step_ms;  ///< each later step (one token each)
+  /// Bytes of cache copied between steps: 0 when every present output was made in the buffer the
+  /// next step reads (always without share_buffer: the present tensor itself is the next past).
+  int64_t cache_copy_bytes = 0;
   /// Decode speed: tokens per second over the steps after the first token (0 without any).
   double tokens_per_second() const;
 };

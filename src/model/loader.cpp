@@ -439,6 +439,9 @@ class Builder {
       if (f != rn.function_opsets->end()) return f->second;
     }
     auto it = model_.opsets.find(n.domain);
+    // ONNX Runtime runs com.microsoft nodes of a model that does not import that domain (its one
+    // version, 1), so onyx does too.
+    if (it == model_.opsets.end() && n.domain == "com.microsoft") return 1;
     if (it == model_.opsets.end())
       fail(ErrorCode::kInvalidModel, where, ": node ", n.label(), " uses domain '",
            n.domain.empty() ? "ai.onnx" : n.domain, "', which the model does not import (no opset_import entry)");

@@ -219,7 +219,14 @@ GenerationResult Generator::generate(const std::vector<int64_t>& prompt, const G
         fail(ErrorCode::kInvalidArgument, "generate: present output '", outs[slots_[c].output].name, "' is ", present.shape().to_string(),
              "; expected its past's shape with ", want, " positions",
              options.share_buffer ? " (share_buffer needs attention that writes into the past buffer, such as GroupQueryAttention)" : "");
-      if (!options.share_buffer) cache[c] = present;  // the next step's past: this tensor, not a copy
+      if (!options.share_buffer) {
+        cache[c] = present;  // the next step's past: this tensor, not a copy
+      } else if (present.raw_data() != cache[c].raw_data()) {
+        // The session made the present elsewhere (its shape was not known when planning): copied
+        // into the shared buffer, and counted.
+        std::memcpy(cache[c].raw_data(), present.raw_data(), present.nbytes());
+        r.cache_copy_bytes += static_cast<int64_t>(present.nbytes());
+      }
     }
     past += S;
     r.tokens.push_back(token);

@@ -3,7 +3,9 @@
 # (tests/models/ort_generate.py): the same tokens over 32 steps, for the example decoder
 # (examples/models/tiny_decoder.onnx) and every decoder model made by
 # tests/models/transformer_models_data.sh (.cache/transformer-models/*/generate.json names its
-# prompt). Then the errors a wrong use gets. Skips (77) without the ONNX Runtime venv.
+# prompt and the onyx options to run it with: --share-buffer for GroupQueryAttention models too).
+# The example GQA decoder (examples/models/tiny_decoder_gqa.onnx) runs both ways too, and with
+# --share-buffer no cache byte may be copied between steps. Then the errors a wrong use gets. Skips (77) without the ONNX Runtime venv.
 # Usage: generate_test.sh ONYX REPO
 set -uo pipefail
 ONYX=$1
@@ -28,13 +30,20 @@ check() {  # check NAME MODEL PROMPT [ONYX OPTIONS...]
 check tiny_decoder "$REPO/examples/models/tiny_decoder.onnx" 1,2,3,4,5
 check tiny_decoder_one_token_prompt "$REPO/examples/models/tiny_decoder.onnx" 7
 check tiny_decoder_2_threads "$REPO/examples/models/tiny_decoder.onnx" 3,1,4,1,5,9,2,6 --threads 2
+check tiny_decoder_gqa "$REPO/examples/models/tiny_decoder_gqa.onnx" 1,2,3,4,5
+check "tiny_decoder_gqa (--share-buffer)" "$REPO/examples/models/tiny_decoder_gqa.onnx" 1,2,3,4,5 --share-buffer
+copied=$("$ONYX" generate "$REPO/examples/models/tiny_decoder_gqa.onnx" --prompt-ids 1,2,3 --max-new-tokens 8 --share-buffer --json |
+         "$PY" -c "import json,sys; print(json.load(sys.stdin)['cache_copy_bytes'])")
+if [ "$copied" = 0 ]; then echo "ok   tiny_decoder_gqa (--share-buffer): no cache bytes copied between steps"; else
+  echo "FAIL tiny_decoder_gqa (--share-buffer): $copied cache bytes copied between steps"; failures=$((failures + 1)); fi
 for spec in "$REPO"/.cache/transformer-models/*/generate.json; do
   [ -f "$spec" ] || continue
   dir=$(dirname "$spec")
   prompt=$("$PY" -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['prompt_ids'])))" "$spec")
-  extra=$("$PY" -c "import json,sys; print(' '.join(json.load(open(sys.argv[1])).get('onyx_options', [])))" "$spec")
-  # shellcheck disable=SC2086
-  check "$(basename "$dir")" "$dir/model.onnx" "$prompt" $extra
+  while IFS= read -r extra; do
+    # shellcheck disable=SC2086
+    check "$(basename "$dir")${extra:+ ($extra)}" "$dir/model.onnx" "$prompt" $extra
+  done < <("$PY" -c "import json,sys; [print(' '.join(v)) for v in json.load(open(sys.argv[1]))['variants']]" "$spec")
 done
 
 # Wrong uses: a clear error, exit 1.

@@ -83,6 +83,7 @@ int cmd_generate(const Args& a) {
     j.key("load_ms").value(load_ms).key("runs").value(runs).key("timed_runs").value(static_cast<int64_t>(ttft.size()));
     j.key("time_to_first_token_ms").value(median(ttft)).key("decode_tokens_per_s").value(median(rate));
     j.key("decode_step_ms").value(median(step)).key("share_buffer").value(opt.share_buffer);
+    j.key("cache_copy_bytes").value(g.cache_copy_bytes);
     j.key("cache").begin_array();
     for (const auto& [past, present] : gen.cache()) j.begin_object().key("past").value(past).key("present").value(present).end_object();
     j.end_array().end_object();
@@ -94,6 +95,8 @@ int cmd_generate(const Args& a) {
   for (int64_t t : g.tokens) std::printf(" %lld", static_cast<long long>(t));
   std::printf("\ntime to first token: %.2f ms\n", median(ttft));
   if (!g.step_ms.empty()) std::printf("decode: %.1f tokens/s (median step %.2f ms)\n", median(rate), median(step));
+  if (opt.share_buffer)
+    std::printf("cache: one shared buffer per past input; %lld bytes copied between steps\n", static_cast<long long>(g.cache_copy_bytes));
   if (runs > 1) std::printf("(medians of %zu runs after a first untimed one)\n", ttft.size());
   return 0;
 }

@@ -228,8 +228,9 @@ GqaShape GqaKernel::check(KernelContext& ctx) const {
       bad("past_key ", pk->shape().to_string(), " and past_value ", pv->shape().to_string(), " must both be [", g.B, ",", g.Nkv,
           ", past length, ", g.H, "]");
   }
-  if (seqlens.dtype() != DType::kInt32 || seqlens.numel() != g.B || seqlens.rank() != 1)
-    bad("seqlens_k must be int32 [", g.B, "], got ", dtype_name(seqlens.dtype()), seqlens.shape().to_string());
+  // [B], or [B, 1] as ONNX Runtime's LLM tools make it (a ReduceSum keeping its axis).
+  if (seqlens.dtype() != DType::kInt32 || seqlens.numel() != g.B || seqlens.rank() < 1 || seqlens.rank() > 2 || seqlens.dim(0) != g.B)
+    bad("seqlens_k must be int32 [", g.B, "] (or [", g.B, ", 1]), got ", dtype_name(seqlens.dtype()), seqlens.shape().to_string());
   if (total.dtype() != DType::kInt32 || total.numel() != 1)
     bad("total_sequence_length must be one int32, got ", dtype_name(total.dtype()), total.shape().to_string());
   g.total = total.data<int32_t>()[0];
