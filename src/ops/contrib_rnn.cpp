@@ -126,16 +126,8 @@ void infer_dq_lstm(InferContext& ctx) {
   const std::vector<std::string> acts = n.attr_strings("activations");
   if (!acts.empty() && acts.size() != static_cast<size_t>(3 * dirs))
     ctx.fail_node("activations has ", acts.size(), " entries; expected ", 3 * dirs, " (3 per direction)");
-  for (const std::string& a : acts) {
-    static const char* const kKnown[] = {
-        "relu",       "tanh",        "sigmoid", "affine",   "leakyrelu", "thresholdedrelu",
-        "scaledtanh", "hardsigmoid", "elu",     "softsign", "softplus"};
-    std::string low;
-    for (char c : a) low.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
-    bool ok = false;
-    for (const char* k : kKnown) ok |= low == k;
-    if (!ok) ctx.fail_node("unsupported activation '", a, "'");
-  }
+  for (const std::string& a : acts)
+    if (!rnn_activation_known(a)) ctx.fail_node("unsupported activation '", a, "'");
 
   RnnDims d;
   d.dirs = dirs;

@@ -19,6 +19,16 @@ RnnDirection rnn_direction(const Node& node) {
   fail(ErrorCode::kInvalidGraph, node.label(), ": unknown direction '", d, "' (expected forward, reverse or bidirectional)");
 }
 
+bool rnn_activation_known(std::string_view name) {
+  static const char* const kKnown[] = {"relu",       "tanh",        "sigmoid", "affine",   "leakyrelu", "thresholdedrelu",
+                                       "scaledtanh", "hardsigmoid", "elu",     "softsign", "softplus"};
+  std::string low;
+  for (char c : name) low.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+  for (const char* k : kKnown)
+    if (low == k) return true;
+  return false;
+}
+
 bool rnn_batch_major(const Node& node) {
   if (node.opset < 14) return false;
   const int64_t layout = node.attr_int("layout", 0);
@@ -115,15 +125,8 @@ void infer_rnn(InferContext& ctx) {
     ctx.fail_node("hidden_size must be positive and at most 2^40, got ", hidden_attr);
   if (kind != RnnKind::kLstm && ctx.has_input(6)) ctx.fail_node("has too many inputs");
   // Activation names are checked here so a bad model fails at load.
-  for (const std::string& a : n.attr_strings("activations")) {
-    static const char* const kKnown[] = {"relu",     "tanh",       "sigmoid", "affine",   "leakyrelu", "thresholdedrelu",
-                                         "scaledtanh", "hardsigmoid", "elu",     "softsign", "softplus"};
-    std::string low;
-    for (char c : a) low.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
-    bool ok = false;
-    for (const char* k : kKnown) ok |= low == k;
-    if (!ok) ctx.fail_node("unsupported activation '", a, "'");
-  }
+  for (const std::string& a : n.attr_strings("activations"))
+    if (!rnn_activation_known(a)) ctx.fail_node("unsupported activation '", a, "'");
   const bool shapes = ctx.input_has_shape(0) && ctx.input_has_shape(1) && ctx.input_has_shape(2);
   RnnDims d;
   d.dirs = dirs;

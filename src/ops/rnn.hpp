@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string_view>
 
 #include "ir/graph.hpp"
 #include "onyx/shape.hpp"
@@ -25,6 +26,8 @@ RnnDirection rnn_direction(const Node& node);
 inline int64_t rnn_num_directions(RnnDirection d) { return d == RnnDirection::kBidirectional ? 2 : 1; }
 /// `layout` (opset 14): 0 = time-major [seq, batch, ...], 1 = batch-major [batch, seq, ...].
 bool rnn_batch_major(const Node& node);
+/// Whether `name` (any case) is one of the recurrent ops' activation functions.
+bool rnn_activation_known(std::string_view name);
 
 /// "No dim at all" (distinct from symbols, which are negative too).
 inline constexpr int64_t kNoDim = std::numeric_limits<int64_t>::min();

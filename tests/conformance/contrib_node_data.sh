@@ -40,6 +40,6 @@ generate() {
   fi
 }
 
-generate contrib tests/conformance/make_contrib_tests.py
+generate contrib tests/conformance/make_contrib_tests.py tests/conformance/transformer_common.py
 generate transformer tests/conformance/make_transformer_tests.py tests/conformance/transformer_common.py tests/conformance/transformer_cases_*.py
 exit 0

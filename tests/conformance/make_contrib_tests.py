@@ -30,6 +30,9 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from transformer_common import run_ort  # noqa: E402
+
 MS = "com.microsoft"
 rng = np.random.default_rng(20261204)
 
@@ -85,17 +88,11 @@ def build_model(case):
     return model, feeds
 
 
-def run_ort(model, feeds):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.intra_op_num_threads = 1
-    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return s.run(None, feeds)[0]
 
 
 def write_case(out_dir, case):
     model, feeds = build_model(case)
-    y = run_ort(model, feeds)
+    y = run_ort(model, feeds)[0]
     d = os.path.join(out_dir, "node", case.name)
     if os.path.exists(d):
         shutil.rmtree(d)

@@ -25,7 +25,7 @@ import onnxruntime as ort
 from onnx import helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from transformer_common import ELEM_OF, MS  # noqa: E402
+from transformer_common import ELEM_OF, MS, run_ort  # noqa: E402
 
 MODULES = ("basic", "attention", "gqa", "nbits", "rnn")
 
@@ -55,14 +55,6 @@ def build_model(case):
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     return model, feeds, values
-
-
-def run_ort(model, feeds):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.intra_op_num_threads = 1
-    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return s.run(None, feeds)
 
 
 def write_case(out_dir, case):

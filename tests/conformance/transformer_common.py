@@ -6,6 +6,7 @@ CUDA, the case gives a numpy reference instead (`reference`). Each case module
 (transformer_cases_*.py) has a `cases(rng)` generator of Case objects.
 """
 import numpy as np
+import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper  # noqa: F401 (re-exported for case modules)
 
 MS = "com.microsoft"
@@ -48,3 +49,13 @@ def randn(rng, shape, dtype=np.float32, scale=1.0):
 
 def uniform(rng, shape, lo=-1.0, hi=1.0, dtype=np.float32):
     return rng.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def run_ort(model, feeds):
+    """Every output of `model` for `feeds` on ONNX Runtime's CPU EP: graph optimisations off, one
+    thread (the reference of the com.microsoft node tests, make_contrib_tests.py's too)."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)

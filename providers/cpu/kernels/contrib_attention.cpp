@@ -89,6 +89,31 @@ struct AttnProblem {
   float* qk = nullptr;  // [B, N, S, T] raw scaled scores (MultiHeadAttention's qk output), or null
 };
 
+/// The attributes Attention and MultiHeadAttention share, read once.
+struct AttnAttrs {
+  int64_t heads = 0;
+  bool causal = false;
+  float scale = 0, mask_filter = -10000.0f;
+
+  explicit AttnAttrs(const Node& n)
+      : heads(n.attr_int("num_heads", 0)),
+        causal(n.attr_int("unidirectional", 0) != 0),
+        scale(n.attr_float("scale", 0.0f)),
+        mask_filter(n.attr_float("mask_filter_value", -10000.0f)) {
+    if (heads <= 0) fail(ErrorCode::kInvalidGraph, n.label(), ": num_heads must be positive");
+  }
+
+  /// A problem of these sizes under these attributes; its operands are the caller's to set.
+  AttnProblem problem(int64_t B, int64_t S, int64_t T, int64_t P, int64_t H, int64_t Hv) const {
+    AttnProblem p;
+    p.B = B, p.N = heads, p.S = S, p.T = T, p.P = P, p.H = H, p.Hv = Hv;
+    p.scale = scale > 0 ? scale : 1.0f / std::sqrt(static_cast<float>(H));
+    p.mask_filter = mask_filter;
+    p.causal = causal;
+    return p;
+  }
+};
+
 void run_attention(const AttnProblem& p, ThreadPool& pool) {
   const int64_t T = p.T, S = p.S;
   if (p.B * p.N * S == 0) return;
@@ -162,13 +187,8 @@ void require_f32(const Tensor* t, const Node& node, const char* what) {
 
 class MsAttentionKernel final : public Kernel {
  public:
-  explicit MsAttentionKernel(const KernelCreateInfo& info) : node_(info.node) {
+  explicit MsAttentionKernel(const KernelCreateInfo& info) : node_(info.node), attrs_(info.node) {
     const Node& n = info.node;
-    heads_ = n.attr_int("num_heads", 0);
-    causal_ = n.attr_int("unidirectional", 0) != 0;
-    scale_ = n.attr_float("scale", 0.0f);
-    mask_filter_ = n.attr_float("mask_filter_value", -10000.0f);
-    if (heads_ <= 0) fail(ErrorCode::kInvalidGraph, n.label(), ": num_heads must be positive");
     if (n.attr_int("do_rotary", 0) != 0) fail(ErrorCode::kNotImplemented, n.label(), ": do_rotary is not supported on the CPU EP");
     if (n.attr_int("past_present_share_buffer", 0) != 0)
       fail(ErrorCode::kNotImplemented, n.label(), ": past_present_share_buffer is not supported on the CPU EP (give past and take present)");
@@ -192,11 +212,11 @@ class MsAttentionKernel final : public Kernel {
     const int64_t B = x.dim(0), S = x.dim(1), In = x.dim(2), Dt = w.dim(1);
     int64_t dq = Dt / 3, dk = dq, dv = dq;
     if (!sizes_.empty()) dq = sizes_[0], dk = sizes_[1], dv = sizes_[2];
-    if (dq + dk + dv != Dt || dq != dk || dq % heads_ != 0 || dv % heads_ != 0)
-      fail(ErrorCode::kInvalidArgument, n.label(), ": weights' ", Dt, " columns do not split into Q, K, V hidden sizes divisible by ", heads_, " heads");
+    if (dq + dk + dv != Dt || dq != dk || dq % attrs_.heads != 0 || dv % attrs_.heads != 0)
+      fail(ErrorCode::kInvalidArgument, n.label(), ": weights' ", Dt, " columns do not split into Q, K, V hidden sizes divisible by ", attrs_.heads, " heads");
     if (bias && (bias->rank() != 1 || bias->dim(0) != Dt))
       fail(ErrorCode::kInvalidArgument, n.label(), ": bias ", bias->shape().to_string(), " must have ", Dt, " values");
-    const int64_t N = heads_, H = dq / N, Hv = dv / N;
+    const int64_t N = attrs_.heads, H = dq / N, Hv = dv / N;
     int64_t P = 0;
     if (past) {
       if (past->rank() != 5 || past->dim(0) != 2 || past->dim(1) != B || past->dim(2) != N || past->dim(4) != H || H != Hv)
@@ -236,11 +256,7 @@ class MsAttentionKernel final : public Kernel {
         copy_rows(qkv + b * S * Dt + dq + h * H, Dt, kd + P * H, S, H);
         copy_rows(qkv + b * S * Dt + dq + dk + h * Hv, Dt, vd + P * Hv, S, Hv);
       }
-    AttnProblem p;
-    p.B = B, p.N = N, p.S = S, p.T = T, p.P = P, p.H = H, p.Hv = Hv;
-    p.scale = scale_ > 0 ? scale_ : 1.0f / std::sqrt(static_cast<float>(H));
-    p.mask_filter = mask_filter_;
-    p.causal = causal_;
+    AttnProblem p = attrs_.problem(B, S, T, P, H, Hv);
     p.q = qkv, p.q_sb = S * Dt, p.q_ss = Dt, p.q_sn = H;
     p.k = kbuf, p.v = vbuf;
     p.y = ctx.output(0).data<float>(), p.y_sb = S * dv, p.y_ss = dv, p.y_sn = Hv;
@@ -251,9 +267,7 @@ class MsAttentionKernel final : public Kernel {
 
  private:
   const Node& node_;
-  int64_t heads_ = 0;
-  bool causal_ = false;
-  float scale_ = 0, mask_filter_ = -10000.0f;
+  AttnAttrs attrs_;
   std::vector<int64_t> sizes_;
   std::shared_ptr<PackedMatrix> packed_w_;
 };
@@ -264,13 +278,8 @@ std::unique_ptr<Kernel> make_ms_attention(const KernelCreateInfo& info) { return
 
 class MhaKernel final : public Kernel {
  public:
-  explicit MhaKernel(const KernelCreateInfo& info) : node_(info.node) {
+  explicit MhaKernel(const KernelCreateInfo& info) : node_(info.node), attrs_(info.node) {
     const Node& n = info.node;
-    heads_ = n.attr_int("num_heads", 0);
-    causal_ = n.attr_int("unidirectional", 0) != 0;
-    scale_ = n.attr_float("scale", 0.0f);
-    mask_filter_ = n.attr_float("mask_filter_value", -10000.0f);
-    if (heads_ <= 0) fail(ErrorCode::kInvalidGraph, n.label(), ": num_heads must be positive");
     for (size_t i = 8; i < n.inputs.size(); ++i)
       if (n.has_input(i))
         fail(ErrorCode::kNotImplemented, n.label(), ": ", i == 8 ? "past_sequence_length" : "cache_indirection",
@@ -291,7 +300,7 @@ class MhaKernel final : public Kernel {
     if (!k || !v) fail(ErrorCode::kNotImplemented, n.label(), ": key and value are required (packed QKV is not supported on the CPU EP)");
     if (q.rank() != 3) fail(ErrorCode::kNotImplemented, n.label(), ": query must be 3-D [B, S, D], got ", q.shape().to_string());
     if (!pk != !pv) fail(ErrorCode::kInvalidArgument, n.label(), ": past_key and past_value must be given together");
-    const int64_t B = q.dim(0), S = q.dim(1), D = q.dim(2), N = heads_;
+    const int64_t B = q.dim(0), S = q.dim(1), D = q.dim(2), N = attrs_.heads;
     if (D % N != 0) fail(ErrorCode::kInvalidArgument, n.label(), ": query's hidden size ", D, " is not divisible by ", N, " heads");
     const int64_t H = D / N;
     const bool bnsh = k->rank() == 4;
@@ -347,11 +356,7 @@ class MhaKernel final : public Kernel {
       kbuf = kd;
       vbuf = vd;
     }
-    AttnProblem p;
-    p.B = B, p.N = N, p.S = S, p.T = T, p.P = P, p.H = H, p.Hv = Hv;
-    p.scale = scale_ > 0 ? scale_ : 1.0f / std::sqrt(static_cast<float>(H));
-    p.mask_filter = mask_filter_;
-    p.causal = causal_;
+    AttnProblem p = attrs_.problem(B, S, T, P, H, Hv);
     p.q = qd, p.q_sb = S * D, p.q_ss = D, p.q_sn = H;
     p.k = kbuf, p.v = vbuf;
     p.y = ctx.output(0).data<float>(), p.y_sb = S * Dv, p.y_ss = Dv, p.y_sn = Hv;
@@ -384,9 +389,7 @@ class MhaKernel final : public Kernel {
   }
 
   const Node& node_;
-  int64_t heads_ = 0;
-  bool causal_ = false;
-  float scale_ = 0, mask_filter_ = -10000.0f;
+  AttnAttrs attrs_;
 };
 
 std::unique_ptr<Kernel> make_mha(const KernelCreateInfo& info) { return std::make_unique<MhaKernel>(info); }

@@ -19,7 +19,6 @@
 // Constant W and R (with constant zero points) are packed for the integer GEMM once, when the
 // kernel is made.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -29,6 +28,7 @@
 #include "kernels/manifest.hpp"
 #include "kernels/qgemm.hpp"
 #include "kernels/qmath.hpp"
+#include "kernels/rnn_activation.hpp"
 #include "ops/rnn.hpp"
 
 namespace onyx {
@@ -42,153 +42,8 @@ RnnDims dq_lstm_check_shapes(const Node& node, int64_t dirs, int64_t hidden, con
 namespace onyx::cpu {
 namespace {
 
-// ---- activations ----
-
-enum class ActKind : uint8_t {
-  kSigmoid,
-  kTanh,
-  kRelu,
-  kAffine,
-  kLeakyRelu,
-  kThresholdedRelu,
-  kScaledTanh,
-  kHardSigmoid,
-  kElu,
-  kSoftsign,
-  kSoftplus
-};
-
-struct Act {
-  ActKind kind = ActKind::kSigmoid;
-  float alpha = 0.0f, beta = 0.0f;
-};
-
-/// One activation name (any case). alpha / beta come from the node's lists in order, taken only
-/// by the functions that use them, with ONNX Runtime's defaults once a list runs out.
-Act parse_act(const Node& n, const std::string& name, const std::vector<float>& alphas, size_t& ai,
-              const std::vector<float>& betas, size_t& bi) {
-  std::string s;
-  for (char c : name) s.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
-  Act a;
-  auto alpha = [&](float dflt) { a.alpha = ai < alphas.size() ? alphas[ai++] : dflt; };
-  auto beta = [&](float dflt) { a.beta = bi < betas.size() ? betas[bi++] : dflt; };
-  if (s == "sigmoid") {
-    a.kind = ActKind::kSigmoid;
-  } else if (s == "tanh") {
-    a.kind = ActKind::kTanh;
-  } else if (s == "relu") {
-    a.kind = ActKind::kRelu;
-  } else if (s == "affine") {
-    a.kind = ActKind::kAffine;
-    alpha(0.0f);
-    beta(0.0f);
-  } else if (s == "leakyrelu") {
-    a.kind = ActKind::kLeakyRelu;
-    alpha(0.01f);
-  } else if (s == "thresholdedrelu") {
-    a.kind = ActKind::kThresholdedRelu;
-    alpha(0.0f);
-  } else if (s == "scaledtanh") {
-    a.kind = ActKind::kScaledTanh;
-    alpha(0.0f);
-    beta(0.0f);
-  } else if (s == "hardsigmoid") {
-    a.kind = ActKind::kHardSigmoid;
-    alpha(0.2f);
-    beta(0.5f);
-  } else if (s == "elu") {
-    a.kind = ActKind::kElu;
-    alpha(1.0f);
-  } else if (s == "softsign") {
-    a.kind = ActKind::kSoftsign;
-  } else if (s == "softplus") {
-    a.kind = ActKind::kSoftplus;
-  } else {
-    fail(ErrorCode::kInvalidGraph, n.label(), ": unsupported activation '", name, "'");
-  }
-  return a;
-}
-
-/// e^x for x in [-87, 88], branch-free so that loops over it vectorise: x = k ln2 + r with k
-/// the nearest integer (by adding and taking off 1.5 * 2^23; std::floor would keep GCC from
-/// vectorising) and |r| <= ln2 / 2, e^r by its Taylor series to r^7 (relative error below
-/// 1e-8), 2^k from the exponent bits.
-inline float exp_approx(float x) {
-  const float k = (x * 1.4426950408889634f + 12582912.0f) - 12582912.0f;
-  const float r = (x - k * 0.693359375f) + k * 2.12194440e-4f;  // ln2 in two parts: 0.693359375 - 2.12194440e-4
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
-}
-
-/// 1 / (1 + e^-x); NaN stays NaN.
-inline float sigmoid_approx(float x) {
-  float xc = x < -87.0f ? -87.0f : x;
-  xc = xc > 87.0f ? 87.0f : xc;
-  xc = x == x ? xc : 0.0f;  // exp_approx's integer conversion must not see NaN
-  const float v = 1.0f / (1.0f + exp_approx(-xc));
-  return x == x ? v : x;
-}
-
-/// tanh x: an odd series near 0 (|x| < 0.25, error below 4e-9), else (1 - e) / (1 + e) with
-/// e = e^-2|x| (|x| limited to 10, where tanh is 1 in float); NaN stays NaN.
-inline float tanh_approx(float x) {
-  const float ax = std::fabs(x);
-  const float a = x == x ? (ax > 10.0f ? 10.0f : ax) : 0.0f;
-  const float x2 = x * x;
-  const float series =
-      x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f + x2 * (62.0f / 2835.0f)))));
-  const float e = exp_approx(-2.0f * a);
-  const float far = std::copysign((1.0f - e) / (1.0f + e), x);
-  const float v = a < 0.25f ? series : far;
-  return x == x ? v : x;
-}
-
-/// Applies `a` to x[0, n) in place.
-void apply(const Act& a, float* x, int64_t n) {
-  const float al = a.alpha, be = a.beta;
-  switch (a.kind) {
-    case ActKind::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) x[i] = sigmoid_approx(x[i]);
-      break;
-    case ActKind::kTanh:
-      for (int64_t i = 0; i < n; ++i) x[i] = tanh_approx(x[i]);
-      break;
-    case ActKind::kRelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = std::max(0.0f, x[i]);
-      break;
-    case ActKind::kAffine:
-      for (int64_t i = 0; i < n; ++i) x[i] = al * x[i] + be;
-      break;
-    case ActKind::kLeakyRelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= 0.0f ? x[i] : al * x[i];
-      break;
-    case ActKind::kThresholdedRelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] > al ? x[i] : 0.0f;
-      break;
-    case ActKind::kScaledTanh:
-      for (int64_t i = 0; i < n; ++i) x[i] = al * tanh_approx(be * x[i]);
-      break;
-    case ActKind::kHardSigmoid:
-      for (int64_t i = 0; i < n; ++i) x[i] = std::min(1.0f, std::max(0.0f, al * x[i] + be));
-      break;
-    case ActKind::kElu:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= 0.0f ? x[i] : al * (std::exp(x[i]) - 1.0f);
-      break;
-    case ActKind::kSoftsign:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::fabs(x[i]));
-      break;
-    case ActKind::kSoftplus:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 30.0f ? x[i] : std::log1p(std::exp(x[i]));
-      break;
-  }
-}
+using rnn_act::Activation;
+using rnn_act::ActDefaults;
 
 /// acc[j] += a[j] * b[j] for j < n with the product rounded before the add (GCC would fuse
 /// them where the target has FMA; in separate loops it cannot), `t` n floats of scratch.
@@ -278,9 +133,9 @@ class DqLstmKernel final : public Kernel {
     const std::vector<std::string> names = n.attr_strings("activations");
     if (names.empty()) {
       for (auto& d : acts_) {
-        d[0].kind = ActKind::kSigmoid;
-        d[1].kind = ActKind::kTanh;
-        d[2].kind = ActKind::kTanh;
+        d[0].kind = rnn_act::ActKind::kSigmoid;
+        d[1].kind = rnn_act::ActKind::kTanh;
+        d[2].kind = rnn_act::ActKind::kTanh;
       }
       return;
     }
@@ -289,7 +144,8 @@ class DqLstmKernel final : public Kernel {
            " (3 per direction)");
     const std::vector<float> alphas = n.attr_floats("activation_alpha"), betas = n.attr_floats("activation_beta");
     size_t ai = 0, bi = 0;
-    for (size_t i = 0; i < names.size(); ++i) acts_[i / 3][i % 3] = parse_act(n, names[i], alphas, ai, betas, bi);
+    for (size_t i = 0; i < names.size(); ++i)
+      acts_[i / 3][i % 3] = rnn_act::parse_activation(n, names[i], alphas, ai, betas, bi, ActDefaults::kOnnxRuntime);
   }
 
   /// W or R ([num_directions, k, 4*hidden]) packed per direction for qgemm, its zero points
@@ -326,7 +182,7 @@ class DqLstmKernel final : public Kernel {
   bool has_clip_ = false;
   float clip_ = 0.0f;
   bool input_forget_ = false;
-  Act acts_[2][3];
+  Activation acts_[2][3];
   std::vector<QPackedB> w_packed_, r_packed_;
 };
 
@@ -437,9 +293,9 @@ void DqLstmKernel::compute(KernelContext& ctx) const {
 
   for (int64_t d = 0; d < D; ++d) {
     const bool reverse = dir_ == RnnDirection::kReverse || (dir_ == RnnDirection::kBidirectional && d == 1);
-    const Act& f = acts_[d][0];
-    const Act& g = acts_[d][1];
-    const Act& ha = acts_[d][2];
+    const Activation& f = acts_[d][0];
+    const Activation& g = acts_[d][1];
+    const Activation& ha = acts_[d][2];
     const float* wsd = ws.data<float>() + d * ws_count;
     const float* rsd = rs.data<float>() + d * rs_count;
     for (int64_t j = 0; j < G; ++j) {
@@ -494,7 +350,7 @@ void DqLstmKernel::compute(KernelContext& ctx) const {
             for (int64_t j = 0; j < H; ++j) gi[j] += bi[j];
           if (has_clip)
             for (int64_t j = 0; j < H; ++j) gi[j] = std::max(-clip, std::min(clip, gi[j]));
-          apply(f, gi, H);
+          rnn_act::activate(f, gi, H);
           if (input_forget) {
             for (int64_t j = 0; j < H; ++j) gf[j] = 1.0f - gi[j];
           } else {
@@ -503,13 +359,13 @@ void DqLstmKernel::compute(KernelContext& ctx) const {
               for (int64_t j = 0; j < H; ++j) gf[j] += bf[j];
             if (has_clip)
               for (int64_t j = 0; j < H; ++j) gf[j] = std::max(-clip, std::min(clip, gf[j]));
-            apply(f, gf, H);
+            rnn_act::activate(f, gf, H);
           }
           if (pb)
             for (int64_t j = 0; j < H; ++j) gc[j] += bc[j];
           if (has_clip)
             for (int64_t j = 0; j < H; ++j) gc[j] = std::max(-clip, std::min(clip, gc[j]));
-          apply(g, gc, H);
+          rnn_act::activate(g, gc, H);
           // c = c f + i g, both products rounded (no fused multiply-add, as ONNX Runtime's
           // x86-64 build computes it).
           for (int64_t j = 0; j < H; ++j) gc[j] = gi[j] * gc[j];
@@ -520,9 +376,9 @@ void DqLstmKernel::compute(KernelContext& ctx) const {
             for (int64_t j = 0; j < H; ++j) go[j] += bo[j];
           if (has_clip)
             for (int64_t j = 0; j < H; ++j) go[j] = std::max(-clip, std::min(clip, go[j]));
-          apply(f, go, H);
+          rnn_act::activate(f, go, H);
           std::copy(cb, cb + H, tb);
-          apply(ha, tb, H);
+          rnn_act::activate(ha, tb, H);
           for (int64_t j = 0; j < H; ++j) hb[j] = tb[j] * go[j];
           if (y) std::copy(hb, hb + H, y + ((t * D + d) * Bt + b) * H);
           if (s == len - 1) {
