@@ -534,6 +534,17 @@ class InferenceSession:
         between memories (onyx.Placement)."""
         return self._sess.placement()
 
+    def generate(self, prompt_ids, max_new_tokens: int = 32, eos_token_ids=None, share_buffer: bool = False,
+                 max_length: int = 0) -> dict:
+        """Greedy generation with a decoder exported with its key/value cache (onyx::Generator,
+        docs/transformers.md): the prompt's step, then one step per new token, each step's present
+        outputs the next step's past inputs. Returns a dict: tokens (the new ones), prompt_tokens,
+        time_to_first_token_ms, step_ms (each later step), decode_tokens_per_s, cache_copy_bytes
+        and cache (the (past input, present output) pairs). share_buffer: one preallocated buffer of
+        max_length positions per past input, written in place (GroupQueryAttention models)."""
+        return self._sess.generate([int(t) for t in prompt_ids], int(max_new_tokens),
+                                   [int(t) for t in (eos_token_ids or [])], bool(share_buffer), int(max_length))
+
     def registration(self) -> list:
         """Every requested EP: registered (priority, device, effective options), skipped (why), or a
         duplicate; the implicit CPU EP last."""

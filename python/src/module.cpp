@@ -417,6 +417,33 @@ NB_MODULE(_onyx, m) {
       .def("registration", [](const PySession& s) { return s.session().registration(); })
       .def("placement", [](const PySession& s) { return s.session().placement(); })
       .def("plan_count", [](const PySession& s) { return s.session().plan_count(); })
+      .def("generate",
+           [](const PySession& s, const std::vector<int64_t>& prompt, int64_t max_new_tokens, const std::vector<int64_t>& eos,
+              bool share_buffer, int64_t max_length) {
+             GenerationOptions o;
+             o.max_new_tokens = max_new_tokens;
+             o.eos_token_ids = eos;
+             o.share_buffer = share_buffer;
+             o.max_length = max_length;
+             GenerationResult r;
+             std::vector<std::pair<std::string, std::string>> cache;
+             {
+               nb::gil_scoped_release unlocked;
+               const Generator g(s.session());
+               r = g.generate(prompt, o);
+               cache = g.cache();
+             }
+             nb::dict d;
+             d["tokens"] = r.tokens;
+             d["prompt_tokens"] = r.prompt_tokens;
+             d["time_to_first_token_ms"] = r.prompt_ms;
+             d["step_ms"] = r.step_ms;
+             d["decode_tokens_per_s"] = r.tokens_per_second();
+             d["cache_copy_bytes"] = r.cache_copy_bytes;
+             d["cache"] = cache;
+             return d;
+           },
+           nb::arg("prompt"), nb::arg("max_new_tokens"), nb::arg("eos"), nb::arg("share_buffer"), nb::arg("max_length"))
       .def("explain_text", [](const PySession& s, const std::string& model) { return explain_text(s.session(), model); })
       .def("set_profiling", &PySession::set_profiling)
       .def("take_profile", &PySession::take_profile);
