@@ -2,8 +2,9 @@
 # CUDA EP device check, for a machine with an NVIDIA GPU, the CUDA toolkit (nvcc, cuBLAS), cuDNN 9
 # (toolkit, system or PyTorch's nvidia-cudnn wheel), CMake, ninja and python3 with torch, torchvision
 # and onnx. Builds the CUDA EP, runs its provider tests, the ONNX conformance suite on the CUDA EP,
-# three exported models (ResNet-50, MobileNetV2, BERT-like) against the CPU EP, and benchmarks them
-# against PyTorch on the same GPU. Everything lands in $OUT (report.md first). With prebuilt
+# three exported models (ResNet-50, MobileNetV2, BERT-like) against the CPU EP, benchmarks them
+# against PyTorch on the same GPU, and runs ONNX Runtime's transformer operators (their single-node
+# tests, greedy generation on decoders). Everything lands in $OUT (report.md first). With prebuilt
 # binaries it took about 6 minutes on the 16-core H200 machine (provider tests, models and
 # benchmarks ~90 s, conformance ~250 s); a build there comes on top (not measured).
 #
@@ -13,7 +14,8 @@
 # (a directory of binaries built elsewhere, used when they run here; else the script builds), JOBS
 # (default: all cores), PYTHON (default python3), ONYX_TEST_DATA (ONNX backend test data; default:
 # the Debian package's, else the onnx Python package's), GTEST_SRC (googletest sources, built
-# when no installed GTest is found), MODEL_SIZE (full|small, default full). For a dry run of the
+# when no installed GTest is found), MODEL_SIZE (full|small, default full), TRANSFORMER_TESTS (the
+# transformer single-node tests, default .cache/transformer-node-tests). For a dry run of the
 # script's steps on a machine without a GPU: CHECK_EP=cpu SKIP_CONFORMANCE=1.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -296,6 +298,57 @@ if [ "$TESTS" = ON ] && [ -z "${SKIP_CONFORMANCE:-}" ]; then
     say "skipped: no ONNX backend test data found (set ONYX_TEST_DATA; see $WORK/generate.log)"
   fi
 fi
+
+# ONNX Runtime's transformer operators on the EP: the single-node tests with ONNX Runtime's outputs
+# (tests/conformance/make_transformer_tests.py; TRANSFORMER_TESTS, default .cache/transformer-node-tests,
+# carried along when the binaries come prebuilt), then greedy generation on decoders, its tokens
+# against the CPU EP's (GroupQueryAttention decoders also with --share-buffer).
+say ""
+say "## Transformer operators (onyx_conformance --ep $EP --rtol 1e-3 --atol 1e-4)"
+TDATA=${TRANSFORMER_TESTS:-$REPO/.cache/transformer-node-tests}
+say '```'
+if [ "$TESTS" = ON ] && [ -d "$TDATA/node" ]; then
+  T1=$(date +%s)
+  timeout 300 "$BIN/onyx_conformance" --ep "$EP" --rtol 1e-3 --atol 1e-4 --jobs "$JOBS" --timeout 60 \
+    --results "$OUT/transformer_results.txt" "$TDATA/node" >"$OUT/transformer_conformance.log" 2>&1
+  say "$(wc -l <"$OUT/transformer_results.txt" 2>/dev/null || echo 0) tests in $(( $(date +%s) - T1 )) s (per-test results: transformer_results.txt)"
+  awk -F'\t' '{ n[$2]++ } END { for (s in n) printf "%s %d\n", s, n[s] }' "$OUT/transformer_results.txt" 2>/dev/null | sort | tee -a "$REPORT"
+  say "failing with every node on $EP:"
+  awk -F'\t' '$2 != "pass" && $2 != "fallback" { print "  " $1 ": " substr($4, 1, 160) }' "$OUT/transformer_results.txt" 2>/dev/null | tee -a "$REPORT"
+  say "falling back (some node on the CPU):"
+  awk -F'\t' '$2 == "fallback" { print "  " $1 ": " substr($4, 1, 160) }' "$OUT/transformer_results.txt" 2>/dev/null | tee -a "$REPORT"
+else
+  say "skipped: no onyx_conformance or no $TDATA/node (tests/conformance/contrib_node_data.sh makes it)"
+fi
+say '```'
+say ""
+say "## Generation (onyx generate --ep $EP vs --ep cpu, 16 greedy tokens)"
+for m in "$REPO/examples/models/tiny_decoder.onnx" "$REPO/examples/models/tiny_decoder_gqa.onnx" \
+         "$REPO"/.cache/transformer-models/{llama_tiny,llama_tiny_int4,llama_mha_tiny,gpt2_tiny_opt}/model.onnx; do
+  [ -f "$m" ] || continue
+  name=$(basename "$(dirname "$m")"); [ "$name" = models ] && name=$(basename "$m" .onnx)
+  modes=(""); case "$name" in *gqa*|llama_tiny|llama_tiny_int4) modes+=(--share-buffer) ;; esac
+  for mode in "${modes[@]}"; do
+    tag=$name${mode:+-shared}
+    "$ONYX" generate "$m" --prompt-ids 1,2,3,4,5 --max-new-tokens 16 --runs 3 --json $mode --ep cpu >"$OUT/generate_${tag}_cpu.json" 2>>"$OUT/generate.log"
+    if ! "$ONYX" generate "$m" --prompt-ids 1,2,3,4,5 --max-new-tokens 16 --runs 3 --json $mode --ep "$EP" --require-ep \
+         >"$OUT/generate_${tag}_$EP.json" 2>>"$OUT/generate.log"; then
+      say "- $tag: FAIL, onyx generate --ep $EP failed (generate.log)"; FAILS=$((FAILS + 1)); continue
+    fi
+    verdict=$("$PY" - "$OUT/generate_${tag}_cpu.json" "$OUT/generate_${tag}_$EP.json" <<'PYEOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+same = a.get("tokens") == b.get("tokens")
+print(("tokens agree" if same else "tokens DIFFER %s vs %s" % (a.get("tokens"), b.get("tokens"))) +
+      "; decode %.1f tok/s (cpu %.1f), first token %.2f ms, cache copy bytes %s" %
+      (b.get("decode_tokens_per_s", 0), a.get("decode_tokens_per_s", 0), b.get("time_to_first_token_ms", 0), b.get("cache_copy_bytes")))
+PYEOF
+)
+    say "- $tag: $verdict"
+    case "$verdict" in *DIFFER*) FAILS=$((FAILS + 1)) ;; esac
+  done
+  "$ONYX" explain "$m" --ep "$EP" >"$OUT/explain_$name.txt" 2>&1 || true
+done
 
 say ""
 say "total: $(elapsed) s, failures: $FAILS"

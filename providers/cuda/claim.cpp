@@ -242,6 +242,84 @@ bool claim_channels_last(const ClaimInfo& info, Decline* why, bool prefer_nhwc) 
   return true;
 }
 
+/// ONNX Runtime's transformer operators (com.microsoft, and its ai.onnx SimplifiedLayerNormalization):
+/// float32 tensors only, index operands of the types ONNX Runtime gives them; what the kernels
+/// (transformer_kernels.cpp) do not implement is declined with the reason.
+bool claim_transformer(const ClaimInfo& info, Decline* why) {
+  const Node& n = info.node;
+  const std::string& op = n.op_type;
+  const std::string name = n.domain == "com.microsoft" ? "com.microsoft::" + op : op;
+  // Per input: the element type it must have (kUndefined: a float32 tensor; kUInt8 for
+  // MatMulNBits' zero points also takes float32).
+  std::vector<DType> want;
+  const DType F = DType::kUndefined;
+  if (op == "Gelu" || op == "BiasGelu" || op == "FastGelu" || op == "QuickGelu") {
+    want = {F, F};
+  } else if (op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization" || op == "SimplifiedLayerNormalization") {
+    want = {F, F, F, F, F};
+  } else if (op == "RotaryEmbedding") {
+    want = {F, DType::kInt64, F, F};
+  } else if (op == "MatMulNBits") {
+    if (n.attr_int("weight_prepacked", 0) != 0)
+      return decline(why, DeclineCode::kUnsupportedAttribute, "MatMulNBits weight_prepacked=1 (another EP's weight layout)");
+    const int64_t bits = n.attr_int("bits", 4);
+    if (bits != 2 && bits != 4 && bits != 8) return decline(why, DeclineCode::kUnsupportedAttribute, str("MatMulNBits with bits=", bits));
+    want = {F, DType::kUInt8, F, DType::kUInt8, DType::kInt32, F};
+  } else if (op == "MultiHeadAttention") {
+    if (n.has_input(8) || n.has_input(9))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "MultiHeadAttention's beam-search inputs (past_sequence_length, cache_indirection)");
+    if (!n.has_input(1) || !n.has_input(2))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "MultiHeadAttention with packed QKV / KV (key and value must be given)");
+    const TypeInfo* q = in_type(info, 0);
+    const TypeInfo* k = in_type(info, 1);
+    if (!q || !q->has_shape || q->shape.size() != 3 || !k || !k->has_shape || (k->shape.size() != 3 && k->shape.size() != 4))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "MultiHeadAttention needs a 3-D query and 3-D or 4-D key and value");
+    want = {F, F, F, F, DType::kInt32, F, F, F};
+  } else if (op == "Attention") {
+    if (n.attr_int("do_rotary", 0) != 0) return decline(why, DeclineCode::kUnsupportedAttribute, "Attention do_rotary=1");
+    if (n.attr_int("past_present_share_buffer", 0) != 0)
+      return decline(why, DeclineCode::kUnsupportedAttribute, "Attention past_present_share_buffer=1");
+    if (n.has_input(6)) return decline(why, DeclineCode::kUnsupportedAttribute, "Attention's past_sequence_length input");
+    want = {F, F, F, DType::kInt32, F, F};
+  } else if (op == "GroupQueryAttention") {
+    if (n.has_attr("kv_cache_bit_width") || (n.has_attr("k_quant_type") && n.attr_string("k_quant_type", "NONE") != "NONE") ||
+        (n.has_attr("v_quant_type") && n.attr_string("v_quant_type", "NONE") != "NONE"))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "GroupQueryAttention with a quantized KV cache");
+    for (size_t i = 12; i < n.inputs.size(); ++i)
+      if (n.has_input(i))
+        return decline(why, DeclineCode::kUnsupportedAttribute,
+                       str("GroupQueryAttention input ", i, " (k_scale, v_scale, q/k norm weights, query_seqlens)"));
+    if (n.attr_int("causal", 1) != 1) return decline(why, DeclineCode::kUnsupportedAttribute, "GroupQueryAttention causal=0");
+    if (n.attr_int("sliding_window_cache", 0) != 0)
+      return decline(why, DeclineCode::kUnsupportedAttribute, "GroupQueryAttention sliding_window_cache=1");
+    if (n.has_output(3)) return decline(why, DeclineCode::kUnsupportedAttribute, "GroupQueryAttention's output_qk");
+    const int64_t heads = n.attr_int("num_heads", 0), kv = n.attr_int("kv_num_heads", 0);
+    if (heads <= 0 || kv <= 0 || heads % kv != 0)
+      return decline(why, DeclineCode::kUnsupportedAttribute, "GroupQueryAttention num_heads must be a positive multiple of kv_num_heads");
+    want = {F, F, F, F, F, DType::kInt32, DType::kInt32, F, F, DType::kInt64, F, F};
+  } else {
+    return decline(why, DeclineCode::kUnsupportedOp, "no CUDA kernel for " + name);
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.has_input(i)) continue;
+    const TypeInfo* t = in_type(info, i);
+    const DType got = t && t->is_tensor() ? t->elem_dtype() : DType::kUndefined;
+    if (i >= want.size()) return decline(why, DeclineCode::kUnsupportedAttribute, str(name, " input ", i, " is not taken by the CUDA EP"));
+    const DType w = want[i];
+    const bool ok = w == F ? got == DType::kFloat : (got == w || (op == "MatMulNBits" && i == 3 && got == DType::kFloat));
+    if (!ok)
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str(name, " input ", i, " is ", t ? dtype_name(got) : "unknown", "; the CUDA EP runs it with float32 tensors",
+                         w == F ? "" : str(" and ", dtype_name(w), " indices")));
+  }
+  for (size_t i = 0; i < info.output_types.size(); ++i) {
+    const TypeInfo* t = out_type(info, i);
+    if (n.has_output(i) && t && t->is_tensor() && t->elem_dtype() != DType::kFloat)
+      return decline(why, DeclineCode::kUnsupportedType, str(name, " output ", i, " is ", dtype_name(t->elem_dtype()), "; the CUDA EP makes float32 only"));
+  }
+  return true;
+}
+
 }  // namespace
 
 bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
@@ -279,6 +357,8 @@ bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
       return decline(why, DeclineCode::kDynamicShape, str("onyx::", op, " needs a 2-D B and ", op == "FusedGemm" ? "a 2-D A" : "A of rank >= 2"));
     return true;
   }
+  if (n.domain == "com.microsoft" || ((n.domain.empty() || n.domain == "ai.onnx") && op == "SimplifiedLayerNormalization"))
+    return claim_transformer(info, why);
   if (!n.domain.empty() && n.domain != "ai.onnx")
     return decline(why, DeclineCode::kUnsupportedOp, str("no CUDA kernel for ", n.domain, "::", op));
   if (op == "Shape" || op == "Size")
@@ -410,6 +490,10 @@ bool reads_host_input(const Node& n, size_t i, const Graph& g) {
   if (op.rfind("Reduce", 0) == 0) return i == 1;
   if (op == "Clip") return i >= 1;
   if (op == "Dropout") return i >= 1;
+  // ONNX Runtime's LLM operators: sequence lengths and position ids are checked on the host (and
+  // uploaded for the kernels), as the CPU EP checks them.
+  if (n.domain == "com.microsoft" && op == "GroupQueryAttention") return i == 5 || i == 6 || i == 9;
+  if (n.domain == "com.microsoft" && op == "RotaryEmbedding") return i == 1;
   return false;
 }
 

@@ -324,6 +324,82 @@ TEST(CudaClaim, FusedMatMulAndGemm) {
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute);
 }
 
+TEST(CudaClaim, TransformerOps) {
+  // ONNX Runtime's com.microsoft operators (and its ai.onnx SimplifiedLayerNormalization).
+  Decline why;
+  auto ms = [](std::string op, std::vector<TypeInfo> ins, std::vector<TypeInfo> outs) {
+    ClaimCase c(std::move(op), std::move(ins), std::move(outs), 1);
+    c.n.domain = "com.microsoft";
+    return c;
+  };
+  auto i32 = [](Shape s) { return TypeInfo::tensor(DType::kInt32, std::move(s)); };
+  auto f16 = [](Shape s) { return TypeInfo::tensor(DType::kFloat16, std::move(s)); };
+  auto u8 = [](Shape s) { return TypeInfo::tensor(DType::kUInt8, std::move(s)); };
+  EXPECT_TRUE(ms("BiasGelu", {f32({2, 8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ms("FastGelu", {f32({2, 8})}, {f32({2, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ms("QuickGelu", {f32({2, 8})}, {f32({2, 8})}).claim(&why)) << why.message;
+  EXPECT_FALSE(ms("Gelu", {f16({2, 8})}, {f16({2, 8})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_TRUE(ms("SkipLayerNormalization", {f32({2, 3, 8}), f32({2, 3, 8}), f32({8}), f32({8})}, {f32({2, 3, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ms("SkipSimplifiedLayerNormalization", {f32({2, 3, 8}), f32({3, 8}), f32({8})}, {f32({2, 3, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("SimplifiedLayerNormalization", {f32({2, 8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;
+  ClaimCase rope = ms("RotaryEmbedding", {f32({1, 4, 16}), i64({1, 4}), f32({8, 4}), f32({8, 4})}, {f32({1, 4, 16})});
+  EXPECT_TRUE(rope.claim(&why)) << why.message;
+  EXPECT_TRUE(cuda::reads_host_input(rope.n, 1, rope.graph));  // position ids are checked on the host
+  EXPECT_FALSE(cuda::reads_host_input(rope.n, 0, rope.graph));
+  ClaimCase nbits = ms("MatMulNBits", {f32({1, 64}), u8({16, 2, 16}), f32({32}), u8({16})}, {f32({1, 16})});
+  nbits.integer("K", 64).integer("N", 16).integer("bits", 4).integer("block_size", 32);
+  EXPECT_TRUE(nbits.claim(&why)) << why.message;
+  EXPECT_FALSE(nbits.integer("weight_prepacked", 1).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  EXPECT_FALSE(ms("MatMulNBits", {f16({1, 64}), u8({16, 2, 16}), f16({32})}, {f16({1, 16})}).integer("K", 64).integer("N", 16).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  // MultiHeadAttention: Q, K, V, bias, key_padding_mask, attention_bias, past_key, past_value.
+  ClaimCase mha = ms("MultiHeadAttention", {f32({2, 3, 8}), f32({2, 3, 8}), f32({2, 3, 8}), f32({24}), i32({2}), f32({1, 2, 3, 7}),
+                                             f32({2, 2, 4, 4}), f32({2, 2, 4, 4})},
+                     {f32({2, 3, 8}), f32({2, 2, 7, 4}), f32({2, 2, 7, 4})});
+  EXPECT_TRUE(mha.integer("num_heads", 2).claim(&why)) << why.message;
+  ClaimCase packed = ms("MultiHeadAttention", {f32({2, 3, 2, 3, 4})}, {f32({2, 3, 8})});
+  EXPECT_FALSE(packed.integer("num_heads", 2).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  ClaimCase fmask = ms("MultiHeadAttention", {f32({2, 3, 8}), f32({2, 3, 8}), f32({2, 3, 8}), f32({24}), f32({2, 3})}, {f32({2, 3, 8})});
+  EXPECT_FALSE(fmask.integer("num_heads", 2).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  // Attention: input, weights, bias, mask_index, past.
+  ClaimCase att = ms("Attention", {f32({2, 3, 8}), f32({8, 24}), f32({24}), i32({2, 3}), f32({2, 2, 2, 0, 4})}, {f32({2, 3, 8}), f32({2, 2, 2, 3, 4})});
+  EXPECT_TRUE(att.integer("num_heads", 2).claim(&why)) << why.message;
+  EXPECT_FALSE(att.integer("do_rotary", 1).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  // GroupQueryAttention: q, k, v, past_key, past_value, seqlens_k, total_sequence_length, cos, sin.
+  auto gqa = [&] {
+    ClaimCase g = ms("GroupQueryAttention", {f32({1, 1, 32}), f32({1, 1, 16}), f32({1, 1, 16}), f32({1, 2, 8, 8}), f32({1, 2, 8, 8}),
+                                             i32({1}), i32({1}), f32({16, 4}), f32({16, 4})},
+                     {f32({1, 1, 32}), f32({1, 2, 8, 8}), f32({1, 2, 8, 8})});
+    g.integer("num_heads", 4).integer("kv_num_heads", 2).integer("do_rotary", 1);
+    return g;
+  };
+  EXPECT_TRUE(gqa().claim(&why)) << why.message;
+  EXPECT_TRUE(cuda::reads_host_input(gqa().n, 5, gqa().graph));  // seqlens_k and total length: checked on the host
+  EXPECT_TRUE(cuda::reads_host_input(gqa().n, 6, gqa().graph));
+  EXPECT_FALSE(cuda::reads_host_input(gqa().n, 3, gqa().graph));
+  EXPECT_FALSE(gqa().integer("kv_cache_bit_width", 8).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  EXPECT_NE(why.message.find("quantized"), std::string::npos) << why.message;
+  ClaimCase qpast = gqa();
+  qpast.in[3] = qpast.in[4] = TypeInfo::tensor(DType::kInt8, Shape{1, 2, 8, 8});
+  EXPECT_FALSE(qpast.claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_FALSE(gqa().integer("causal", 0).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  ClaimCase half = ms("GroupQueryAttention", {f16({1, 1, 32}), f16({1, 1, 16}), f16({1, 1, 16}), i32({1}), i32({1})}, {f16({1, 1, 32})});
+  half.n.inputs = {half.n.inputs[0], half.n.inputs[1], half.n.inputs[2], -1, -1, half.n.inputs[3], half.n.inputs[4]};
+  half.in = {half.in[0], half.in[1], half.in[2], TypeInfo(), TypeInfo(), half.in[3], half.in[4]};
+  EXPECT_FALSE(half.integer("num_heads", 4).integer("kv_num_heads", 2).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_FALSE(ms("EmbedLayerNormalization", {i32({1, 4})}, {f32({1, 4, 8})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp) << why.message;
+}
+
 TEST(CudaClaim, ShapeArithmeticStaysOnTheCpu) {
   Decline why;
   EXPECT_FALSE(ClaimCase("Shape", {f32({2, 3})}, {i64({2})}).claim(&why));
