@@ -33,6 +33,13 @@ Models (all tiny, random weights, fixed seeds):
   llama_tiny_int4          llama_tiny's MatMuls by MatMulNBitsQuantizer (4 bits, block 32, symmetric)
   llama_mha_tiny           LlamaForCausalLM with 4 KV heads; the same fusions, kept as they are
                            (RotaryEmbedding + MultiHeadAttention with past and present)
+
+--size full (both stages; bench/generate_bench.py uses it) makes the decoders at a realistic size
+instead, named with _full for _tiny: gpt2_full_opt (fp32 only; 12 layers, hidden 768, 12 heads, FFN
+3072, vocab 50257, 1024 positions), llama_full (12 layers, hidden 768, 12 heads, 4 KV heads, FFN
+2048, vocab 32000, 1024 positions), llama_full_int4 (the quantizer's default accuracy level) and
+llama_full_int4_acc4 (accuracy_level=4). Random weights with std 0.02 (as Hugging Face initializes)
+instead of 0.08, so that 12 layers keep their activations in range.
 """
 import collections
 import json
@@ -53,6 +60,28 @@ KV_HEADS = 2
 LAYERS = 2
 FFN = 128
 MS = "com.microsoft"
+# What only --size full changes (bert_tiny's and roberta_tiny's position tables keep their sizes).
+GPT2_VOCAB = VOCAB
+GPT2_FFN = FFN
+MAX_POS = 64
+WEIGHT_STD = 0.08
+SIZE = "tiny"
+SIZES = {"full": {"VOCAB": 32000, "HIDDEN": 768, "HEADS": 12, "KV_HEADS": 4, "LAYERS": 12, "FFN": 2048,
+                  "GPT2_VOCAB": 50257, "GPT2_FFN": 3072, "MAX_POS": 1024, "WEIGHT_STD": 0.02}}
+# The base models made at each size other than tiny.
+SIZE_BASES = {"full": ["gpt2_tiny", "llama_tiny"]}
+
+
+def set_size(size):
+    """Sets the model dimensions of --size SIZE (tiny: the defaults above)."""
+    global SIZE
+    SIZE = size
+    globals().update(SIZES.get(size, {}))
+
+
+def sized(name):
+    """A model's directory name at the current size: gpt2_tiny_opt at --size full is gpt2_full_opt."""
+    return name if SIZE == "tiny" else name.replace("_tiny", "_" + SIZE)
 
 # Bound of ONNX Runtime's optimized fp32 model against torch (relative to max |torch|, at least 1): a
 # larger distance means a fusion changed what the model computes, and the reference would be wrong.
@@ -94,7 +123,7 @@ def randomize(model, seed):
             if name.endswith("bias") or "norm" in name.lower() or ".ln_" in name:
                 p.add_(torch.randn(p.shape, generator=g) * 0.1)
             else:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.08)
+                p.copy_(torch.randn(p.shape, generator=g) * WEIGHT_STD)
 
 
 def export_onnx(model, args, path, input_names, output_names, dynamic_axes):
@@ -198,7 +227,8 @@ def export_gpt2(d):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, n_inner=FFN, n_positions=64)
+    cfg = GPT2Config(vocab_size=GPT2_VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, n_inner=GPT2_FFN,
+                     n_positions=MAX_POS)
     model = GPT2LMHeadModel(cfg).eval()
     randomize(model, 12)
 
@@ -223,7 +253,7 @@ def export_gpt2(d):
     axes.update({n: {1: "batch", 3: "total_sequence"} for n in present_names})
     wrap = Wrap(model).eval()
     rng = np.random.default_rng(3)
-    ids = rng.integers(0, VOCAB, size=(BATCH, PROMPT), dtype=np.int64)
+    ids = rng.integers(0, GPT2_VOCAB, size=(BATCH, PROMPT), dtype=np.int64)
     pos = np.tile(np.arange(PROMPT, dtype=np.int64), (BATCH, 1))
     # Traced with a non-empty past (a trace through an empty one may fold its shapes away).
     trace = [torch.from_numpy(ids), torch.from_numpy(pos + 3), torch.ones(BATCH, PROMPT + 3)]
@@ -231,22 +261,23 @@ def export_gpt2(d):
     export_onnx(wrap, trace, os.path.join(d, "model.onnx"), names, output_names, axes)
     prompt = [("input_ids", ids), ("position_ids", pos), ("attention_mask", np.ones((BATCH, PROMPT), np.float32))]
     prompt += [(n, np.zeros((2, BATCH, HEADS, 0, head), np.float32)) for n in past_names]
-    step = [("input_ids", rng.integers(0, VOCAB, size=(BATCH, 1), dtype=np.int64)),
+    step = [("input_ids", rng.integers(0, GPT2_VOCAB, size=(BATCH, 1), dtype=np.int64)),
             ("position_ids", np.full((BATCH, 1), PROMPT, np.int64)),
             ("attention_mask", np.ones((BATCH, PROMPT + 1), np.float32))]
     decoder_steps(d, wrap, rng, prompt, step, output_names, LAYERS)
     return {"model_type": "gpt2"}
 
 
-def export_llama(d, kv_heads=KV_HEADS, seed=13):
+def export_llama(d, kv_heads=None, seed=13):
     """Llama (kv_heads KV heads) with its past as separate key and value tensors a layer (the names
     of ORT's Llama tool): inputs input_ids, attention_mask, position_ids,
     past_key_values.I.key/.value; outputs logits, present.I.key/.value."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+    kv_heads = KV_HEADS if kv_heads is None else kv_heads
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                      num_key_value_heads=kv_heads, intermediate_size=FFN, max_position_embeddings=64)
+                      num_key_value_heads=kv_heads, intermediate_size=FFN, max_position_embeddings=MAX_POS)
     model = LlamaForCausalLM(cfg).eval()
     randomize(model, seed)
 
@@ -512,6 +543,11 @@ def finish_one(out, base, log):
     else:
         stem = base + "_opt"
         variants = [(stem, "fp32"), (stem + "_fp16", "fp16")]
+    if SIZE != "tiny":
+        # The benchmark's decoders: fp32, and Llama's 4-bit at both accuracy levels.
+        variants = [(sized(n), p) for n, p in variants if p != "fp16"]
+        if base == "llama_tiny":
+            variants.append((sized("llama_tiny_int4_acc4"), "int4_acc4"))
     fp32_model = opt.model
     if base.startswith("llama"):
         optimized_how = 'optimize_model(model_type="gpt2", opt_level=0)'
@@ -532,11 +568,13 @@ def finish_one(out, base, log):
             how = optimized_how + " + convert_float_to_float16(keep_io_types=True)"
         else:
             from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+            acc = {"accuracy_level": 4} if precision == "int4_acc4" else {}
             q = MatMulNBitsQuantizer(onnx.ModelProto.FromString(fp32_model.SerializeToString()), bits=4,
-                                     block_size=32, is_symmetric=True)
+                                     block_size=32, is_symmetric=True, **acc)
             q.process()
             model = q.model.model
-            how = optimized_how + " + MatMulNBitsQuantizer(bits=4, block_size=32, symmetric)"
+            how = optimized_how + " + MatMulNBitsQuantizer(bits=4, block_size=32, symmetric" + \
+                "".join(f", {k}={v}" for k, v in acc.items()) + ")"
         info = dict(common, precision=precision, how=how)
         results, info = write_model(out, name, model, steps, info)
         dist, line = check_torch(name, results, precision == "fp32")
@@ -592,8 +630,13 @@ def main():
     ap.add_argument("stage", choices=["export", "finish"])
     ap.add_argument("out", nargs="?", default=".cache/transformer-models")
     ap.add_argument("--only", default="", help="comma-separated base models (" + ", ".join(EXPORTS) + ")")
+    ap.add_argument("--size", choices=["tiny"] + sorted(SIZES), default="tiny",
+                    help="tiny: the test models; full: the benchmark decoders (give it to both stages)")
     a = ap.parse_args()
     only = [s for s in a.only.split(",") if s]
+    set_size(a.size)
+    if a.size != "tiny":
+        only = [b for b in (only or SIZE_BASES[a.size]) if b in SIZE_BASES[a.size]]
     if a.stage == "export":
         return stage_export(a.out, only)
     return stage_finish(a.out, only)

@@ -148,6 +148,27 @@ TEST(Gemm, PackedOperandsAndEpilogue) {
   for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], want[i], 1e-4);
 }
 
+// A pre-packed B whose k-block is far wider than the caches (a vocabulary projection) is taken in
+// column blocks with A packed once for all of them: one thread and two, with a bias epilogue,
+// the last partial panel included.
+TEST(Gemm, WidePackedBInColumnBlocks) {
+  const int64_t m = 40, n = 4500, k = 600;  // 512 x 4500 floats per k-block: 9 MB
+  const auto a = random_vec(m * k, 21), b = random_vec(k * n, 22), bias = random_vec(n, 23);
+  std::vector<float> want(m * n);
+  reference(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, want.data(), n);
+  const PackedMatrix pb = pack_b(false, k, n, b.data(), n);
+  GemmEpilogue ep;
+  ep.bias = bias.data();
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    std::vector<float> c(m * n, NAN);
+    sgemm_packed(nullptr, false, a.data(), k, &pb, false, nullptr, 0, m, n, k, 0.0f, c.data(), n, threads > 1 ? &pool : nullptr, &ep);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_NEAR(c[i * n + j], want[i * n + j] + bias[j], 1e-4 * (1 + std::fabs(want[i * n + j]))) << threads << " threads, " << i << "," << j;
+  }
+}
+
 TEST(Gemm, ShiftedViewOfB) {
   // B as a shifted view of one buffer (element (k, j) at b[koff[k] + j]): offsets out of order
   // and overlapping, K over several blocks, n not a multiple of the panel width (its last panel

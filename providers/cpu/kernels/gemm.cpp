@@ -34,6 +34,10 @@ constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 8;  // columns of B packed at a time (a multiple of kNR): kKC x kNC floats, 512 KiB
 constexpr double kSharedAFloats = 1 << 20;  // the most of A packed once for all tasks (4 MiB)
 constexpr double kBigABytes = 256 << 10;  // an A streamed once per thread, not per task (bytes)
+// A pre-packed B whose k-block of the region's whole width is bigger than this (a vocabulary
+// projection: 512 x 50257 floats) is taken in column blocks, like an unpacked one: else every row
+// tile reads the block back from memory.
+constexpr int64_t kPackedBlockBytes = 8 << 20;
 static_assert(kMR == kPanelRows, "the panel height APackers write");
 static_assert(kNR == kPanelCols, "the panel width BPackers write");
 
@@ -781,11 +785,14 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   // Column blocks of kNC, so that a packed kc x nc block of B stays in L2 while every row block
   // of A passes over it (a B block of the whole width would be packed to, and read back from,
   // memory).
-  // A pre-packed B needs no packing, so it is not blocked (A would be packed once per block).
+  // A pre-packed B needs no packing, so it is not blocked (A would be packed once per block) unless
+  // its k-block of the whole width is far bigger than the caches (kPackedBlockBytes; the caller
+  // then packs A once for all blocks, Operands::a_all).
   // With a short K the block is wider (up to 16x, the same floats): longer runs of C per row.
   const int64_t widen = std::clamp<int64_t>(kKC / std::max<int64_t>(1, std::min(kKC, o.k)), 1, 16);
-  const int64_t block = o.pb || o.b_koff ? n1 - n0 : kNC * widen;
   const int64_t kb = o.pb ? o.pb->k_block() : kKC;  // a gathered product's B may be blocked otherwise
+  const bool big_packed = o.pb && std::min(kb, o.k) * (n1 - n0) * static_cast<int64_t>(sizeof(float)) > kPackedBlockBytes;
+  const int64_t block = (o.pb && !big_packed) || o.b_koff ? n1 - n0 : kNC * widen;
   for (int64_t jc = n0; jc < n1; jc += block) {
     const int64_t nc = std::min(block, n1 - jc);
     for (int64_t p0 = 0; p0 < o.k; p0 += kb) {
@@ -950,31 +957,47 @@ void run(const Operands& o, ThreadPool* pool) {
       pool->parallel_for(groups, 1, cols);
     return;
   }
-  if (threads <= 1 || work < 4e5) {
-    gemm_region(o, 0, o.m, 0, o.n);
-    return;
-  }
   const int64_t npan = (o.n + kNR - 1) / kNR, mpan = (o.m + kMR - 1) / kMR;
-  // Split the larger dimension in panel units, a few tasks per thread.
-  const bool by_cols = npan >= mpan || mpan < 2;
-  const int64_t pans = by_cols ? npan : mpan;
-  Operands shared = o;
   const int64_t mpad = mpan * kMR;
-  if (by_cols && !o.pa && !o.a_gather && static_cast<double>(mpad) * static_cast<double>(o.k) <= kSharedAFloats) {
-    // Split by columns, every task would pack all of A for itself (a transposed product's few
-    // pixels): A is packed once, its panels in parallel, into the calling thread's buffer.
+  // All of A packed once, its panels in parallel where there is a pool, into the calling thread's
+  // buffer (Operands::a_all): for the tasks of a split by columns, which would each pack it, and
+  // for the column blocks of a big pre-packed B.
+  auto pack_all_a = [&](Operands& into, ThreadPool* with) {
     thread_local Scratch all;
     float* buf = all.get(static_cast<size_t>(mpad * o.k));
     const int64_t kblocks = (o.k + kKC - 1) / kKC;
-    pool->parallel_for(kblocks * mpan, 1, [&](int64_t t0, int64_t t1) {
+    auto pack = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t p0 = (t / mpan) * kKC, kc = std::min(kKC, o.k - p0), r0 = (t % mpan) * kMR;
         float* dst = buf + p0 * mpad + r0 * kc;
         pack_a_rows(o, r0, std::min<int64_t>(kMR, o.m - r0), p0, kc, dst);
       }
-    });
-    shared.a_all = buf;
+    };
+    if (with)
+      with->parallel_for(kblocks * mpan, 1, pack);
+    else
+      pack(0, kblocks * mpan);
+    into.a_all = buf;
+  };
+  const bool a_fits = !o.pa && !o.a_gather && static_cast<double>(mpad) * static_cast<double>(o.k) <= kSharedAFloats;
+  if (threads <= 1 || work < 4e5) {
+    const bool big_packed = o.pb && std::min(o.pb->k_block(), o.k) * o.n * static_cast<int64_t>(sizeof(float)) > kPackedBlockBytes;
+    if (big_packed && a_fits && mpan > 1) {
+      Operands once = o;
+      pack_all_a(once, nullptr);
+      gemm_region(once, 0, o.m, 0, o.n);
+      return;
+    }
+    gemm_region(o, 0, o.m, 0, o.n);
+    return;
   }
+  // Split the larger dimension in panel units, a few tasks per thread.
+  const bool by_cols = npan >= mpan || mpan < 2;
+  const int64_t pans = by_cols ? npan : mpan;
+  Operands shared = o;
+  // Split by columns, every task would pack all of A for itself (a transposed product's few
+  // pixels): A is packed once for all of them.
+  if (by_cols && a_fits) pack_all_a(shared, pool);
   // Split by rows, every task packs all of B for itself (unless B is pre-packed): one task per
   // thread then, not several; likewise split by columns with A packed by every task.
   const bool own_a = by_cols && o.pack_a && !shared.a_all;
