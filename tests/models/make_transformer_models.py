@@ -537,7 +537,7 @@ def finish_one(out, base, log):
         return d, line
 
     if base == "llama_tiny":
-        variants = [("llama_tiny", "fp32"), ("llama_tiny_int4", "int4")]
+        variants = [("llama_tiny", "fp32"), ("llama_tiny_fp16", "fp16"), ("llama_tiny_int4", "int4")]
     elif base == "llama_mha_tiny":
         variants = [("llama_mha_tiny", "fp32")]
     else:

@@ -16,7 +16,7 @@ REPO=$2
 DATA=$REPO/.cache/transformer-models
 PY=/usr/bin/python3
 MODELS=(bert_tiny_opt bert_tiny_opt_fp16 roberta_tiny_opt roberta_tiny_opt_fp16 gpt2_tiny_opt gpt2_tiny_opt_fp16
-        llama_tiny llama_tiny_int4 llama_mha_tiny)
+        llama_tiny llama_tiny_fp16 llama_tiny_int4 llama_mha_tiny)
 
 if [ ! -f "$DATA/.complete" ]; then
   echo "skipped: no transformer models in $DATA (tests/models/transformer_models_data.sh makes them with the venvs" \
