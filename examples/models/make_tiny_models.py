@@ -240,14 +240,31 @@ def tiny_half():
     onnx.save(model, os.path.join(HERE, "tiny_half.onnx"))
 
 
+def save_decoder_inputs(name, prompt, past_shape, with_positions):
+    """<name>_test_data/input_K.pb: a prompt step (empty past) in the model's input order, for the
+    tests that feed example models their test data (no outputs: the decoders' reference is ONNX
+    Runtime's greedy loop, tests/models/generate_test.sh)."""
+    d = os.path.join(HERE, name + "_test_data")
+    os.makedirs(d, exist_ok=True)
+    ids = np.array([prompt], np.int64)
+    inputs = [("input_ids", ids), ("attention_mask", np.ones_like(ids))]
+    if with_positions:
+        inputs.append(("position_ids", np.arange(len(prompt), dtype=np.int64)[None, :]))
+    for l in range(2):
+        for part in ("key", "value"):
+            inputs.append((f"past_key_values.{l}.{part}", np.zeros(past_shape, np.float32)))
+    for i, (n, v) in enumerate(inputs):
+        onnx.save_tensor(numpy_helper.from_array(v, n), os.path.join(d, f"input_{i}.pb"))
+
+
 def tiny_decoder():
     """A 2-layer decoder language model in the form Hugging Face exports have (input_ids,
     attention_mask, position_ids, past_key_values.N.key / .value -> logits, present.N.key / .value)
     built from ONNX Runtime's com.microsoft ops: per layer LayerNormalization, Q/K/V projections,
     RotaryEmbedding on Q and K, causal MultiHeadAttention over the past and new keys, the output
     projection, and a FastGelu MLP; vocabulary 48, hidden 32, 4 heads of 8. For `onyx generate`
-    and onyx::Generator (docs/transformers.md). No test data: tests/models/generate_test.sh compares
-    its tokens with ONNX Runtime's."""
+    and onyx::Generator (docs/transformers.md). Test data: a prompt's inputs only
+    (tests/models/generate_test.sh compares its tokens with ONNX Runtime's)."""
     rng = np.random.default_rng(13)
     V, D, N, L, F, MAXPOS = 48, 32, 4, 2, 64, 256
     H = D // N
@@ -303,6 +320,7 @@ def tiny_decoder():
                               producer_name="onyx-examples")
     model.ir_version = 8
     onnx.save(model, os.path.join(HERE, "tiny_decoder.onnx"))
+    save_decoder_inputs("tiny_decoder", [1, 2, 3, 4, 5], [1, N, 0, H], True)
 
 
 def tiny_decoder_gqa():
@@ -311,7 +329,7 @@ def tiny_decoder_gqa():
     heads of 16 over 2 key/value heads, rotary inside, seqlens_k and total_sequence_length computed from
     attention_mask), the output projection and a gated MLP; past_key_values.N.key / .value
     [batch, 2, past, 16]. Its attention writes into the past buffer, so `onyx generate --share-buffer`
-    runs it with one preallocated buffer per layer. No test data (tests/models/generate_test.sh)."""
+    runs it with one preallocated buffer per layer. Test data: a prompt's inputs only."""
     rng = np.random.default_rng(14)
     V, D, N, NKV, L, F, MAXPOS = 48, 64, 4, 2, 2, 96, 256  # heads of 16: ONNX Runtime's rotary GQA needs a multiple of 16
     H = D // N
@@ -372,6 +390,7 @@ def tiny_decoder_gqa():
                               producer_name="onyx-examples")
     model.ir_version = 8
     onnx.save(model, os.path.join(HERE, "tiny_decoder_gqa.onnx"))
+    save_decoder_inputs("tiny_decoder_gqa", [1, 2, 3, 4, 5], [1, NKV, 0, H], False)
 
 
 MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half, tiny_decoder, tiny_decoder_gqa]
