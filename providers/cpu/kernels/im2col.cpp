@@ -116,8 +116,9 @@ void im2col_block_panels(const float* x, const Shape& in, const WindowGeometry& 
     int64_t lane, len, ih0, iw0;  // first lane in the panel, pixels, input row / column of the first tap
   };
   const int64_t panels = (cols + P - 1) / P;
-  // ceil(v / sw) for v >= 0, without a division for the usual strides.
-  auto ceil_div = [sw](int64_t v) { return sw == 1 ? v : sw == 2 ? (v + 1) >> 1 : (v + sw - 1) / sw; };
+  // ceil(v / sw) for v >= 0, without a division for the usual strides (and without v + sw - 1,
+  // which overflows for a hostile stride).
+  auto ceil_div = [sw](int64_t v) { return sw == 1 ? v : sw == 2 ? (v + 1) >> 1 : v / sw + (v % sw != 0); };
   const __m512 zero = _mm512_setzero_ps();
   int64_t plane[kTaps], tap_h[kTaps], tap_w[kTaps];
   Run runs[P];
