@@ -150,11 +150,13 @@ SliceSpec resolve_slice(const Node& node, const Shape& in, const Shape& starts, 
     if (step > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      count = e > b ? (e - b + step - 1) / step : 0;
+      count = e > b ? (e - b - 1) / step + 1 : 0;  // (no e - b + step - 1: a 2^63 - 1 step would overflow)
     } else {
       b = std::clamp<int64_t>(b, -1, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      count = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+      // |step| as unsigned: -step overflows for the lowest int64.
+      const uint64_t mag = uint64_t{0} - static_cast<uint64_t>(step);
+      count = b > e ? static_cast<int64_t>((static_cast<uint64_t>(b - e) - 1) / mag + 1) : 0;
     }
     s.start[a] = b;
     s.step[a] = step;
@@ -170,6 +172,8 @@ Shape split_sizes(const Node& node, int64_t dim, size_t n, const Shape* split) {
     int64_t sum = 0;
     for (int64_t v : *split) {
       if (v < 0) fail(ErrorCode::kInvalidArgument, node.label(), ": negative split size ", v);
+      if (v > dim - sum)  // (the sum must be dim: checked before it could overflow)
+        fail(ErrorCode::kInvalidArgument, node.label(), ": split sizes ", split->to_string(), " sum to more than the axis's ", dim);
       sum += v;
     }
     if (sum != dim) fail(ErrorCode::kInvalidArgument, node.label(), ": split sizes sum to ", sum, " but the axis has ", dim);
@@ -178,7 +182,7 @@ Shape split_sizes(const Node& node, int64_t dim, size_t n, const Shape* split) {
   if (n == 0) fail(ErrorCode::kInvalidGraph, node.label(), ": no outputs");
   const int64_t k = static_cast<int64_t>(n);
   if (node.opset >= 18 && node.has_attr("num_outputs")) {
-    const int64_t chunk = (dim + k - 1) / k;
+    const int64_t chunk = dim / k + (dim % k != 0);
     Shape r;
     int64_t left = dim;
     for (int64_t i = 0; i < k; ++i) {
