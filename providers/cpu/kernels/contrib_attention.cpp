@@ -227,17 +227,16 @@ class MsAttentionKernel final : public Kernel {
     // QKV = input x weights + bias: [B * S, Dt].
     float* qkv = reinterpret_cast<float*>(thread_workspace(Workspace::kAttentionQkv, static_cast<size_t>(B * S * Dt) * sizeof(float)));
     if (B * S > 0 && Dt > 0) {
+      GemmEpilogue ep;  // the bias per column, in the GEMM's epilogue
+      ep.bias = bias ? bias->data<float>() : nullptr;
+      const GemmEpilogue* epi = bias ? &ep : nullptr;
       if (In == 0)
-        std::fill_n(qkv, B * S * Dt, 0.0f);
-      else if (packed_w_)  // a constant: packed when the kernel was made
-        sgemm_packed(nullptr, false, x.data<float>(), In, packed_w_.get(), false, nullptr, 0, B * S, Dt, In, 0.0f, qkv, Dt, &ctx.pool());
-      else
-        sgemm(false, false, B * S, Dt, In, 1.0f, x.data<float>(), In, w.data<float>(), Dt, 0.0f, qkv, Dt, &ctx.pool());
-      if (bias) {
-        const float* pb = bias->data<float>();
         for (int64_t r = 0; r < B * S; ++r)
-          for (int64_t j = 0; j < Dt; ++j) qkv[r * Dt + j] += pb[j];
-      }
+          for (int64_t c = 0; c < Dt; ++c) qkv[r * Dt + c] = ep.bias ? ep.bias[c] : 0.0f;
+      else if (packed_w_)  // a constant: packed when the kernel was made
+        sgemm_packed(nullptr, false, x.data<float>(), In, packed_w_.get(), false, nullptr, 0, B * S, Dt, In, 0.0f, qkv, Dt, &ctx.pool(), epi);
+      else
+        sgemm(false, false, B * S, Dt, In, 1.0f, x.data<float>(), In, w.data<float>(), Dt, 0.0f, qkv, Dt, &ctx.pool(), epi);
     }
     // Keys and values per head: present [2, B, N, T, H] when asked for, else a workspace.
     const bool want_present = ctx.num_outputs() > 1 && ctx.has_output(1);

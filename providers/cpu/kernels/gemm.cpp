@@ -38,6 +38,11 @@ constexpr double kBigABytes = 256 << 10;  // an A streamed once per thread, not 
 // projection: 512 x 50257 floats) is taken in column blocks, like an unpacked one: else every row
 // tile reads the block back from memory.
 constexpr int64_t kPackedBlockBytes = 8 << 20;
+
+/// Whether a pre-packed B's k-block over `cols` columns is that wide.
+bool packed_too_wide(const PackedMatrix* pb, int64_t k, int64_t cols) {
+  return pb && std::min(pb->k_block(), k) * cols * static_cast<int64_t>(sizeof(float)) > kPackedBlockBytes;
+}
 static_assert(kMR == kPanelRows, "the panel height APackers write");
 static_assert(kNR == kPanelCols, "the panel width BPackers write");
 
@@ -791,7 +796,7 @@ void gemm_region(const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t 
   // With a short K the block is wider (up to 16x, the same floats): longer runs of C per row.
   const int64_t widen = std::clamp<int64_t>(kKC / std::max<int64_t>(1, std::min(kKC, o.k)), 1, 16);
   const int64_t kb = o.pb ? o.pb->k_block() : kKC;  // a gathered product's B may be blocked otherwise
-  const bool big_packed = o.pb && std::min(kb, o.k) * (n1 - n0) * static_cast<int64_t>(sizeof(float)) > kPackedBlockBytes;
+  const bool big_packed = packed_too_wide(o.pb, o.k, n1 - n0);
   const int64_t block = (o.pb && !big_packed) || o.b_koff ? n1 - n0 : kNC * widen;
   for (int64_t jc = n0; jc < n1; jc += block) {
     const int64_t nc = std::min(block, n1 - jc);
@@ -981,8 +986,7 @@ void run(const Operands& o, ThreadPool* pool) {
   };
   const bool a_fits = !o.pa && !o.a_gather && static_cast<double>(mpad) * static_cast<double>(o.k) <= kSharedAFloats;
   if (threads <= 1 || work < 4e5) {
-    const bool big_packed = o.pb && std::min(o.pb->k_block(), o.k) * o.n * static_cast<int64_t>(sizeof(float)) > kPackedBlockBytes;
-    if (big_packed && a_fits && mpan > 1) {
+    if (packed_too_wide(o.pb, o.k, o.n) && a_fits && mpan > 1) {
       Operands once = o;
       pack_all_a(once, nullptr);
       gemm_region(once, 0, o.m, 0, o.n);
