@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs onyx into a temporary prefix, then builds the example against the installed package
-# twice — with CMake's find_package(onyx) and with pkg-config — and runs both.
+# Installs onyx into a temporary prefix, then builds the examples (C++, and C through the C API)
+# against the installed package twice — with CMake's find_package(onyx) and with pkg-config — and
+# runs them.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1
@@ -11,6 +12,7 @@ PREFIX=$TMP/prefix
 
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
 test -f "$PREFIX/include/onyx/onyx.hpp"
+test -f "$PREFIX/include/onyx/c_api.h"
 test -x "$PREFIX/bin/onyx"
 LIBDIR=$(dirname "$(find "$PREFIX" -name 'libonyx.so' | head -n 1)")
 
@@ -19,7 +21,8 @@ cmake -S "$SRC/examples" -B "$TMP/ex" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" -DC
 cmake --build "$TMP/ex" >/dev/null
 LD_LIBRARY_PATH="$LIBDIR" "$TMP/ex/onyx_example_run_model" "$SRC/examples/models/tiny_normalize.onnx" \
   "$SRC/examples/models/tiny_normalize_test_data" >/dev/null
-echo "ok   find_package(onyx) build runs"
+LD_LIBRARY_PATH="$LIBDIR" "$TMP/ex/onyx_example_c_run_model" "$SRC/examples/models/tiny_cnn.onnx" >/dev/null
+echo "ok   find_package(onyx) build runs (C++ and C examples)"
 
 # A consumer project that sets no C++ standard of its own: onyx::onyx carries C++20 (the headers
 # need it), so find_package(onyx) + target_link_libraries(app PRIVATE onyx::onyx) is all it takes.
@@ -45,7 +48,11 @@ PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --exists onyx
 g++ -O1 "$SRC/examples/run_model.cpp" $(PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --cflags --libs onyx) -o "$TMP/pc_example"
 LD_LIBRARY_PATH="$LIBDIR" "$TMP/pc_example" "$SRC/examples/models/tiny_normalize.onnx" \
   "$SRC/examples/models/tiny_normalize_test_data" >/dev/null
-echo "ok   pkg-config build runs"
+# The C example with a C compiler: the include path alone (Cflags' -std=c++20 is for C++).
+cc -std=c99 -O1 "$SRC/examples/c/run_model.c" $(PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --cflags-only-I --libs onyx) \
+  -o "$TMP/pc_example_c"
+LD_LIBRARY_PATH="$LIBDIR" "$TMP/pc_example_c" "$SRC/examples/models/tiny_cnn.onnx" >/dev/null
+echo "ok   pkg-config build runs (C++ and C examples)"
 
 # The installed CLI finds its library through its rpath.
 "$PREFIX/bin/onyx" info "$SRC/examples/models/tiny_normalize.onnx" >/dev/null
