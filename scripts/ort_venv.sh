@@ -2,9 +2,10 @@
 # Makes .cache/ort-venv: ONNX Runtime, onnx and onnxconverter-common from PyPI at pinned versions,
 # for the quantized and reduced-precision corpus (tests/models/make_quant_corpus.py, the CTest
 # quant_corpus) and for bench/compare_ort.py; nanobind, scikit-build-core and pytest for the
-# Python package (python/, docs/python.md), which the build makes with this venv's Python. Idempotent: a venv that already holds these versions
+# Python package (python/, docs/python.md), which the build makes with this venv's Python; OpenVINO
+# for the OpenVINO EP, whose CMake package the build finds here. Idempotent: a venv that already holds these versions
 # is kept. Called by scripts/setup.sh; never fails the set-up: the quant_corpus test skips (saying
-# why) when the venv is missing, e.g. when PyPI cannot be reached. About 60 MB to download, 300 MB
+# why) when the venv is missing, e.g. when PyPI cannot be reached. About 120 MB to download, 550 MB
 # installed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,9 @@ PINS=(
   # the Python package (python/): its build (nanobind, scikit-build-core) and its tests (pytest)
   nanobind==3.1.0 scikit-build-core==1.1.2 pathspec==1.1.1
   pytest==9.2.0 iniconfig==2.3.1 pluggy==1.7.0 pygments==2.21.0
+  # the OpenVINO EP (providers/openvino, docs/openvino.md): the wheel's runtime, plugins, ONNX
+  # frontend, headers and CMake package
+  openvino==2026.4.1 openvino-telemetry==2025.2.0
 )
 mkdir -p .cache
 

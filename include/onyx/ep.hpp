@@ -170,6 +170,24 @@ class CUDA : public SpecOf<CUDA> {
   CUDA& with_cuda_graph(bool on) { return set("enable_cuda_graph", on ? "true" : "false"); }
 };
 
+/// Intel OpenVINO (its CPU plugin here; GPU and NPU where their plugins and devices are), from
+/// PyPI's openvino wheel. Module libonyx_ep_openvino.so. Options as ORT's OpenVINO EP names them.
+class OpenVINO : public SpecOf<OpenVINO> {
+ public:
+  OpenVINO() : SpecOf("openvino") {}
+  /// "CPU" (default), "GPU", "GPU.1", "NPU", "AUTO", "HETERO:GPU,CPU", ... (option device_type).
+  OpenVINO& with_device_type(const std::string& device) { return set("device_type", device); }
+  /// "FP32" (default), "FP16", "BF16" or "ACCURACY" (option precision).
+  OpenVINO& with_precision(const std::string& precision) { return set("precision", precision); }
+  /// Threads of the CPU plugin (0 = the session's intra-op thread count; option num_of_threads).
+  OpenVINO& with_num_threads(int n) { return set("num_of_threads", std::to_string(n)); }
+  /// Parallel inference streams of the CPU plugin (option num_streams, default 1).
+  OpenVINO& with_num_streams(int n) { return set("num_streams", std::to_string(n)); }
+  /// Directory of OpenVINO's compiled-model cache (option cache_dir): a later session with the
+  /// same regions imports them instead of compiling.
+  OpenVINO& with_cache_dir(const std::string& dir) { return set("cache_dir", dir); }
+};
+
 // EPs of ort's table that this onyx does not implement: their specs exist so portable code
 // compiles, and availability() says "not built into this onyx (CMake option ONYX_EP_<NAME>)".
 #define ONYX_DECLARE_EP_SPEC(Type, lower)                 \
@@ -183,7 +201,6 @@ ONYX_DECLARE_EP_SPEC(TensorRTRTX, "tensorrt_rtx")
 ONYX_DECLARE_EP_SPEC(DirectML, "directml")
 ONYX_DECLARE_EP_SPEC(CoreML, "coreml")
 ONYX_DECLARE_EP_SPEC(ROCm, "rocm")
-ONYX_DECLARE_EP_SPEC(OpenVINO, "openvino")
 ONYX_DECLARE_EP_SPEC(QNN, "qnn")
 ONYX_DECLARE_EP_SPEC(CANN, "cann")
 ONYX_DECLARE_EP_SPEC(NNAPI, "nnapi")

@@ -116,12 +116,17 @@ class NoAliasKernel final : public Kernel {
 }  // namespace
 
 bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel, const std::vector<char>* keep,
-                     std::vector<Value>& frame, DeviceAllocator* allocator) {
+                     std::vector<Value>& frame, DeviceAllocator* allocator, PendingValues* pending) {
   std::vector<TypeInfo> in_t(n.inputs.size());
   std::vector<const TypeInfo*> in_tp(n.inputs.size(), nullptr);
   std::vector<const Value*> in_v(n.inputs.size(), nullptr);
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const int v = n.inputs[k];
+    if (v >= 0 && pending && pending->pending[v]) {
+      in_t[k] = frame[v].is_none() ? pending->types[v] : type_of_value(frame[v]);
+      in_tp[k] = &in_t[k];
+      continue;
+    }
     if (v < 0 || frame[v].is_none()) continue;
     in_t[k] = type_of_value(frame[v]);
     in_tp[k] = &in_t[k];
@@ -145,6 +150,10 @@ bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel
       continue;
     }
     all_values = false;
+    if (pending) {
+      pending->pending[v] = 1;
+      pending->types[v] = outs[o];
+    }
     const bool view = kernel.alias_input(o) >= 0 && !(keep && (*keep)[v]);
     const bool shaped = concrete_tensor(outs[o]) && outs[o].dtype != DType::kUndefined;
     if (shaped && !view)
@@ -162,9 +171,13 @@ void GraphRunner::run_node_dynamic(size_t i, std::vector<Value>& frame, RunHooks
   hooks.check_cancelled(n);
   if (region_of[i] >= 0) {
     if (inside_region(i)) return;
-    // Shape every node of the region in order, then run the region's kernel once.
+    // Shape every node of the region in order, then run the region's kernel once. What the
+    // region computes is not known before it runs: a node reading it is shaped from its type
+    // only (a Reshape whose shape the region computes gets no shape here; the kernel sets it).
     static const NoAliasKernel no_alias;
-    for (int j : region_nodes[region_of[i]]) prepare_outputs(graph.nodes[j], *schemas[j], no_alias, &keep, frame, node_alloc[j]);
+    PendingValues pending(graph.values.size());
+    for (int j : region_nodes[region_of[i]])
+      prepare_outputs(graph.nodes[j], *schemas[j], no_alias, &keep, frame, node_alloc[j], &pending);
     run_node(i, frame, hooks);
     return;
   }
@@ -400,11 +413,34 @@ std::unique_ptr<Plan> SessionImpl::build_plan(const std::vector<Value>& in) cons
     else if (mode == Plan::Mode::kStatic) ++plan->static_nodes;
     else ++plan->dynamic_nodes;
   }
-  // A region runs as a unit: all its nodes static, or all dynamic (never folded one by one).
+  // A region runs as a unit: all its nodes static, or all dynamic (never folded one by one). A
+  // node whose outputs inference folded (a Shape, the arithmetic on it) counts as static: the
+  // region computes it too, into buffers of the folded values' shapes.
   for (const auto& reg : r.region_nodes) {
     bool dynamic = false;
-    for (int i : reg) dynamic |= plan->mode[i] != Plan::Mode::kStatic;
-    if (!dynamic) continue;
+    for (int i : reg) {
+      dynamic |= plan->mode[i] == Plan::Mode::kDynamic;
+      if (plan->mode[i] == Plan::Mode::kSkip)
+        for (int v : g.nodes[i].outputs)
+          if (v >= 0 && !(concrete_tensor(facts.types[v]) && facts.types[v].dtype != DType::kUndefined)) dynamic = true;
+    }
+    if (!dynamic) {
+      for (int i : reg) {
+        if (plan->mode[i] != Plan::Mode::kSkip) continue;
+        plan->mode[i] = Plan::Mode::kStatic;
+        --plan->folded_nodes;
+        ++plan->static_nodes;
+        for (int v : g.nodes[i].outputs) {
+          if (v < 0) continue;
+          plan->constants[v] = Value();
+          plan->shape[v] = facts.types[v].shape;
+          if (r.node_alloc[i]) plan->slot[v] = Plan::Slot::kDevice;
+          else if (r.keep[v] || plan->dtype[v] == DType::kString) plan->slot[v] = Plan::Slot::kHeap;
+          else plan->slot[v] = Plan::Slot::kArena;
+        }
+      }
+      continue;
+    }
     for (int i : reg) {
       if (plan->mode[i] == Plan::Mode::kStatic) --plan->static_nodes;
       if (plan->mode[i] == Plan::Mode::kSkip) --plan->folded_nodes;

@@ -216,11 +216,22 @@ class SessionImpl {
   friend class Session;
 };
 
+/// Values of a region that is being shaped before it runs: their frame entries are buffers not
+/// yet computed (or nothing, where no shape could be given), so inference may use their types
+/// but not their contents.
+struct PendingValues {
+  explicit PendingValues(size_t n) : pending(n, 0), types(n) {}
+  std::vector<char> pending;
+  std::vector<TypeInfo> types;  // what inference said of each pending value
+};
+
 /// Infers node `n`'s outputs from the actual values in `frame` and allocates the tensor outputs
 /// whose shapes that gives (except views, unless `keep` marks the value a graph output). Returns
-/// true when inference computed every output's value, so the kernel need not run.
+/// true when inference computed every output's value, so the kernel need not run. With
+/// `pending`, the values it marks are read by type only, and the outputs that get a buffer (or
+/// nothing) rather than a value are marked pending in turn.
 bool prepare_outputs(const Node& n, const OpSchema& schema, const Kernel& kernel, const std::vector<char>* keep,
-                     std::vector<Value>& frame, DeviceAllocator* allocator = nullptr);
+                     std::vector<Value>& frame, DeviceAllocator* allocator = nullptr, PendingValues* pending = nullptr);
 
 
 }  // namespace onyx
