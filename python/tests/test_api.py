@@ -483,6 +483,16 @@ def test_xnnpack_provider_forms(add_path, add_feed, ort_run, providers):
         assert sess.get_provider_options()["XnnpackExecutionProvider"]["threads"] == "1"
 
 
+@pytest.mark.parametrize("providers", [["OpenVINOExecutionProvider"], [("OpenVINOExecutionProvider", {"precision": "FP32"})]])
+def test_openvino_provider(tiny_cnn, cnn_input, ort_run, providers):
+    need("OpenVINOExecutionProvider")
+    sess = onyx.InferenceSession(str(tiny_cnn), providers=providers)
+    assert sess.get_providers() == ["OpenVINOExecutionProvider", "CPUExecutionProvider"]
+    assert {n.ep for n in sess.placement().nodes} == {"openvino"}
+    name, x = cnn_input
+    np.testing.assert_allclose(sess.run(None, {name: x})[0], ort_run(tiny_cnn, {name: x})[0], rtol=1e-4, atol=1e-6)
+
+
 def test_provider_options_list(add_path):
     need("XnnpackExecutionProvider")
     sess = onyx.InferenceSession(str(add_path), providers=["XnnpackExecutionProvider", "CPUExecutionProvider"],
