@@ -22,6 +22,9 @@ PINS=(
   # the OpenVINO EP (providers/openvino, docs/openvino.md): the wheel's runtime, plugins, ONNX
   # frontend, headers and CMake package
   openvino==2026.4.1 openvino-telemetry==2025.2.0
+  # the WebGPU EP (providers/webgpu, docs/webgpu.md): the wheel's wgpu-native library and headers
+  # (wgpu/resources/); the rest are its Python-side dependencies
+  wgpu==0.32.0 cffi==2.1.1 pycparser==3.12 rendercanvas==2.7.2
 )
 mkdir -p .cache
 

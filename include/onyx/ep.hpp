@@ -188,6 +188,21 @@ class OpenVINO : public SpecOf<OpenVINO> {
   OpenVINO& with_cache_dir(const std::string& dir) { return set("cache_dir", dir); }
 };
 
+/// WebGPU compute over wgpu-native (its Vulkan backend: GPUs, and Mesa's lavapipe on the CPU), from
+/// PyPI's wgpu wheel. Module libonyx_ep_webgpu.so. Options as ORT's WebGPU EP names them.
+class WebGPU : public SpecOf<WebGPU> {
+ public:
+  WebGPU() : SpecOf("webgpu") {}
+  /// Adapter index (option device_id; -1, the default, picks the first non-CPU adapter).
+  WebGPU& with_device_id(int id) { return set("device_id", std::to_string(id)); }
+  /// "bucket" (default: freed device buffers are pooled by size and reused) or "disabled"
+  /// (option storage_buffer_cache_mode).
+  WebGPU& with_storage_buffer_cache_mode(const std::string& mode) { return set("storage_buffer_cache_mode", mode); }
+  /// "basic" (default: errors checked at each submission) or "full" (checked after every node;
+  /// option validation_mode).
+  WebGPU& with_validation_mode(const std::string& mode) { return set("validation_mode", mode); }
+};
+
 // EPs of ort's table that this onyx does not implement: their specs exist so portable code
 // compiles, and availability() says "not built into this onyx (CMake option ONYX_EP_<NAME>)".
 #define ONYX_DECLARE_EP_SPEC(Type, lower)                 \
@@ -210,7 +225,6 @@ ONYX_DECLARE_EP_SPEC(ArmNN, "armnn")
 ONYX_DECLARE_EP_SPEC(MIGraphX, "migraphx")
 ONYX_DECLARE_EP_SPEC(VitisAI, "vitis_ai")
 ONYX_DECLARE_EP_SPEC(RKNPU, "rknpu")
-ONYX_DECLARE_EP_SPEC(WebGPU, "webgpu")
 ONYX_DECLARE_EP_SPEC(Azure, "azure")
 #undef ONYX_DECLARE_EP_SPEC
 

@@ -25,16 +25,16 @@ for m in resnet50 mobilenet_v2 bert_like; do
     failures=$((failures + 1))
   fi
   "$ONYX" bench "$DIR/$m/model.onnx" --runs 5 --warmup 1 --json --inputs "$DIR/$m/test_data_set_0"
-  # The same model on each shipped EP that is usable here: every Conv (on vulkan and openvino
-  # also every MatMul and Gemm) placed on it, outputs within the same tolerance.
-  for ep in onednn xnnpack vulkan openvino; do
+  # The same model on each shipped EP that is usable here: every Conv (on vulkan, openvino and
+  # webgpu also every MatMul and Gemm) placed on it, outputs within the same tolerance.
+  for ep in onednn xnnpack vulkan openvino webgpu; do
     "$ONYX" providers --json | "$PY" -c "import json,sys; sys.exit(0 if any(p['name']=='$ep' and p['usable'] for p in json.load(sys.stdin)) else 1)" \
       || { echo "skip $m on $ep: not usable here"; continue; }
     "$ONYX" explain "$DIR/$m/model.onnx" --ep "$ep" --json > "$DIR/$m/explain_$ep.json"
     if ! "$PY" -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
-ops = ('Conv', 'FusedConv', 'MatMul', 'Gemm') if sys.argv[2] in ('vulkan', 'openvino') else ('Conv', 'FusedConv')
+ops = ('Conv', 'FusedConv', 'MatMul', 'Gemm') if sys.argv[2] in ('vulkan', 'openvino', 'webgpu') else ('Conv', 'FusedConv')
 off = [n['name'] for n in d['nodes'] if n['op_type'] in ops and n['ep'] != sys.argv[2]]
 print(d['summary'])
 sys.exit('Conv nodes not on ' + sys.argv[2] + ': ' + ', '.join(off) if off else 0)" "$DIR/$m/explain_$ep.json" "$ep"; then

@@ -1,0 +1,297 @@
+// The WebGPU execution provider (module libonyx_ep_webgpu.so) over wgpu-native: factory,
+// options, availability, claims and the device EP itself, whose tensors live in WebGPU buffers.
+// Every node's work is recorded into the run's command encoder, submitted only when the host
+// needs data (a copy to host memory, the end of the run).
+#include <cstdlib>
+#include <mutex>
+
+#include "ep/module_entry.hpp"
+#include "webgpu_ep.hpp"
+
+namespace onyx::webgpu {
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+namespace {
+
+std::string option(const OptionList& o, const char* key, const char* dflt) {
+  for (const auto& [k, v] : o)
+    if (k == key) return v;
+  return dflt;
+}
+
+}  // namespace
+
+Settings parse_settings(const OptionList& o) {
+  Settings s;
+  const std::string id = option(o, "device_id", "-1");
+  char* end = nullptr;
+  const long v = std::strtol(id.c_str(), &end, 10);
+  if (id.empty() || *end || v < -1 || v > 255)
+    fail(ErrorCode::kInvalidArgument,
+         "webgpu: option 'device_id' must be -1 (pick an adapter) or an adapter index, got '", id, "'");
+  s.device_id = static_cast<int>(v);
+  const std::string cache = option(o, "storage_buffer_cache_mode", "bucket");
+  if (cache != "bucket" && cache != "disabled")
+    fail(ErrorCode::kInvalidArgument, "webgpu: option 'storage_buffer_cache_mode' must be bucket or disabled, got '",
+         cache, "'");
+  s.device.pool_buffers = cache == "bucket";
+  const std::string val = option(o, "validation_mode", "basic");
+  if (val != "basic" && val != "full")
+    fail(ErrorCode::kInvalidArgument, "webgpu: option 'validation_mode' must be basic or full, got '", val, "'");
+  s.device.validate_each_node = val == "full";
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Claims
+
+const OpDef* find_def(const Node& n, Decline* why) {
+  const OpDef* any = nullptr;
+  if (n.domain.empty())
+    for (const OpDef& d : manifest()) {
+      if (n.op_type != d.op) continue;
+      any = &d;
+      if (n.opset >= d.since && n.opset <= d.until) return &d;
+    }
+  if (why) {
+    if (any)
+      *why = {DeclineCode::kOpsetOutOfRange, str("webgpu runs ", n.op_type, " from opset ", any->since, " to ",
+                                                 any->until, ", the model uses opset ", n.opset)};
+    else
+      *why = {DeclineCode::kUnsupportedOp,
+              str("webgpu has no kernel for ", n.domain.empty() ? "" : n.domain + "::", n.op_type)};
+  }
+  return nullptr;
+}
+
+namespace {
+
+bool check_tensor(const TypeInfo* t, const std::string& what, Decline* why) {
+  if (!t || !t->is_tensor())
+    return decline(why, DeclineCode::kUnsupportedType, str("tensors only; ", what, " is not a tensor"));
+  if (t->dtype != DType::kFloat)
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str("float32 only; ", what, " is ", dtype_name(t->dtype), " (this slice's kernels are float32)"));
+  if (!t->has_shape) return decline(why, DeclineCode::kDynamicShape, str("the rank of ", what, " is unknown"));
+  if (static_cast<int>(t->shape.size()) > kMaxRank)
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("rank ", t->shape.size(), " of ", what, " is above the kernels' limit of ", kMaxRank));
+  return true;
+}
+
+bool claim_node(const ClaimInfo& c, Decline* why) {
+  const Node& n = c.node;
+  const OpDef* d = find_def(n, why);
+  if (!d) return false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.has_input(i) || (d->host_inputs & (1u << i))) continue;
+    if (!check_tensor(in_type(c, i), str("input ", i, " ('", c.graph.values[n.inputs[i]].name, "')"), why))
+      return false;
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o)
+    if (n.has_output(o) && !check_tensor(out_type(c, o), str("output ", o), why)) return false;
+  return d->check ? d->check(c, why) : true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// WgKernel
+
+WgKernel::WgKernel(const KernelCreateInfo& info, std::shared_ptr<Device> dev, uint32_t host_inputs)
+    : dev_(std::move(dev)), label_(info.node.label()) {
+  consts_.resize(info.node.inputs.size());
+  for (size_t i = 0; i < info.node.inputs.size(); ++i) {
+    const Tensor* t = info.constant(i);
+    if (!t || (host_inputs & (1u << i))) continue;
+    if (t->dtype() == DType::kString)
+      fail(ErrorCode::kNotImplemented, "webgpu: string constants cannot go to the device");
+    auto b = dev_->buffer(std::max<uint64_t>(t->nbytes(), 4));
+    dev_->write_now(*b, t->raw_data(), t->nbytes());
+    consts_[i] = std::move(b);
+  }
+}
+
+BufRef WgKernel::in(const KernelContext& ctx, size_t i) const {
+  if (i < consts_.size() && consts_[i]) return {consts_[i].get(), consts_[i]};
+  const Tensor& t = ctx.input(i);
+  if (t.on_host())
+    fail(ErrorCode::kRuntime, "webgpu: internal error: ", label_, " input ", i,
+         " is in host memory (a Copy is missing)");
+  return device_ref(t, "input");
+}
+
+Tensor& WgKernel::out(KernelContext& ctx, size_t i, const Shape& shape) const {
+  Tensor& t = ctx.allocate_output(i, DType::kFloat, shape);
+  if (t.on_host()) fail(ErrorCode::kRuntime, "webgpu: internal error: ", label_, " output ", i, " is in host memory");
+  return t;
+}
+
+void WgKernel::compute(KernelContext& ctx) const {
+  if (auto* s = static_cast<Stream*>(ctx.ep_state())) {
+    run(ctx, *s);
+    if (dev_->options().validate_each_node) s->flush(label_);
+    return;
+  }
+  // Outside a run (not expected: the executor always begins one): a stream of its own.
+  Stream s(dev_);
+  run(ctx, s);
+  s.flush(label_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The EP
+
+namespace {
+
+class Allocator final : public DeviceAllocator {
+ public:
+  explicit Allocator(std::shared_ptr<Device> d) : dev_(std::move(d)) {}
+  int memory() const override { return dev_->memory_id(); }
+  Tensor allocate(DType dtype, const Shape& shape) override {
+    if (dtype == DType::kString) fail(ErrorCode::kNotImplemented, "webgpu: string tensors cannot live on the device");
+    return dev_->tensor(dtype, shape);
+  }
+
+ private:
+  std::shared_ptr<Device> dev_;
+};
+
+/// Host -> device (`to_device`) or device -> host copy of the node's one input.
+class CopyKernel final : public Kernel {
+ public:
+  CopyKernel(std::shared_ptr<Device> d, bool to_device) : dev_(std::move(d)), to_device_(to_device) {}
+  void compute(KernelContext& ctx) const override {
+    auto* s = static_cast<Stream*>(ctx.ep_state());
+    std::unique_ptr<Stream> own;
+    if (!s) {
+      own = std::make_unique<Stream>(dev_);
+      s = own.get();
+    }
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() == DType::kString)
+      fail(ErrorCode::kNotImplemented, "webgpu: string tensors cannot be copied to or from the device");
+    Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+    if (to_device_) {
+      if (!x.on_host() || y.on_host())
+        fail(ErrorCode::kRuntime, "webgpu: internal error: host-to-device copy between wrong memories");
+      s->upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
+    } else {
+      if (x.on_host() || !y.on_host())
+        fail(ErrorCode::kRuntime, "webgpu: internal error: device-to-host copy between wrong memories");
+      s->download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
+    }
+    if (own) own->flush();
+  }
+
+ private:
+  std::shared_ptr<Device> dev_;
+  bool to_device_;
+};
+
+class WebGpuEp final : public ExecutionProvider {
+ public:
+  explicit WebGpuEp(std::shared_ptr<Device> d) : dev_(std::move(d)), alloc_(dev_) {}
+  std::string name() const override { return "webgpu"; }
+  std::string device() const override { return dev_->memory_name(); }
+  bool host_memory() const override { return false; }
+  std::string memory() const override { return dev_->memory_name(); }
+  DeviceAllocator* allocator() const override { return &alloc_; }
+
+  std::shared_ptr<void> begin_run() const override {
+    std::unique_ptr<Stream> s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        s = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (!s) s = std::make_unique<Stream>(dev_);
+    const WebGpuEp* self = this;
+    return std::shared_ptr<void>(s.release(), [self](void* p) {
+      auto* st = static_cast<Stream*>(p);
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->idle_.emplace_back(st);
+    });
+  }
+  void end_run(void* state) const override { static_cast<Stream*>(state)->flush(); }
+
+  std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const override {
+    return std::make_unique<CopyKernel>(dev_, to_device);
+  }
+  bool reads_host_input(const Node& node, size_t input, const Graph& graph) const override {
+    const OpDef* d = find_def(node, nullptr);
+    if (!d) return false;
+    return (d->host_inputs & (1u << input)) || is_constant(graph, node, input);
+  }
+  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, why); }
+  std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
+    Decline why;
+    const OpDef* d = find_def(info.node, &why);
+    if (!d) fail(ErrorCode::kNotImplemented, "webgpu: ", why.message);
+    return d->create(info, dev_);
+  }
+
+ private:
+  std::shared_ptr<Device> dev_;
+  mutable Allocator alloc_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<Stream>> idle_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutionProvider> create_webgpu_ep(const EpCreateContext& ctx) {
+  const Settings s = parse_settings(ctx.options);
+  const int index = pick_adapter(list_adapters(), s.device_id);
+  return std::make_unique<WebGpuEp>(Device::open(index, s.device));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Factory
+
+class Factory final : public EpFactory {
+ public:
+  std::string name() const override { return "webgpu"; }
+  std::string version() const override {
+    const std::string lib = "wgpu-native " + wgpu_version();
+    try {
+      const auto adapters = list_adapters();
+      if (adapters.empty()) return lib + " (no Vulkan adapter)";
+      const AdapterInfo& a = adapters[pick_adapter(adapters, -1)];
+      return str(lib, " on ", a.name, " (", a.type, ", ", a.backend, ", adapter ", a.index, " of ", adapters.size(),
+                 ")");
+    } catch (const std::exception&) {
+      return lib + " (no instance)";
+    }
+  }
+  std::vector<ep::OptionInfo> options() const override {
+    return {{"device_id", "int", "-1",
+             "adapter index (wgpu-native's Vulkan adapters, in the Vulkan loader's order); -1 picks the first "
+             "adapter that is not a CPU implementation, else a CPU one such as lavapipe"},
+            {"storage_buffer_cache_mode", "enum:bucket|disabled", "bucket",
+             "device buffers: 'bucket' keeps freed buffers in a pool by size class and reuses them, 'disabled' "
+             "releases each buffer when its tensor goes"},
+            {"validation_mode", "enum:basic|full", "basic",
+             "'basic' checks wgpu-native's errors (validation, out of memory) at every submission; 'full' also "
+             "submits and checks after every node, so an error names the node (slower)"}};
+  }
+  bool probe(std::string* reason) const override {
+    try {
+      const auto adapters = list_adapters();
+      Device::open(pick_adapter(adapters, -1), DeviceOptions{});
+      return true;
+    } catch (const std::exception& e) {
+      *reason = e.what();
+      return false;
+    }
+  }
+  std::unique_ptr<ExecutionProvider> create(const EpCreateContext& ctx) const override { return create_webgpu_ep(ctx); }
+};
+
+}  // namespace onyx::webgpu
+
+ONYX_EP_MODULE("webgpu", onyx::webgpu::Factory)

@@ -1,0 +1,1284 @@
+// The WebGPU EP's kernels (float32): unary maps, broadcasting binary arithmetic, MatMul / Gemm on
+// a 16x16-tiled kernel, Softmax / LogSoftmax over the last axis. Each kernel is WGSL source held
+// here as a raw string; its pipeline is created once per device, and every shape-dependent value
+// travels in the kernel's uniform parameter block (binding 0: 32 words, see Params).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "webgpu_ep.hpp"
+
+namespace onyx::webgpu {
+
+// ---------------------------------------------------------------------------------------------
+// WGSL sources
+
+namespace {
+
+// Shared prelude: the parameter block and its word / float readers; word 31 of a 1-D dispatch
+// holds the invocations per row of work groups (Stream::dispatch_1d).
+const char* const kPrelude = R"(struct Params { w: array<vec4<u32>, 8> }
+@group(0) @binding(0) var<uniform> prm: Params;
+fn pu(i: u32) -> u32 { return prm.w[i / 4u][i % 4u]; }
+fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
+fn flat_id(gid: vec3<u32>) -> u32 { return gid.x + gid.y * pu(31u); }
+)";
+
+// Words: 0 n, 1 op code, 2 alpha, 3 beta.
+const char* const kUnaryBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+fn erf_approx(v: f32) -> f32 {
+  // Rational approximation with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26).
+  let a = abs(v);
+  let t = 1.0 / (1.0 + 0.3275911 * a);
+  let p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  let r = 1.0 - p * exp(-a * a);
+  return select(r, -r, v < 0.0);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let v = x[i];
+  let alpha = pf(2u);
+  let beta = pf(3u);
+  var r = v;
+  switch pu(1u) {
+    case 0u: { r = select(0.0, v, v > 0.0); }
+    case 1u: {
+      if (v >= 0.0) { r = 1.0 / (1.0 + exp(-v)); } else { let e = exp(v); r = e / (1.0 + e); }
+    }
+    case 2u: { r = tanh(clamp(v, -15.0, 15.0)); }
+    case 3u: { r = exp(v); }
+    case 4u: { r = abs(v); }
+    case 5u: { r = -v; }
+    case 6u: { r = sqrt(v); }
+    case 7u: { r = erf_approx(v); }
+    case 8u: { r = min(max(v, alpha), beta); }
+    case 9u: { r = select(alpha * v, v, v >= 0.0); }
+    case 10u: { r = clamp(alpha * v + beta, 0.0, 1.0); }
+    case 11u: { r = log(v); }
+    case 12u: { r = 1.0 / v; }
+    case 13u: { r = floor(v); }
+    case 14u: { r = ceil(v); }
+    case 15u: { r = max(v, 0.0) + log(1.0 + exp(-abs(v))); }
+    case 16u: { r = select(alpha * (exp(v) - 1.0), v, v > 0.0); }
+    default: { }
+  }
+  y[i] = r;
+}
+)";
+
+// Words: 0 n, 1 op code, 2 rank, 3..8 output dims, 9..14 a's strides, 15..20 b's strides.
+const char* const kBinaryBody = R"(
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  var rem = i;
+  var ia = 0u;
+  var ib = 0u;
+  for (var d = i32(pu(2u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let c = rem % pu(3u + k);
+    rem = rem / pu(3u + k);
+    ia += c * pu(9u + k);
+    ib += c * pu(15u + k);
+  }
+  let u = a[ia];
+  let v = b[ib];
+  var r = 0.0;
+  switch pu(1u) {
+    case 0u: { r = u + v; }
+    case 1u: { r = u - v; }
+    case 2u: { r = u * v; }
+    case 3u: { r = u / v; }
+    case 4u: { r = max(u, v); }
+    case 5u: { r = min(u, v); }
+    default: { }
+  }
+  y[i] = r;
+}
+)";
+
+// Y[b] = alpha * A[b] B[b] + beta * C over 16x16 output tiles (one work group each, z = batch).
+// Words: 0 M, 1 N, 2 K, 3 batch rank, 4..7 batch dims, 8..11 A's batch strides, 12..15 B's,
+// 16 A's row stride, 17 A's depth stride, 18 B's depth stride, 19 B's column stride, 20 alpha,
+// 21 beta, 22 has C, 23 C's row stride, 24 C's column stride.
+const char* const kMatMulBody = R"(
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(3) var<storage, read> C: array<f32>;
+@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+
+var<workgroup> ta: array<array<f32, 16>, 16>;
+var<workgroup> tb: array<array<f32, 16>, 16>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let M = pu(0u);
+  let N = pu(1u);
+  let K = pu(2u);
+  let row = wid.y * 16u + lid.y;
+  let col = wid.x * 16u + lid.x;
+  let batch = wid.z;
+  var rem = batch;
+  var oa = 0u;
+  var ob = 0u;
+  for (var d = i32(pu(3u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let c = rem % pu(4u + k);
+    rem = rem / pu(4u + k);
+    oa += c * pu(8u + k);
+    ob += c * pu(12u + k);
+  }
+  let sam = pu(16u);
+  let sak = pu(17u);
+  let sbk = pu(18u);
+  let sbn = pu(19u);
+  var acc = 0.0;
+  let tiles = (K + 15u) / 16u;
+  for (var t = 0u; t < tiles; t++) {
+    let ka = t * 16u + lid.x;
+    var va = 0.0;
+    if (row < M && ka < K) { va = A[oa + row * sam + ka * sak]; }
+    ta[lid.y][lid.x] = va;
+    let kb = t * 16u + lid.y;
+    var vb = 0.0;
+    if (kb < K && col < N) { vb = B[ob + kb * sbk + col * sbn]; }
+    tb[lid.y][lid.x] = vb;
+    workgroupBarrier();
+    for (var k = 0u; k < 16u; k++) { acc += ta[lid.y][k] * tb[k][lid.x]; }
+    workgroupBarrier();
+  }
+  if (row < M && col < N) {
+    var v = pf(20u) * acc;
+    if (pu(22u) != 0u) { v += pf(21u) * C[row * pu(23u) + col * pu(24u)]; }
+    Y[(batch * M + row) * N + col] = v;
+  }
+}
+)";
+
+// One invocation per row of the last axis. Words: 0 rows, 1 row length, 2 log (LogSoftmax).
+const char* const kSoftmaxBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = flat_id(gid);
+  if (r >= pu(0u)) { return; }
+  let n = pu(1u);
+  let base = r * n;
+  var m = -3.402823e38;
+  for (var j = 0u; j < n; j++) { m = max(m, x[base + j]); }
+  var s = 0.0;
+  for (var j = 0u; j < n; j++) { s += exp(x[base + j] - m); }
+  if (pu(2u) != 0u) {
+    let ls = log(s);
+    for (var j = 0u; j < n; j++) { y[base + j] = x[base + j] - m - ls; }
+  } else {
+    for (var j = 0u; j < n; j++) { y[base + j] = exp(x[base + j] - m) / s; }
+  }
+}
+)";
+
+// y[i] = x[sum_d c_d * stride_d] over the output's index (c_d). Words: 0 n, 1 rank, 2..7 output
+// dims, 8..13 the input's element stride of each output dim.
+const char* const kTransposeBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  var rem = i;
+  var src = 0u;
+  for (var d = i32(pu(1u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let c = rem % pu(2u + k);
+    rem = rem / pu(2u + k);
+    src += c * pu(8u + k);
+  }
+  y[i] = x[src];
+}
+)";
+
+// Direct 2-d convolution, one output element per invocation (NCHW, OIHW weights, groups).
+// Words: 0 n, 1 C, 2 H, 3 W, 4 M, 5 OH, 6 OW, 7 KH, 8 KW, 9 stride h, 10 stride w, 11 dilation h,
+// 12 dilation w, 13 pad top, 14 pad left, 15 has bias, 16 C per group, 17 M per group.
+const char* const kConvBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let C = pu(1u);
+  let H = i32(pu(2u));
+  let W = i32(pu(3u));
+  let M = pu(4u);
+  let OH = pu(5u);
+  let OW = pu(6u);
+  let KH = pu(7u);
+  let KW = pu(8u);
+  let cg = pu(16u);
+  let ow = i % OW;
+  let oh = (i / OW) % OH;
+  let m = (i / (OW * OH)) % M;
+  let n = i / (OW * OH * M);
+  let g = m / pu(17u);
+  let h0 = i32(oh * pu(9u)) - i32(pu(13u));
+  let w0 = i32(ow * pu(10u)) - i32(pu(14u));
+  var acc = 0.0;
+  if (pu(15u) != 0u) { acc = bias[m]; }
+  for (var c = 0u; c < cg; c++) {
+    let xc = (n * C + g * cg + c) * u32(H * W);
+    let wc = (m * cg + c) * KH * KW;
+    for (var kh = 0u; kh < KH; kh++) {
+      let ih = h0 + i32(kh * pu(11u));
+      if (ih < 0 || ih >= H) { continue; }
+      for (var kw = 0u; kw < KW; kw++) {
+        let iw = w0 + i32(kw * pu(12u));
+        if (iw < 0 || iw >= W) { continue; }
+        acc += x[xc + u32(ih * W + iw)] * w[wc + kh * KW + kw];
+      }
+    }
+  }
+  y[i] = acc;
+}
+)";
+
+// Mean over each (n, c) plane. Words: 0 planes, 1 plane size.
+const char* const kGlobalPoolBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let p = flat_id(gid);
+  if (p >= pu(0u)) { return; }
+  let n = pu(1u);
+  var s = 0.0;
+  for (var j = 0u; j < n; j++) { s += x[p * n + j]; }
+  y[p] = s / f32(n);
+}
+)";
+
+// 2-d max / average pooling, one output element per invocation (NCHW). Words: 0 n, 1 H, 2 W,
+// 3 OH, 4 OW, 5 KH, 6 KW, 7 stride h, 8 stride w, 9 dilation h, 10 dilation w, 11 pad top,
+// 12 pad left, 13 max (else average), 14 count_include_pad, 15 planes (N * C).
+const char* const kPoolBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let H = i32(pu(1u));
+  let W = i32(pu(2u));
+  let OH = pu(3u);
+  let OW = pu(4u);
+  let ow = i % OW;
+  let oh = (i / OW) % OH;
+  let plane = i / (OW * OH);
+  let h0 = i32(oh * pu(7u)) - i32(pu(11u));
+  let w0 = i32(ow * pu(8u)) - i32(pu(12u));
+  let is_max = pu(13u) != 0u;
+  var acc = 0.0;
+  if (is_max) { acc = -3.402823e38; }
+  var count = 0u;
+  let base = plane * u32(H * W);
+  for (var kh = 0u; kh < pu(5u); kh++) {
+    let ih = h0 + i32(kh * pu(9u));
+    if (ih < 0 || ih >= H) { continue; }
+    for (var kw = 0u; kw < pu(6u); kw++) {
+      let iw = w0 + i32(kw * pu(10u));
+      if (iw < 0 || iw >= W) { continue; }
+      let v = x[base + u32(ih * W + iw)];
+      if (is_max) { acc = max(acc, v); } else { acc += v; }
+      count++;
+    }
+  }
+  if (!is_max) {
+    if (pu(14u) != 0u) { count = pu(5u) * pu(6u); }
+    acc = acc / f32(max(count, 1u));
+  }
+  y[i] = acc;
+}
+)";
+
+// Reduction over a set of axes, one output element per invocation. Words: 0 outputs, 1 rank,
+// 2 op, 3 reduced elements per output, 4..9 the output's dims (reduced dims 1), 10..15 the
+// input's strides, 16..21 the reduced dims (1 on kept axes).
+const char* const kReduceBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let rank = i32(pu(1u));
+  let op = pu(2u);
+  var rem = i;
+  var base = 0u;
+  for (var d = rank - 1; d >= 0; d--) {
+    let k = u32(d);
+    let c = rem % pu(4u + k);
+    rem = rem / pu(4u + k);
+    base += c * pu(10u + k);
+  }
+  let inf = bitcast<f32>(0x7f800000u);
+  // Max of the inputs first, for a stable LogSumExp.
+  var m = -inf;
+  if (op == 8u) {
+    for (var j = 0u; j < pu(3u); j++) {
+      var r = j;
+      var off = base;
+      for (var d = rank - 1; d >= 0; d--) {
+        let k = u32(d);
+        off += (r % pu(16u + k)) * pu(10u + k);
+        r = r / pu(16u + k);
+      }
+      m = max(m, x[off]);
+    }
+  }
+  var acc = 0.0;
+  if (op == 2u) { acc = -inf; }
+  if (op == 3u) { acc = inf; }
+  if (op == 4u) { acc = 1.0; }
+  for (var j = 0u; j < pu(3u); j++) {
+    var r = j;
+    var off = base;
+    for (var d = rank - 1; d >= 0; d--) {
+      let k = u32(d);
+      off += (r % pu(16u + k)) * pu(10u + k);
+      r = r / pu(16u + k);
+    }
+    let v = x[off];
+    switch op {
+      case 2u: { acc = max(acc, v); }
+      case 3u: { acc = min(acc, v); }
+      case 4u: { acc = acc * v; }
+      case 5u: { acc += v * v; }
+      case 6u: { acc += abs(v); }
+      case 7u: { acc += v * v; }
+      case 8u: { acc += exp(v - m); }
+      default: { acc += v; }
+    }
+  }
+  switch op {
+    case 1u: { acc = acc / f32(pu(3u)); }
+    case 7u: { acc = sqrt(acc); }
+    case 8u: { acc = m + log(acc); }
+    case 9u: { acc = log(acc); }
+    default: { }
+  }
+  y[i] = acc;
+}
+)";
+
+// LayerNormalization over the trailing `n` elements of each row. Words: 0 rows, 1 n,
+// 2 epsilon, 3 scale stride (0: one value), 4 has bias, 5 bias stride, 6 writes Mean (binding 5),
+// 7 writes InvStdDev (binding 6).
+const char* const kLayerNormBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> scale: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read_write> mean_out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> inv_out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = gid.x + gid.y * pu(31u);
+  if (r >= pu(0u)) { return; }
+  let n = pu(1u);
+  let base = r * n;
+  var mean = 0.0;
+  for (var j = 0u; j < n; j++) { mean += x[base + j]; }
+  mean = mean / f32(n);
+  var variance = 0.0;
+  for (var j = 0u; j < n; j++) { let d = x[base + j] - mean; variance += d * d; }
+  variance = variance / f32(n);
+  let inv = 1.0 / sqrt(variance + pf(2u));
+  if (pu(6u) != 0u) { mean_out[r] = mean; }
+  if (pu(7u) != 0u) { inv_out[r] = inv; }
+  let ss = pu(3u);
+  let bs = pu(5u);
+  let has_bias = pu(4u) != 0u;
+  for (var j = 0u; j < n; j++) {
+    var v = (x[base + j] - mean) * inv * scale[j * ss];
+    if (has_bias) { v += bias[j * bs]; }
+    y[base + j] = v;
+  }
+}
+)";
+
+/// A kernel's full source: the prelude, then its body (built once).
+#define WG_SOURCE(fn, body)                                        \
+  const char* fn() {                                               \
+    static const std::string src = std::string(kPrelude) + (body); \
+    return src.c_str();                                            \
+  }
+WG_SOURCE(unary_wgsl, kUnaryBody)
+WG_SOURCE(binary_wgsl, kBinaryBody)
+WG_SOURCE(matmul_wgsl, kMatMulBody)
+WG_SOURCE(softmax_wgsl, kSoftmaxBody)
+WG_SOURCE(transpose_wgsl, kTransposeBody)
+WG_SOURCE(conv_wgsl, kConvBody)
+WG_SOURCE(global_pool_wgsl, kGlobalPoolBody)
+WG_SOURCE(pool_wgsl, kPoolBody)
+WG_SOURCE(reduce_wgsl, kReduceBody)
+WG_SOURCE(layer_norm_wgsl, kLayerNormBody)
+#undef WG_SOURCE
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  const std::vector<int64_t> own = strides_of(in);
+  const size_t off = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) st[off + d] = in[d] == 1 && out[off + d] != 1 ? 0 : own[d];
+  return st;
+}
+
+void check_size(const std::string& where, int64_t numel) {
+  if (numel > int64_t(0xffffffff) / 2)
+    fail(ErrorCode::kRuntime, "webgpu: ", where, ": ", numel, " elements exceed the kernels' 32-bit indexing");
+}
+
+namespace {
+
+/// numpy broadcast of two shapes (throws naming the node when they do not broadcast).
+Shape broadcast_shape(const std::string& where, const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> out(r);
+  for (size_t k = 0; k < r; ++k) {
+    const int64_t da = k + a.size() >= r ? a[k + a.size() - r] : 1;
+    const int64_t db = k + b.size() >= r ? b[k + b.size() - r] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", where, ": shapes ", a.to_string(), " and ", b.to_string(),
+           " do not broadcast");
+    out[k] = da == 1 ? db : da;
+  }
+  return Shape(out);
+}
+
+uint32_t u32_of(int64_t v) { return static_cast<uint32_t>(v); }
+
+// ---------------------------------------------------------------------------------------------
+// Unary maps
+
+struct UnaryOp {
+  const char* name;
+  int code;
+  int since;
+};
+constexpr UnaryOp kUnary[] = {
+    {"Relu", 0, 6},         {"Sigmoid", 1, 6}, {"Tanh", 2, 6},        {"Exp", 3, 6},    {"Abs", 4, 6},
+    {"Neg", 5, 6},          {"Sqrt", 6, 6},    {"Erf", 7, 9},         {"Clip", 8, 6},   {"LeakyRelu", 9, 6},
+    {"HardSigmoid", 10, 6}, {"Log", 11, 6},    {"Reciprocal", 12, 6}, {"Floor", 13, 6}, {"Ceil", 14, 6},
+    {"Softplus", 15, 1},    {"Elu", 16, 6},
+};
+
+int unary_code(const std::string& op) {
+  for (const auto& u : kUnary)
+    if (op == u.name) return u.code;
+  return -1;
+}
+
+/// Clip's bounds from its constant inputs (opset 11+) or attributes; false when not constant.
+bool clip_bounds(const Graph& g, const Node& n, float* lo, float* hi, std::string* why) {
+  *lo = -std::numeric_limits<float>::infinity();
+  *hi = std::numeric_limits<float>::infinity();
+  if (n.opset < 11) {
+    *lo = n.attr_float("min", -std::numeric_limits<float>::max());
+    *hi = n.attr_float("max", std::numeric_limits<float>::max());
+    return true;
+  }
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!n.has_input(i)) continue;
+    const Tensor* t = is_constant(g, n, i) ? &g.values[n.inputs[i]].initializer : nullptr;
+    if (!t || t->numel() != 1 || t->dtype() != DType::kFloat) {
+      if (why) *why = str("Clip bound input ", i, " is not a constant float32 scalar");
+      return false;
+    }
+    (i == 1 ? *lo : *hi) = t->data<float>()[0];
+  }
+  return true;
+}
+
+class UnaryKernel final : public WgKernel {
+ public:
+  UnaryKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d, int code, float alpha, float beta)
+      : WgKernel(info, std::move(d), 0b110), code_(code), alpha_(alpha), beta_(beta) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = out(ctx, 0, x.shape());
+    check_size(label(), x.numel());
+    Params p;
+    p.u(x.numel()).u(code_).f(alpha_).f(beta_);
+    s.dispatch_1d("unary", unary_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(x.numel()));
+  }
+
+ private:
+  int code_;
+  float alpha_, beta_;
+};
+
+bool check_unary(const ClaimInfo& c, Decline* why) {
+  if (c.node.op_type == "Clip") {
+    float lo, hi;
+    std::string reason;
+    if (!clip_bounds(c.graph, c.node, &lo, &hi, &reason))
+      return decline(why, DeclineCode::kUnsupportedAttribute, reason);
+  }
+  return true;
+}
+
+std::unique_ptr<Kernel> create_unary(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  const Node& n = info.node;
+  float alpha = 0, beta = 0;
+  if (n.op_type == "Clip") {
+    std::string why;
+    if (!clip_bounds(info.graph, n, &alpha, &beta, &why)) fail(ErrorCode::kNotImplemented, "webgpu: ", why);
+  } else if (n.op_type == "LeakyRelu") {
+    alpha = n.attr_float("alpha", 0.01f);
+  } else if (n.op_type == "HardSigmoid") {
+    alpha = n.attr_float("alpha", 0.2f);
+    beta = n.attr_float("beta", 0.5f);
+  } else if (n.op_type == "Elu") {
+    alpha = n.attr_float("alpha", 1.0f);
+  }
+  return std::make_unique<UnaryKernel>(info, d, unary_code(n.op_type), alpha, beta);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary arithmetic with numpy broadcasting
+
+int binary_code(const std::string& op) {
+  if (op == "Add") return 0;
+  if (op == "Sub") return 1;
+  if (op == "Mul") return 2;
+  if (op == "Div") return 3;
+  if (op == "Max") return 4;
+  if (op == "Min") return 5;
+  return -1;
+}
+
+class BinaryKernel final : public WgKernel {
+ public:
+  BinaryKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d, int code)
+      : WgKernel(info, std::move(d), 0), code_(code) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Shape ys = broadcast_shape(label(), a.shape(), b.shape());
+    if (ys.size() > static_cast<size_t>(kMaxRank))
+      fail(ErrorCode::kNotImplemented, "webgpu: ", label(), ": rank ", ys.size(), " is above the kernels' limit of ",
+           kMaxRank);
+    Tensor& y = out(ctx, 0, ys);
+    check_size(label(), y.numel());
+    const auto sa = broadcast_strides(a.shape(), ys), sb = broadcast_strides(b.shape(), ys);
+    Params p;
+    p.u(y.numel()).u(code_).u(static_cast<int64_t>(ys.size()));
+    for (size_t k = 0; k < 6; ++k) p.u(k < ys.size() ? ys[k] : 1);
+    for (size_t k = 0; k < 6; ++k) p.u(k < sa.size() ? sa[k] : 0);
+    for (size_t k = 0; k < 6; ++k) p.u(k < sb.size() ? sb[k] : 0);
+    s.dispatch_1d("binary", binary_wgsl(), p, {in(ctx, 0), in(ctx, 1), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  int code_;
+};
+
+bool check_binary(const ClaimInfo& c, Decline* why) {
+  if (c.node.num_inputs() != 2)
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("webgpu runs ", c.node.op_type, " of two inputs, this node has ", c.node.num_inputs()));
+  return true;
+}
+
+std::unique_ptr<Kernel> create_binary(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<BinaryKernel>(info, d, binary_code(info.node.op_type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// MatMul and Gemm
+
+struct MatDesc {
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<int64_t> batch, sa_batch, sb_batch;  // batch dims and A's / B's element strides over them
+  int64_t sam = 0, sak = 0, sbk = 0, sbn = 0;
+  float alpha = 1, beta = 0;
+  bool has_c = false;
+  int64_t scm = 0, scn = 0;
+};
+
+void record_matmul(Stream& s, const std::string& label, const MatDesc& m, const BufRef& A, const BufRef& B,
+                   const BufRef& C, const BufRef& Y) {
+  int64_t items = 1;
+  for (int64_t d : m.batch) items *= d;
+  check_size(label, items * m.M * m.N);
+  if (m.batch.size() > 4) fail(ErrorCode::kNotImplemented, "webgpu: ", label, ": more than 4 batch dimensions");
+  Params p;
+  p.u(m.M).u(m.N).u(m.K).u(static_cast<int64_t>(m.batch.size()));
+  for (size_t k = 0; k < 4; ++k) p.u(k < m.batch.size() ? m.batch[k] : 1);
+  for (size_t k = 0; k < 4; ++k) p.u(k < m.sa_batch.size() ? m.sa_batch[k] : 0);
+  for (size_t k = 0; k < 4; ++k) p.u(k < m.sb_batch.size() ? m.sb_batch[k] : 0);
+  p.u(m.sam).u(m.sak).u(m.sbk).u(m.sbn).f(m.alpha).f(m.beta).u(m.has_c ? 1 : 0).u(m.scm).u(m.scn);
+  if (items == 0 || m.M == 0 || m.N == 0) return;
+  s.dispatch("matmul", matmul_wgsl(), p, {A, B, C, Y}, u32_of((m.N + 15) / 16), u32_of((m.M + 15) / 16), u32_of(items));
+}
+
+class MatMulKernel final : public WgKernel {
+ public:
+  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : WgKernel(info, std::move(d), 0) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Shape a = ctx.input(0).shape(), b = ctx.input(1).shape();
+    if (a.size() == 0 || b.size() == 0) fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": MatMul of a scalar");
+    // 1-D operands become matrices ([K] -> [1, K] for A, [K, 1] for B); their dim is dropped after.
+    const bool a1 = a.size() == 1, b1 = b.size() == 1;
+    std::vector<int64_t> av, bv;
+    if (a1) av.push_back(1);
+    for (size_t k = 0; k < a.size(); ++k) av.push_back(a[k]);
+    for (size_t k = 0; k < b.size(); ++k) bv.push_back(b[k]);
+    if (b1) bv.push_back(1);
+    MatDesc m;
+    m.M = av[av.size() - 2];
+    m.K = av.back();
+    m.N = bv.back();
+    if (bv[bv.size() - 2] != m.K)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": inner dimensions differ (", a.to_string(), " x ",
+           b.to_string(), ")");
+    const Shape ab(std::vector<int64_t>(av.begin(), av.end() - 2)), bb(std::vector<int64_t>(bv.begin(), bv.end() - 2));
+    const Shape batch = broadcast_shape(label(), ab, bb);
+    m.batch = batch.to_vector();
+    // Strides of A's and B's batch dims in elements of the whole tensors.
+    const auto sa = broadcast_strides(ab, batch), sb = broadcast_strides(bb, batch);
+    for (size_t k = 0; k < batch.size(); ++k) {
+      m.sa_batch.push_back(sa[k] * m.M * m.K);
+      m.sb_batch.push_back(sb[k] * m.K * m.N);
+    }
+    m.sam = m.K;
+    m.sak = 1;
+    m.sbk = m.N;
+    m.sbn = 1;
+    std::vector<int64_t> ys = m.batch;
+    if (!a1) ys.push_back(m.M);
+    if (!b1) ys.push_back(m.N);
+    Tensor& y = out(ctx, 0, Shape(ys));
+    const BufRef A = in(ctx, 0);
+    record_matmul(s, label(), m, A, in(ctx, 1), A, device_ref(y, "output"));
+  }
+};
+
+class GemmKernel final : public WgKernel {
+ public:
+  GemmKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0),
+        alpha_(info.node.attr_float("alpha", 1.0f)),
+        beta_(info.node.attr_float("beta", 1.0f)),
+        ta_(info.node.attr_int("transA", 0) != 0),
+        tb_(info.node.attr_int("transB", 0) != 0) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Shape a = ctx.input(0).shape(), b = ctx.input(1).shape();
+    if (a.size() != 2 || b.size() != 2)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": Gemm takes 2-d A and B, got ", a.to_string(), " and ",
+           b.to_string());
+    MatDesc m;
+    m.M = ta_ ? a[1] : a[0];
+    m.K = ta_ ? a[0] : a[1];
+    m.N = tb_ ? b[0] : b[1];
+    if ((tb_ ? b[1] : b[0]) != m.K)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": inner dimensions differ (", a.to_string(), " x ",
+           b.to_string(), ")");
+    m.sam = ta_ ? 1 : a[1];
+    m.sak = ta_ ? a[1] : 1;
+    m.sbk = tb_ ? 1 : b[1];
+    m.sbn = tb_ ? b[1] : 1;
+    m.alpha = alpha_;
+    m.beta = beta_;
+    const BufRef A = in(ctx, 0);
+    BufRef C = A;
+    if (ctx.has_input(2) && beta_ != 0.0f) {
+      const Shape c = ctx.input(2).shape();
+      const auto bad = [&] {
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": C of shape ", c.to_string(),
+             " does not broadcast to [", m.M, ",", m.N, "]");
+      };
+      if (c.size() > 2) bad();
+      const int64_t cm = c.size() == 2 ? c[0] : 1, cn = c.size() >= 1 ? c[c.size() - 1] : 1;
+      if ((cm != 1 && cm != m.M) || (cn != 1 && cn != m.N)) bad();
+      m.has_c = true;
+      m.scm = cm == 1 ? 0 : cn;
+      m.scn = cn == 1 ? 0 : 1;
+      C = in(ctx, 2);
+    }
+    Tensor& y = out(ctx, 0, Shape{m.M, m.N});
+    record_matmul(s, label(), m, A, in(ctx, 1), C, device_ref(y, "output"));
+  }
+
+ private:
+  float alpha_, beta_;
+  bool ta_, tb_;
+};
+
+bool check_matmul(const ClaimInfo& c, Decline* why) {
+  for (size_t i = 0; i < 2; ++i)
+    if (in_rank(c, i) == 0) return decline(why, DeclineCode::kUnsupportedAttribute, "MatMul of a scalar");
+  return true;
+}
+
+bool check_gemm(const ClaimInfo& c, Decline* why) {
+  for (size_t i = 0; i < 2; ++i)
+    if (in_rank(c, i) != 2)
+      return decline(why, DeclineCode::kUnsupportedAttribute, str("Gemm input ", i, " is not 2-d"));
+  if (c.node.has_input(2) && in_rank(c, 2) > 2)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "Gemm's C has rank above 2");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_matmul(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<MatMulKernel>(info, d);
+}
+std::unique_ptr<Kernel> create_gemm(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<GemmKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Softmax / LogSoftmax over the last axis
+
+int64_t softmax_axis(const Node& n, int rank) {
+  int64_t axis = n.attr_int("axis", n.opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  return axis;
+}
+
+class SoftmaxKernel final : public WgKernel {
+ public:
+  SoftmaxKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0), log_(info.node.op_type == "LogSoftmax") {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = out(ctx, 0, x.shape());
+    check_size(label(), x.numel());
+    const int64_t n = x.shape().size() ? x.shape()[x.shape().size() - 1] : 1;
+    const int64_t rows = n ? x.numel() / n : 0;
+    Params p;
+    p.u(rows).u(n).u(log_ ? 1 : 0);
+    s.dispatch_1d("softmax", softmax_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(rows));
+  }
+
+ private:
+  bool log_;
+};
+
+bool check_softmax(const ClaimInfo& c, Decline* why) {
+  const int rank = in_rank(c, 0);
+  if (rank < 1) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown or 0");
+  const int64_t axis = softmax_axis(c.node, rank);
+  if (axis != rank - 1)
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("webgpu runs ", c.node.op_type, " over the last axis only; axis is ", axis, " of rank ", rank));
+  return true;
+}
+
+std::unique_ptr<Kernel> create_softmax(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<SoftmaxKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity): the output is input 0's buffer with the
+// output's planned shape; no work is recorded.
+
+class ViewKernel final : public WgKernel {
+ public:
+  // Every input but the data is a shape operand read on the host.
+  ViewKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : WgKernel(info, std::move(d), ~1u) {}
+  int alias_input(size_t out) const override { return out == 0 ? 0 : -1; }
+  void run(KernelContext& ctx, Stream&) const override {
+    const Tensor& x = ctx.input(0);
+    if (!ctx.output_ready(0)) fail(ErrorCode::kRuntime, "webgpu: ", label(), ": the output's shape is unknown");
+    const Shape shape = ctx.output(0).shape();
+    if (shape.numel() != x.numel())
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": cannot view ", x.shape().to_string(), " as ",
+           shape.to_string());
+    const BufRef b = in(ctx, 0);
+    ctx.set_output(0, Tensor::device_tensor(x.dtype(), shape, const_cast<Buffer*>(b.buf), b.keep, dev_->memory_id()));
+  }
+};
+
+bool check_view(const ClaimInfo& c, Decline* why) {
+  const TypeInfo* o = out_type(c, 0);
+  if (!o || !o->has_shape) return decline(why, DeclineCode::kDynamicShape, "the output's rank is unknown");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_view(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ViewKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transpose
+
+class TransposeKernel final : public WgKernel {
+ public:
+  TransposeKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0), perm_(info.node.attr_ints("perm")) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape& xs = x.shape();
+    const size_t r = xs.size();
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty())
+      for (size_t k = 0; k < r; ++k) perm.push_back(static_cast<int64_t>(r - 1 - k));
+    if (perm.size() != r)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": perm has ", perm.size(), " entries for rank ", r);
+    std::vector<bool> seen(r, false);
+    for (int64_t& p : perm) {
+      if (p < 0) p += static_cast<int64_t>(r);
+      if (p < 0 || p >= static_cast<int64_t>(r) || seen[p])
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": perm is not a permutation of the axes");
+      seen[p] = true;
+    }
+    std::vector<int64_t> ys(r);
+    for (size_t k = 0; k < r; ++k) ys[k] = xs[perm[k]];
+    Tensor& y = out(ctx, 0, Shape(ys));
+    check_size(label(), y.numel());
+    const auto xst = strides_of(xs);
+    Params p;
+    p.u(y.numel()).u(static_cast<int64_t>(r));
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? ys[k] : 1);
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? xst[perm[k]] : 0);
+    s.dispatch_1d("transpose", transpose_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
+
+std::unique_ptr<Kernel> create_transpose(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<TransposeKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv (2-d, direct) and GlobalAveragePool
+
+std::vector<int64_t> ints_or(const Node& n, const char* name, std::vector<int64_t> dflt) {
+  const std::vector<int64_t> v = n.attr_ints(name);
+  return v.empty() ? dflt : v;
+}
+
+class ConvKernel final : public WgKernel {
+ public:
+  ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0),
+        group_(info.node.attr_int("group", 1)),
+        strides_(ints_or(info.node, "strides", {1, 1})),
+        dil_(ints_or(info.node, "dilations", {1, 1})),
+        pads_(ints_or(info.node, "pads", {0, 0, 0, 0})),
+        kshape_(info.node.attr_ints("kernel_shape")) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Shape xs = ctx.input(0).shape(), ws = ctx.input(1).shape();
+    const auto bad = [&](const std::string& what) {
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": ", what, " (x ", xs.to_string(), ", w ", ws.to_string(),
+           ")");
+    };
+    if (xs.size() != 4 || ws.size() != 4) bad("2-d convolution takes 4-d x and w");
+    if (group_ < 1 || xs[1] % group_ || ws[0] % group_ || ws[1] * group_ != xs[1])
+      bad(str("channels do not match group ", group_));
+    if (!kshape_.empty() && (kshape_[0] != ws[2] || kshape_[1] != ws[3])) bad("kernel_shape differs from w");
+    const int64_t eh = dil_[0] * (ws[2] - 1) + 1, ew = dil_[1] * (ws[3] - 1) + 1;
+    const int64_t oh = (xs[2] + pads_[0] + pads_[2] - eh) / strides_[0] + 1;
+    const int64_t ow = (xs[3] + pads_[1] + pads_[3] - ew) / strides_[1] + 1;
+    if (xs[2] + pads_[0] + pads_[2] < eh || xs[3] + pads_[1] + pads_[3] < ew)
+      bad("the window is larger than the input");
+    Tensor& y = out(ctx, 0, Shape{xs[0], ws[0], oh, ow});
+    check_size(label(), y.numel());
+    check_size(label(), ctx.input(0).numel());
+    const bool bias = ctx.has_input(2);
+    if (bias && ctx.input(2).numel() != ws[0]) bad("the bias has the wrong length");
+    Params p;
+    p.u(y.numel()).u(xs[1]).u(xs[2]).u(xs[3]).u(ws[0]).u(oh).u(ow).u(ws[2]).u(ws[3]);
+    p.u(strides_[0]).u(strides_[1]).u(dil_[0]).u(dil_[1]).u(pads_[0]).u(pads_[1]).u(bias ? 1 : 0);
+    p.u(ws[1]).u(ws[0] / group_);
+    const BufRef w = in(ctx, 1);
+    s.dispatch_1d("conv", conv_wgsl(), p, {in(ctx, 0), w, bias ? in(ctx, 2) : w, device_ref(y, "output")},
+                  u32_of(y.numel()));
+  }
+
+ private:
+  int64_t group_;
+  std::vector<int64_t> strides_, dil_, pads_, kshape_;
+};
+
+bool check_conv(const ClaimInfo& c, Decline* why) {
+  const Node& n = c.node;
+  if (in_rank(c, 0) != 4 || in_rank(c, 1) != 4)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "webgpu runs 2-d convolutions only (4-d x and w)");
+  const std::string pad = n.attr_string("auto_pad", "NOTSET");
+  if (pad != "NOTSET")
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("auto_pad ", pad, " is not supported (explicit pads only)"));
+  const auto size_is = [&](const char* a, size_t k) { return !n.has_attr(a) || n.attr_ints(a).size() == k; };
+  if (!size_is("strides", 2) || !size_is("dilations", 2) || !size_is("pads", 4) || !size_is("kernel_shape", 2))
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   "strides, dilations, pads or kernel_shape of the wrong length");
+  for (const char* a : {"strides", "dilations"})
+    for (int64_t v : n.attr_ints(a))
+      if (v < 1) return decline(why, DeclineCode::kUnsupportedAttribute, str(a, " must be positive"));
+  for (int64_t v : n.attr_ints("pads"))
+    if (v < 0) return decline(why, DeclineCode::kUnsupportedAttribute, "negative pads");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_conv(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ConvKernel>(info, d);
+}
+
+class GlobalPoolKernel final : public WgKernel {
+ public:
+  GlobalPoolKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : WgKernel(info, std::move(d), 0) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape& xs = x.shape();
+    if (xs.size() < 3) fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": the input has rank below 3");
+    std::vector<int64_t> ys{xs[0], xs[1]};
+    int64_t plane = 1;
+    for (size_t k = 2; k < xs.size(); ++k) {
+      plane *= xs[k];
+      ys.push_back(1);
+    }
+    Tensor& y = out(ctx, 0, Shape(ys));
+    check_size(label(), x.numel());
+    Params p;
+    p.u(xs[0] * xs[1]).u(plane);
+    s.dispatch_1d("global_pool", global_pool_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(xs[0] * xs[1]));
+  }
+};
+
+bool check_global_pool(const ClaimInfo& c, Decline* why) {
+  if (in_rank(c, 0) < 3) return decline(why, DeclineCode::kUnsupportedAttribute, "the input has rank below 3");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_global_pool(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<GlobalPoolKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MaxPool / AveragePool (2-d)
+
+class PoolKernel final : public WgKernel {
+ public:
+  PoolKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0),
+        max_(info.node.op_type == "MaxPool"),
+        include_pad_(info.node.attr_int("count_include_pad", 0) != 0),
+        kshape_(info.node.attr_ints("kernel_shape")),
+        strides_(ints_or(info.node, "strides", {1, 1})),
+        dil_(ints_or(info.node, "dilations", {1, 1})),
+        pads_(ints_or(info.node, "pads", {0, 0, 0, 0})) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape& xs = x.shape();
+    if (xs.size() != 4) fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": 2-d pooling takes a 4-d input");
+    // The output's shape as inference planned it (ceil_mode included).
+    if (!ctx.output_ready(0)) fail(ErrorCode::kRuntime, "webgpu: ", label(), ": the output's shape is unknown");
+    const Shape ys = ctx.output(0).shape();
+    if (ys.size() != 4 || ys[0] != xs[0] || ys[1] != xs[1])
+      fail(ErrorCode::kRuntime, "webgpu: ", label(), ": unexpected output shape ", ys.to_string());
+    Tensor& y = out(ctx, 0, ys);
+    check_size(label(), x.numel());
+    check_size(label(), y.numel());
+    Params p;
+    p.u(y.numel()).u(xs[2]).u(xs[3]).u(ys[2]).u(ys[3]).u(kshape_[0]).u(kshape_[1]).u(strides_[0]).u(strides_[1]);
+    p.u(dil_[0]).u(dil_[1]).u(pads_[0]).u(pads_[1]).u(max_ ? 1 : 0).u(include_pad_ ? 1 : 0).u(xs[0] * xs[1]);
+    s.dispatch_1d("pool", pool_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  bool max_, include_pad_;
+  std::vector<int64_t> kshape_, strides_, dil_, pads_;
+};
+
+bool check_pool(const ClaimInfo& c, Decline* why) {
+  const Node& n = c.node;
+  if (in_rank(c, 0) != 4)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "webgpu runs 2-d pooling only (4-d input)");
+  if (n.has_output(1))
+    return decline(why, DeclineCode::kUnsupportedAttribute, "MaxPool's Indices output is not supported");
+  const std::string pad = n.attr_string("auto_pad", "NOTSET");
+  if (pad != "NOTSET")
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("auto_pad ", pad, " is not supported (explicit pads only)"));
+  if (n.attr_int("storage_order", 0) != 0)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "storage_order 1 is not supported");
+  if (n.op_type == "AveragePool" && n.attr_int("ceil_mode", 0) != 0)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "AveragePool with ceil_mode is not supported");
+  const auto size_is = [&](const char* a, size_t k) { return !n.has_attr(a) || n.attr_ints(a).size() == k; };
+  if (n.attr_ints("kernel_shape").size() != 2 || !size_is("strides", 2) || !size_is("dilations", 2) ||
+      !size_is("pads", 4))
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   "kernel_shape, strides, dilations or pads of the wrong length");
+  for (const char* a : {"kernel_shape", "strides", "dilations"})
+    for (int64_t v : n.attr_ints(a))
+      if (v < 1) return decline(why, DeclineCode::kUnsupportedAttribute, str(a, " must be positive"));
+  for (int64_t v : n.attr_ints("pads"))
+    if (v < 0) return decline(why, DeclineCode::kUnsupportedAttribute, "negative pads");
+  const TypeInfo* o = out_type(c, 0);
+  if (!o || !o->has_shape) return decline(why, DeclineCode::kDynamicShape, "the output's rank is unknown");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_pool(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<PoolKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+
+struct ReduceOp {
+  const char* name;
+  int code;
+  int axes_input_since;  // opset from which the axes are input 1 rather than an attribute
+};
+constexpr ReduceOp kReduce[] = {
+    {"ReduceSum", 0, 13},       {"ReduceMean", 1, 18},      {"ReduceMax", 2, 18}, {"ReduceMin", 3, 18},
+    {"ReduceProd", 4, 18},      {"ReduceSumSquare", 5, 18}, {"ReduceL1", 6, 18},  {"ReduceL2", 7, 18},
+    {"ReduceLogSumExp", 8, 18}, {"ReduceLogSum", 9, 18},
+};
+
+const ReduceOp& reduce_op(const std::string& op) {
+  for (const auto& r : kReduce)
+    if (op == r.name) return r;
+  fail(ErrorCode::kNotImplemented, "webgpu: no reduction ", op);
+}
+
+/// The node's axes (normalised, sorted, unique) for an input of `rank`; `all` when empty means
+/// every axis. False when the axes are not known when the kernel is made.
+bool reduce_axes(const Graph& g, const Node& n, int rank, std::vector<int64_t>* axes, bool* noop, std::string* why) {
+  const ReduceOp& r = reduce_op(n.op_type);
+  std::vector<int64_t> a;
+  if (n.opset >= r.axes_input_since) {
+    if (n.has_input(1)) {
+      if (!is_constant(g, n, 1)) {
+        *why = "the axes are not a constant";
+        return false;
+      }
+      const Tensor& t = g.values[n.inputs[1]].initializer;
+      for (int64_t k = 0; k < t.numel(); ++k) a.push_back(static_cast<int64_t>(t.element_as_double(k)));
+    }
+    *noop = n.attr_int("noop_with_empty_axes", 0) != 0;
+  } else {
+    a = n.attr_ints("axes");
+    *noop = false;
+  }
+  for (int64_t& v : a) {
+    if (v < -rank || v >= rank) {
+      *why = str("axis ", v, " is out of range for rank ", rank);
+      return false;
+    }
+    if (v < 0) v += rank;
+  }
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  *axes = a;
+  return true;
+}
+
+class ReduceKernel final : public WgKernel {
+ public:
+  ReduceKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0b10),
+        code_(reduce_op(info.node.op_type).code),
+        keepdims_(info.node.attr_int("keepdims", 1) != 0),
+        node_(&info.node),
+        graph_(&info.graph) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape& xs = x.shape();
+    const int rank = static_cast<int>(xs.size());
+    std::vector<int64_t> axes;
+    bool noop = false;
+    std::string why;
+    if (!reduce_axes(*graph_, *node_, rank, &axes, &noop, &why))
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": ", why);
+    std::vector<bool> reduced(rank, axes.empty() && !noop);
+    for (int64_t a : axes) reduced[a] = true;
+    std::vector<int64_t> kept_dims(rank), red_dims(rank), ys;
+    int64_t count = 1;
+    for (int k = 0; k < rank; ++k) {
+      kept_dims[k] = reduced[k] ? 1 : xs[k];
+      red_dims[k] = reduced[k] ? xs[k] : 1;
+      if (reduced[k]) count *= xs[k];
+      if (!reduced[k] || keepdims_) ys.push_back(kept_dims[k]);
+    }
+    Tensor& y = out(ctx, 0, Shape(ys));
+    check_size(label(), x.numel());
+    const auto st = strides_of(xs);
+    Params p;
+    p.u(y.numel()).u(rank).u(code_).u(count);
+    for (int k = 0; k < 6; ++k) p.u(k < rank ? kept_dims[k] : 1);
+    for (int k = 0; k < 6; ++k) p.u(k < rank ? st[k] : 0);
+    for (int k = 0; k < 6; ++k) p.u(k < rank ? red_dims[k] : 1);
+    s.dispatch_1d("reduce", reduce_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  int code_;
+  bool keepdims_;
+  const Node* node_;
+  const Graph* graph_;
+};
+
+bool check_reduce(const ClaimInfo& c, Decline* why) {
+  const int rank = in_rank(c, 0);
+  if (rank < 0) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown");
+  std::vector<int64_t> axes;
+  bool noop = false;
+  std::string reason;
+  if (!reduce_axes(c.graph, c.node, rank, &axes, &noop, &reason))
+    return decline(why, DeclineCode::kUnsupportedAttribute, reason);
+  return true;
+}
+
+std::unique_ptr<Kernel> create_reduce(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ReduceKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// LayerNormalization
+
+class LayerNormKernel final : public WgKernel {
+ public:
+  LayerNormKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0),
+        axis_(info.node.attr_int("axis", -1)),
+        eps_(info.node.attr_float("epsilon", 1e-5f)),
+        scratch_(dev_->buffer(4)) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape& xs = x.shape();
+    const int64_t rank = static_cast<int64_t>(xs.size());
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    if (axis < 0 || axis >= rank)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": axis ", axis_, " is out of range for rank ", rank);
+    int64_t n = 1;
+    for (int64_t k = axis; k < rank; ++k) n *= xs[k];
+    const int64_t rows = n ? x.numel() / n : 0;
+    const auto stride_of = [&](size_t i) -> int64_t {
+      const int64_t m = ctx.input(i).numel();
+      if (m == n) return 1;
+      if (m == 1) return 0;
+      fail(ErrorCode::kNotImplemented, "webgpu: ", label(), ": input ", i, " of shape ",
+           ctx.input(i).shape().to_string(), " is neither the normalised shape nor one value");
+    };
+    const int64_t ss = stride_of(1);
+    const bool bias = ctx.has_input(2);
+    const int64_t bs = bias ? stride_of(2) : 0;
+    Tensor& y = out(ctx, 0, xs);
+    check_size(label(), x.numel());
+    // Mean and InvStdDev (optional): one value per row, shaped as x with the normalised dims 1.
+    std::vector<int64_t> stat_dims;
+    for (int64_t k = 0; k < rank; ++k) stat_dims.push_back(k < axis ? xs[k] : 1);
+    BufRef stats[2];
+    for (size_t o = 1; o <= 2; ++o) {
+      if (ctx.has_output(o)) {
+        stats[o - 1] = device_ref(out(ctx, o, Shape(stat_dims)), "output");
+      } else {
+        stats[o - 1] = {scratch_.get(), scratch_};
+      }
+    }
+    Params p;
+    p.u(rows).u(n).f(eps_).u(ss).u(bias ? 1 : 0).u(bs).u(ctx.has_output(1) ? 1 : 0).u(ctx.has_output(2) ? 1 : 0);
+    const BufRef sc = in(ctx, 1);
+    const uint64_t groups = (static_cast<uint64_t>(rows) + 63) / 64;
+    const uint64_t gx = std::min<uint64_t>(groups, s.device().max_groups());
+    p.w[31] = static_cast<uint32_t>(gx * 64);
+    if (rows)
+      s.dispatch("layer_norm", layer_norm_wgsl(), p,
+                 {in(ctx, 0), sc, bias ? in(ctx, 2) : sc, device_ref(y, "output"), stats[0], stats[1]},
+                 static_cast<uint32_t>(gx), static_cast<uint32_t>((groups + gx - 1) / gx));
+  }
+
+ private:
+  int64_t axis_;
+  float eps_;
+  // Written in place of the Mean / InvStdDev outputs the node does not have (never read).
+  std::shared_ptr<Buffer> scratch_;
+};
+
+bool check_layer_norm(const ClaimInfo& c, Decline* why) {
+  if (c.node.attr_int("stash_type", 1) != 1)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "stash_type other than float32");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_layer_norm(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<LayerNormKernel>(info, d);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Manifest
+
+const std::vector<OpDef>& manifest() {
+  static const std::vector<OpDef> defs = [] {
+    std::vector<OpDef> d;
+    for (const auto& u : kUnary)
+      d.push_back(
+          {u.name, u.since, kMaxOpset, std::string(u.name) == "Clip" ? 0b110u : 0u, &check_unary, &create_unary});
+    for (const char* op : {"Add", "Sub", "Mul", "Div"})
+      d.push_back({op, 7, kMaxOpset, 0, &check_binary, &create_binary});
+    for (const char* op : {"Max", "Min"}) d.push_back({op, 8, kMaxOpset, 0, &check_binary, &create_binary});
+    d.push_back({"MatMul", 1, kMaxOpset, 0, &check_matmul, &create_matmul});
+    d.push_back({"Gemm", 7, kMaxOpset, 0, &check_gemm, &create_gemm});
+    d.push_back({"Softmax", 1, kMaxOpset, 0, &check_softmax, &create_softmax});
+    d.push_back({"LogSoftmax", 1, kMaxOpset, 0, &check_softmax, &create_softmax});
+    d.push_back({"Transpose", 1, kMaxOpset, 0, nullptr, &create_transpose});
+    d.push_back({"Conv", 1, kMaxOpset, 0, &check_conv, &create_conv});
+    d.push_back({"GlobalAveragePool", 1, kMaxOpset, 0, &check_global_pool, &create_global_pool});
+    // From opset 8 (MaxPool) / 7 (AveragePool): earlier versions lack attributes the kernel reads.
+    d.push_back({"MaxPool", 8, kMaxOpset, 0, &check_pool, &create_pool});
+    d.push_back({"AveragePool", 7, kMaxOpset, 0, &check_pool, &create_pool});
+    for (const auto& r : kReduce) d.push_back({r.name, 1, kMaxOpset, 0b10, &check_reduce, &create_reduce});
+    d.push_back({"LayerNormalization", 17, kMaxOpset, 0, &check_layer_norm, &create_layer_norm});
+    // Views: the shape operands (Reshape's shape, Squeeze / Unsqueeze axes from opset 13) are
+    // read on the host.
+    d.push_back({"Reshape", 5, kMaxOpset, 0b10, &check_view, &create_view});
+    d.push_back({"Flatten", 1, kMaxOpset, 0, &check_view, &create_view});
+    d.push_back({"Squeeze", 1, kMaxOpset, 0b10, &check_view, &create_view});
+    d.push_back({"Unsqueeze", 1, kMaxOpset, 0b10, &check_view, &create_view});
+    d.push_back({"Identity", 1, kMaxOpset, 0, &check_view, &create_view});
+    return d;
+  }();
+  return defs;
+}
+
+}  // namespace onyx::webgpu

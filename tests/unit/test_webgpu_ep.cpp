@@ -1,0 +1,576 @@
+// The WebGPU EP (module libonyx_ep_webgpu.so, over wgpu-native) against the CPU EP, on whatever
+// adapter wgpu-native's Vulkan backend finds here (Mesa's lavapipe in CI): every kernel on random
+// inputs with odd sizes and fixed seeds under strict placement, copies where WebGPU and CPU nodes
+// alternate, decline reasons, options, two sessions and concurrent runs. Every test skips with the
+// reason when the EP is not usable (not built, no wheel, no Vulkan adapter).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "ep_test_util.hpp"
+
+using namespace onyx;
+using namespace onyx::test;
+
+namespace {
+
+bool webgpu_usable() {
+  static const bool usable = ep::WebGPU().availability().usable;
+  return usable;
+}
+
+#define REQUIRE_WEBGPU()                                                                    \
+  do {                                                                                      \
+    if (!webgpu_usable()) GTEST_SKIP() << "webgpu: " << ep::WebGPU().availability().reason; \
+  } while (0)
+
+Session webgpu_session(const std::string& m, bool strict = true, ep::WebGPU spec = ep::WebGPU()) {
+  return ep_session(m, spec.build(), strict);
+}
+
+NodeSpec node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
+              std::vector<AttrSpec> attrs = {}) {
+  return NodeSpec{std::move(op), std::move(in), std::move(out), std::move(attrs), "", ""};
+}
+
+/// Runs `g` on WebGPU (strict: every node there) and on the CPU EP and compares every output,
+/// twice (the second run reuses the planned device buffers and the pooled stream).
+void check(const GraphSpec& g, int64_t opset = 17, double rtol = 1e-4, double atol = 1e-5,
+           ep::WebGPU spec = ep::WebGPU()) {
+  const std::string m = encode_model(g, opset);
+  Session wg = webgpu_session(m, true, spec);
+  Session cpu = cpu_session(m);
+  const Inputs in = random_inputs(g);
+  const auto a = wg.run(in);
+  const auto b = cpu.run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(close(a[k], b[k], rtol, atol)) << "output " << k;
+  const auto c = wg.run(in);
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(close(c[k], b[k], rtol, atol)) << "second run, output " << k;
+}
+
+GraphSpec unary_graph(const std::string& op, Shape x, std::vector<AttrSpec> attrs = {}) {
+  GraphSpec g;
+  g.nodes.push_back(node(op, {"x"}, {"y"}, std::move(attrs)));
+  g.inputs.push_back({"x", DType::kFloat, x.to_vector()});
+  g.outputs.push_back({"y", DType::kFloat, x.to_vector()});
+  return g;
+}
+
+GraphSpec binary_graph(const std::string& op, Shape a, Shape b, Shape y) {
+  GraphSpec g;
+  g.nodes.push_back(node(op, {"a", "b"}, {"y"}));
+  g.inputs.push_back({"a", DType::kFloat, a.to_vector()});
+  g.inputs.push_back({"b", DType::kFloat, b.to_vector()});
+  g.outputs.push_back({"y", DType::kFloat, y.to_vector()});
+  return g;
+}
+
+GraphSpec matmul_graph(Shape a, Shape b, Shape y, bool b_constant = false) {
+  GraphSpec g;
+  g.nodes.push_back(node("MatMul", {"a", "b"}, {"y"}));
+  g.inputs.push_back({"a", DType::kFloat, a.to_vector()});
+  if (b_constant)
+    g.initializers.emplace_back("b", random_tensor(b, 5));
+  else
+    g.inputs.push_back({"b", DType::kFloat, b.to_vector()});
+  g.outputs.push_back({"y", DType::kFloat, y.to_vector()});
+  return g;
+}
+
+const Placement::NodeInfo* find_node(const Placement& p, const std::string& op) {
+  for (const auto& n : p.nodes)
+    if (n.op_type == op) return &n;
+  return nullptr;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Availability and options
+
+TEST(WebGpu, AvailabilityNamesTheAdapter) {
+  const ep::Availability a = ep::WebGPU().availability();
+  if (!a.built || !a.usable) GTEST_SKIP() << a.reason;
+  EXPECT_NE(a.version.find("wgpu-native "), std::string::npos) << a.version;
+  EXPECT_NE(a.version.find(" on "), std::string::npos) << a.version;
+  bool has_device_id = false, has_cache = false, has_validation = false;
+  for (const auto& o : ep::WebGPU().option_schema()) {
+    has_device_id |= o.key == "device_id";
+    has_cache |= o.key == "storage_buffer_cache_mode";
+    has_validation |= o.key == "validation_mode";
+  }
+  EXPECT_TRUE(has_device_id && has_cache && has_validation);
+}
+
+TEST(WebGpu, RegistrationReportsDevice) {
+  REQUIRE_WEBGPU();
+  Session s = webgpu_session(encode_model(unary_graph("Relu", {2, 3}), 17));
+  const auto& r = s.registration().front();
+  EXPECT_EQ(r.name, "webgpu");
+  EXPECT_EQ(r.outcome, EpRegistration::Outcome::kRegistered);
+  EXPECT_EQ(r.device.rfind("webgpu:", 0), 0u) << r.device;
+}
+
+TEST(WebGpu, BadOptionsAreErrorsNamingTheKey) {
+  REQUIRE_WEBGPU();
+  const std::string m = encode_model(unary_graph("Relu", {2, 3}), 17);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"device_id", "99"}, {"storage_buffer_cache_mode", "sometimes"}, {"validation_mode", "loud"}}) {
+    try {
+      ep::WebGPU spec;
+      spec.set(key, value);
+      webgpu_session(m, true, spec);
+      ADD_FAILURE() << "expected an error for " << key << "=" << value;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+  // Without error_on_failure the EP is skipped with the reason and the CPU EP runs the model.
+  Session s = Session::builder()
+                  .with_no_environment_execution_providers()
+                  .with_execution_providers({ep::WebGPU().with_device_id(99).build()})
+                  .commit_from_memory(m.data(), m.size());
+  EXPECT_EQ(s.registration().front().outcome, EpRegistration::Outcome::kSkipped);
+  const Placement pl = s.placement();
+  ASSERT_NE(find_node(pl, "Relu"), nullptr);
+  EXPECT_EQ(find_node(pl, "Relu")->ep, "cpu");
+}
+
+TEST(WebGpu, OtherOptionValuesRun) {
+  REQUIRE_WEBGPU();
+  GraphSpec g = binary_graph("Add", {3, 5, 7}, {5, 1}, {3, 5, 7});
+  g.nodes[0].outputs = {"s"};
+  g.nodes.push_back(node("Tanh", {"s"}, {"y"}));
+  check(g, 17, 1e-4, 1e-5, ep::WebGPU().with_storage_buffer_cache_mode("disabled"));
+  check(g, 17, 1e-4, 1e-5, ep::WebGPU().with_validation_mode("full"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Placement, copies, declines
+
+TEST(WebGpu, AlternatingWebGpuAndCpuNodesCopyBothWays) {
+  REQUIRE_WEBGPU();
+  // Relu (webgpu) -> Hardmax (cpu: no kernel) -> Exp (webgpu) -> Hardmax (cpu) -> Tanh (webgpu).
+  GraphSpec g;
+  g.nodes.push_back(node("Relu", {"x"}, {"a"}));
+  g.nodes.push_back(node("Hardmax", {"a"}, {"b"}));
+  g.nodes.push_back(node("Exp", {"b"}, {"c"}));
+  g.nodes.push_back(node("Hardmax", {"c"}, {"d"}));
+  g.nodes.push_back(node("Tanh", {"d"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {3, 7, 5}});
+  g.outputs.push_back({"y", DType::kFloat, {3, 7, 5}});
+  const std::string m = encode_model(g, 17);
+  Session wg = webgpu_session(m, false);
+  const Placement p = wg.placement();
+  int on_wg = 0, on_cpu = 0;
+  for (const auto& n : p.nodes) {
+    if (n.op_type == "Copy") continue;
+    (n.ep == "webgpu" ? on_wg : on_cpu)++;
+    if (n.op_type == "Hardmax") {
+      ASSERT_FALSE(n.declined.empty());
+      EXPECT_EQ(n.declined[0].code, "UnsupportedOp");
+      EXPECT_NE(n.declined[0].message.find("webgpu has no kernel for Hardmax"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(on_wg, 3);
+  EXPECT_EQ(on_cpu, 2);
+  EXPECT_EQ(p.copies.size(), 6u) << p.summary;
+  Session cpu = cpu_session(m);
+  const Inputs in = random_inputs(g);
+  EXPECT_TRUE(close(wg.run(in)[0], cpu.run(in)[0]));
+  EXPECT_TRUE(close(wg.run(in)[0], cpu.run(in)[0]));
+}
+
+TEST(WebGpu, ChainCopiesOnlyAtInputsAndOutputs) {
+  REQUIRE_WEBGPU();
+  // MatMul with a weight (uploaded once, no copy) -> Add bias (a weight) -> Relu -> Softmax.
+  GraphSpec g = matmul_graph({5, 13}, {13, 9}, {5, 9}, true);
+  g.nodes[0].outputs = {"m"};
+  g.initializers.emplace_back("bias", random_tensor(Shape{9}, 6));
+  g.nodes.push_back(node("Add", {"m", "bias"}, {"s"}));
+  g.nodes.push_back(node("Relu", {"s"}, {"r"}));
+  g.nodes.push_back(node("Softmax", {"r"}, {"y"}));
+  const std::string m = encode_model(g, 17);
+  Session s = webgpu_session(m);
+  const Placement p = s.placement();
+  ASSERT_EQ(p.copies.size(), 2u) << p.summary;
+  EXPECT_EQ(p.copies[0].value, "a");
+  EXPECT_EQ(p.copies[1].value, "y");
+  for (const auto& n : p.nodes) EXPECT_EQ(n.ep, "webgpu") << n.name;
+  check(g);
+}
+
+TEST(WebGpu, DeclinesNonFloatWithReason) {
+  REQUIRE_WEBGPU();
+  GraphSpec g;
+  g.nodes.push_back(node("Add", {"a", "b"}, {"y"}));
+  g.inputs.push_back({"a", DType::kInt64, {3}});
+  g.inputs.push_back({"b", DType::kInt64, {3}});
+  g.outputs.push_back({"y", DType::kInt64, {3}});
+  Session s = webgpu_session(encode_model(g, 17), false);
+  const Placement pl = s.placement();
+  const auto* n = find_node(pl, "Add");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->ep, "cpu");
+  ASSERT_FALSE(n->declined.empty());
+  EXPECT_EQ(n->declined[0].code, "UnsupportedType");
+  EXPECT_NE(n->declined[0].message.find("int64"), std::string::npos) << n->declined[0].message;
+}
+
+TEST(WebGpu, DeclinesSoftmaxOverAnInnerAxis) {
+  REQUIRE_WEBGPU();
+  Session s = webgpu_session(encode_model(unary_graph("Softmax", {3, 4, 5}, {attr_int("axis", 1)}), 17), false);
+  const Placement pl = s.placement();
+  const auto* n = find_node(pl, "Softmax");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->ep, "cpu");
+  ASSERT_FALSE(n->declined.empty());
+  EXPECT_NE(n->declined[0].message.find("last axis"), std::string::npos) << n->declined[0].message;
+}
+
+TEST(WebGpu, StrictModeListsDeclinedNodes) {
+  REQUIRE_WEBGPU();
+  try {
+    webgpu_session(encode_model(unary_graph("Hardmax", {4}), 17), true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("webgpu has no kernel for Hardmax"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WebGpu, BadShapesAtRunTimeAreErrors) {
+  REQUIRE_WEBGPU();
+  // Declared with symbolic dims, fed shapes that do not broadcast.
+  GraphSpec g;
+  g.nodes.push_back(node("Add", {"a", "b"}, {"y"}));
+  g.inputs.push_back({"a", DType::kFloat, {-1}, {"n"}});
+  g.inputs.push_back({"b", DType::kFloat, {-1}, {"m"}});
+  g.outputs.push_back({"y", DType::kFloat, {-1}, {"k"}});
+  Session s = webgpu_session(encode_model(g, 17));
+  EXPECT_THROW(s.run({{"a", random_tensor(Shape{3}, 1)}, {"b", random_tensor(Shape{4}, 2)}}), Error);
+  // The session still runs good inputs afterwards.
+  const Inputs good{{"a", random_tensor(Shape{4}, 1)}, {"b", random_tensor(Shape{4}, 2)}};
+  EXPECT_TRUE(close(s.run(good)[0], cpu_session(encode_model(g, 17)).run(good)[0]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels against the CPU EP
+
+TEST(WebGpu, UnaryMaps) {
+  REQUIRE_WEBGPU();
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "Floor", "Ceil", "Softplus"}) {
+    SCOPED_TRACE(op);
+    check(unary_graph(op, {3, 37, 11}));
+  }
+  check(unary_graph("LeakyRelu", {5, 7}, {attr_float("alpha", 0.3f)}));
+  check(unary_graph("HardSigmoid", {5, 7}, {attr_float("alpha", 0.3f), attr_float("beta", 0.4f)}));
+  check(unary_graph("Elu", {5, 7}, {attr_float("alpha", 0.7f)}));
+  // Sqrt, Log and Reciprocal on positive inputs.
+  for (const char* op : {"Sqrt", "Log", "Reciprocal"}) {
+    SCOPED_TRACE(op);
+    GraphSpec g = unary_graph("Abs", {4, 9, 13});
+    g.nodes[0].outputs = {"p"};
+    g.initializers.emplace_back("one", Tensor::from_vector<float>(Shape{}, {1.0f}));
+    g.nodes.push_back(node("Add", {"p", "one"}, {"q"}));
+    g.nodes.push_back(node(op, {"q"}, {"y"}));
+    check(g);
+  }
+}
+
+TEST(WebGpu, ClipWithConstantBounds) {
+  REQUIRE_WEBGPU();
+  GraphSpec g = unary_graph("Clip", {6, 11});
+  g.initializers.emplace_back("lo", Tensor::from_vector<float>(Shape{}, {-0.25f}));
+  g.initializers.emplace_back("hi", Tensor::from_vector<float>(Shape{}, {0.5f}));
+  g.nodes[0].inputs = {"x", "lo", "hi"};
+  check(g, 13);
+  GraphSpec only_max = unary_graph("Clip", {6, 11});
+  only_max.initializers.emplace_back("hi", Tensor::from_vector<float>(Shape{}, {0.1f}));
+  only_max.nodes[0].inputs = {"x", "", "hi"};
+  check(only_max, 13);
+  check(unary_graph("Clip", {7, 3}, {attr_float("min", -0.5f), attr_float("max", 0.2f)}), 6);
+  // A bound computed at run time is declined, not guessed.
+  GraphSpec dyn = unary_graph("Clip", {4});
+  dyn.inputs.push_back({"lo", DType::kFloat, {}});
+  dyn.nodes[0].inputs = {"x", "lo"};
+  Session s = webgpu_session(encode_model(dyn, 13), false);
+  const Placement pl = s.placement();
+  ASSERT_NE(find_node(pl, "Clip"), nullptr);
+  EXPECT_EQ(find_node(pl, "Clip")->ep, "cpu");
+}
+
+TEST(WebGpu, BinaryBroadcasting) {
+  REQUIRE_WEBGPU();
+  for (const char* op : {"Add", "Sub", "Mul", "Max", "Min"}) {
+    SCOPED_TRACE(op);
+    check(binary_graph(op, {3, 1, 7}, {5, 1}, {3, 5, 7}));
+    check(binary_graph(op, {2, 3, 4, 5, 6, 7}, {7}, {2, 3, 4, 5, 6, 7}));
+    check(binary_graph(op, {}, {9, 13}, {9, 13}));
+    check(binary_graph(op, {1037}, {1037}, {1037}));
+  }
+  // Div by values away from zero: b = |b| + 0.5.
+  GraphSpec g = binary_graph("Div", {4, 1, 9}, {3, 1}, {4, 3, 9});
+  g.nodes[0].inputs = {"a", "p"};
+  g.initializers.emplace_back("half", Tensor::from_vector<float>(Shape{}, {0.5f}));
+  g.nodes.insert(g.nodes.begin(), node("Abs", {"b"}, {"ab"}));
+  g.nodes.insert(g.nodes.begin() + 1, node("Add", {"ab", "half"}, {"p"}));
+  check(g);
+  // The same value as both operands.
+  GraphSpec sq;
+  sq.nodes.push_back(node("Mul", {"x", "x"}, {"y"}));
+  sq.inputs.push_back({"x", DType::kFloat, {17, 3}});
+  sq.outputs.push_back({"y", DType::kFloat, {17, 3}});
+  check(sq);
+}
+
+TEST(WebGpu, MatMulShapes) {
+  REQUIRE_WEBGPU();
+  check(matmul_graph({1, 1}, {1, 1}, {1, 1}));
+  check(matmul_graph({17, 33}, {33, 29}, {17, 29}));
+  check(matmul_graph({3, 17, 33}, {33, 29}, {3, 17, 29}, true));
+  check(matmul_graph({2, 1, 5, 19}, {3, 19, 7}, {2, 3, 5, 7}));
+  check(matmul_graph({19}, {4, 19, 6}, {4, 6}));
+  check(matmul_graph({2, 5, 19}, {19}, {2, 5}));
+  check(matmul_graph({19}, {19}, {}));
+  check(matmul_graph({70, 130}, {130, 45}, {70, 45}), 17, 1e-4, 1e-4);
+}
+
+TEST(WebGpu, GemmAttributes) {
+  REQUIRE_WEBGPU();
+  struct Case {
+    bool ta, tb;
+    std::vector<int64_t> c;
+    float alpha, beta;
+  };
+  for (const Case& k : std::vector<Case>{{false, false, {11}, 1.0f, 1.0f},
+                                         {true, false, {7, 11}, 0.5f, 2.0f},
+                                         {false, true, {7, 1}, 1.5f, -1.0f},
+                                         {true, true, {1, 11}, 1.0f, 0.25f},
+                                         {false, false, {}, 2.0f, 1.0f},
+                                         {false, true, {0}, 1.0f, 1.0f}}) {
+    SCOPED_TRACE(std::to_string(k.ta) + std::to_string(k.tb) + " c rank " + std::to_string(k.c.size()));
+    const int64_t M = 7, N = 11, K = 23;
+    GraphSpec g;
+    std::vector<std::string> in{"a", "b"};
+    if (k.c.size() != 1 || k.c[0] != 0) {
+      g.initializers.emplace_back("c", random_tensor(Shape(k.c), 3));
+      in.push_back("c");
+    }
+    g.nodes.push_back(node("Gemm", in, {"y"},
+                           {attr_int("transA", k.ta), attr_int("transB", k.tb), attr_float("alpha", k.alpha),
+                            attr_float("beta", k.beta)}));
+    g.inputs.push_back({"a", DType::kFloat, k.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}});
+    g.inputs.push_back({"b", DType::kFloat, k.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}});
+    g.outputs.push_back({"y", DType::kFloat, {M, N}});
+    check(g);
+  }
+}
+
+TEST(WebGpu, SoftmaxLastAxis) {
+  REQUIRE_WEBGPU();
+  check(unary_graph("Softmax", {3, 5, 37}));
+  check(unary_graph("Softmax", {4, 129}, {attr_int("axis", 1)}), 11);
+  check(unary_graph("LogSoftmax", {6, 33}, {attr_int("axis", -1)}));
+  check(unary_graph("Softmax", {1}));
+}
+
+GraphSpec conv_graph(Shape x, Shape w, bool bias, std::vector<AttrSpec> attrs, Shape y) {
+  GraphSpec g;
+  std::vector<std::string> in{"x", "w"};
+  g.initializers.emplace_back("w", random_tensor(w, 7));
+  if (bias) {
+    g.initializers.emplace_back("b", random_tensor(Shape{w[0]}, 8));
+    in.push_back("b");
+  }
+  g.nodes.push_back(node("Conv", in, {"y"}, std::move(attrs)));
+  g.inputs.push_back({"x", DType::kFloat, x.to_vector()});
+  g.outputs.push_back({"y", DType::kFloat, y.to_vector()});
+  return g;
+}
+
+TEST(WebGpu, Conv2dAndGlobalPool) {
+  REQUIRE_WEBGPU();
+  check(conv_graph({2, 6, 11, 9}, {15, 2, 3, 3}, true,
+                   {attr_int("group", 3), attr_ints("pads", {1, 0, 2, 1}), attr_ints("strides", {2, 1})},
+                   {2, 15, 6, 9}));
+  check(conv_graph({1, 3, 13, 10}, {7, 3, 3, 2}, false,
+                   {attr_ints("dilations", {2, 3}), attr_ints("pads", {2, 1, 2, 1})}, {1, 7, 13, 9}));
+  check(conv_graph({1, 5, 7, 7}, {5, 1, 3, 3}, true, {attr_int("group", 5), attr_ints("pads", {1, 1, 1, 1})},
+                   {1, 5, 7, 7}));
+  GraphSpec gap = unary_graph("GlobalAveragePool", {2, 5, 7, 3});
+  gap.outputs[0].dims = {2, 5, 1, 1};
+  check(gap);
+  // auto_pad SAME_UPPER is declined with the reason.
+  GraphSpec same = conv_graph({1, 2, 5, 5}, {3, 2, 3, 3}, false, {attr_string("auto_pad", "SAME_UPPER")}, {1, 3, 5, 5});
+  Session s = webgpu_session(encode_model(same, 17), false);
+  const Placement pl = s.placement();
+  const auto* n = find_node(pl, "Conv");
+  ASSERT_NE(n, nullptr);
+  ASSERT_FALSE(n->declined.empty());
+  EXPECT_NE(n->declined[0].message.find("auto_pad"), std::string::npos) << n->declined[0].message;
+}
+
+TEST(WebGpu, Pooling2d) {
+  REQUIRE_WEBGPU();
+  struct Case {
+    const char* op;
+    std::vector<AttrSpec> attrs;
+    std::vector<int64_t> y;
+  };
+  const std::vector<Case> cases{
+      {"MaxPool", {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})}, {2, 3, 5, 4}},
+      {"MaxPool",
+       {attr_ints("kernel_shape", {3, 2}), attr_ints("pads", {1, 0, 1, 1}), attr_ints("strides", {2, 1}),
+        attr_int("ceil_mode", 1)},
+       {2, 3, 7, 9}},
+      {"MaxPool", {attr_ints("kernel_shape", {2, 2}), attr_ints("dilations", {2, 3})}, {2, 3, 9, 6}},
+      {"AveragePool", {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})}, {2, 3, 11, 9}},
+      {"AveragePool",
+       {attr_ints("kernel_shape", {2, 3}), attr_ints("pads", {1, 1, 0, 2}), attr_int("count_include_pad", 1),
+        attr_ints("strides", {2, 2})},
+       {2, 3, 6, 5}},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.op);
+    GraphSpec g = unary_graph(k.op, {2, 3, 11, 9}, k.attrs);
+    g.outputs[0].dims = k.y;
+    check(g);
+  }
+}
+
+TEST(WebGpu, Reductions) {
+  REQUIRE_WEBGPU();
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+                         "ReduceLogSumExp"}) {
+    SCOPED_TRACE(op);
+    // Axes as an attribute (opset 11), kept dims; and as a constant input (opset 18), dropped.
+    GraphSpec a = unary_graph(op, {3, 5, 7}, {attr_ints("axes", {0, -1})});
+    a.outputs[0].dims = {1, 5, 1};
+    check(a, 11);
+    GraphSpec b = unary_graph(op, {4, 3, 6, 5}, {attr_int("keepdims", 0)});
+    b.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{2}, {1, 2}));
+    b.nodes[0].inputs = {"x", "axes"};
+    b.outputs[0].dims = {4, 5};
+    check(b, 18);
+    // No axes: every axis.
+    GraphSpec c = unary_graph(op, {3, 4});
+    c.outputs[0].dims = {1, 1};
+    check(c, 18);
+  }
+  // Products and logs of positive values.
+  for (const char* op : {"ReduceProd", "ReduceLogSum"}) {
+    SCOPED_TRACE(op);
+    GraphSpec g = unary_graph("Sigmoid", {3, 5, 7});
+    g.nodes[0].outputs = {"p"};
+    g.nodes.push_back(node(op, {"p"}, {"y"}, {attr_ints("axes", {1})}));
+    g.outputs[0].dims = {3, 1, 7};
+    check(g, 11);
+  }
+  // Axes computed at run time are declined.
+  GraphSpec d = unary_graph("ReduceSum", {3, 4});
+  d.inputs.push_back({"axes", DType::kInt64, {1}});
+  d.nodes[0].inputs = {"x", "axes"};
+  d.outputs[0].dims = {-1, -1};
+  Session s = webgpu_session(encode_model(d, 13), false);
+  const Placement pl = s.placement();
+  ASSERT_NE(find_node(pl, "ReduceSum"), nullptr);
+  EXPECT_EQ(find_node(pl, "ReduceSum")->ep, "cpu");
+}
+
+TEST(WebGpu, LayerNormalization) {
+  REQUIRE_WEBGPU();
+  for (int64_t axis : {-1, 1}) {
+    SCOPED_TRACE(axis);
+    GraphSpec g = unary_graph("LayerNormalization", {3, 5, 37}, {attr_int("axis", axis), attr_float("epsilon", 1e-3f)});
+    const Shape norm = axis == -1 ? Shape{37} : Shape{5, 37};
+    g.initializers.emplace_back("scale", random_tensor(norm, 3));
+    g.initializers.emplace_back("bias", random_tensor(norm, 4));
+    g.nodes[0].inputs = {"x", "scale", "bias"};
+    check(g, 17);
+  }
+  // With the Mean and InvStdDev outputs.
+  GraphSpec st = unary_graph("LayerNormalization", {4, 3, 11}, {attr_int("axis", 1)});
+  st.initializers.emplace_back("scale", random_tensor(Shape{3, 11}, 3));
+  st.nodes[0].inputs = {"x", "scale"};
+  st.nodes[0].outputs = {"y", "mean", "inv"};
+  st.outputs.push_back({"mean", DType::kFloat, {4, 1, 1}});
+  st.outputs.push_back({"inv", DType::kFloat, {4, 1, 1}});
+  check(st, 17);
+  GraphSpec nb = unary_graph("LayerNormalization", {6, 19});
+  nb.initializers.emplace_back("scale", random_tensor(Shape{19}, 3));
+  nb.nodes[0].inputs = {"x", "scale"};
+  check(nb, 17);
+}
+
+TEST(WebGpu, TransposeAndViews) {
+  REQUIRE_WEBGPU();
+  check(unary_graph("Transpose", {3, 5, 7}), 17);  // default perm: reversed
+  GraphSpec t;
+  t.nodes.push_back(node("Transpose", {"x"}, {"y"}, {attr_ints("perm", {1, 3, 0, 2})}));
+  t.inputs.push_back({"x", DType::kFloat, {2, 3, 5, 7}});
+  t.outputs.push_back({"y", DType::kFloat, {3, 7, 2, 5}});
+  check(t);
+  // Relu -> Reshape (shape from a constant, read on the host) -> Transpose -> Flatten ->
+  // Unsqueeze -> Squeeze -> Identity -> Tanh: every node on the EP, copies only at the edges.
+  GraphSpec g;
+  g.initializers.emplace_back("shape", Tensor::from_vector<int64_t>(Shape{3}, {5, 3, -1}));
+  g.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{1}, {0}));
+  g.nodes.push_back(node("Relu", {"x"}, {"r"}));
+  g.nodes.push_back(node("Reshape", {"r", "shape"}, {"s"}));
+  g.nodes.push_back(node("Transpose", {"s"}, {"t"}, {attr_ints("perm", {2, 0, 1})}));
+  g.nodes.push_back(node("Flatten", {"t"}, {"f"}, {attr_int("axis", 1)}));
+  g.nodes.push_back(node("Unsqueeze", {"f", "axes"}, {"u"}));
+  g.nodes.push_back(node("Squeeze", {"u", "axes"}, {"q"}));
+  g.nodes.push_back(node("Identity", {"q"}, {"i"}));
+  g.nodes.push_back(node("Tanh", {"i"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {3, 5, 7}});
+  g.outputs.push_back({"y", DType::kFloat, {7, 15}});
+  Session s = webgpu_session(encode_model(g, 17));
+  EXPECT_EQ(s.placement().copies.size(), 2u) << s.placement().summary;
+  check(g);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions and threads
+
+TEST(WebGpu, TwoSessionsShareTheDevice) {
+  REQUIRE_WEBGPU();
+  const GraphSpec g1 = matmul_graph({9, 14}, {14, 6}, {9, 6}, true);
+  const GraphSpec g2 = unary_graph("Sigmoid", {5, 31});
+  const std::string m1 = encode_model(g1, 17), m2 = encode_model(g2, 17);
+  Session a = webgpu_session(m1), b = webgpu_session(m2);
+  EXPECT_EQ(a.registration().front().device, b.registration().front().device);
+  const Inputs i1 = random_inputs(g1), i2 = random_inputs(g2);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(close(a.run(i1)[0], cpu_session(m1).run(i1)[0]));
+    EXPECT_TRUE(close(b.run(i2)[0], cpu_session(m2).run(i2)[0]));
+  }
+}
+
+TEST(WebGpu, ConcurrentRuns) {
+  REQUIRE_WEBGPU();
+  GraphSpec g = matmul_graph({6, 21}, {21, 13}, {6, 13}, true);
+  g.nodes[0].outputs = {"m"};
+  g.nodes.push_back(node("Tanh", {"m"}, {"t"}));
+  g.nodes.push_back(node("Softmax", {"t"}, {"y"}));
+  const std::string m = encode_model(g, 17);
+  Session wg = webgpu_session(m);
+  Session cpu = cpu_session(m);
+  std::vector<Inputs> ins;
+  std::vector<Value> want;
+  for (uint32_t t = 0; t < 4; ++t) {
+    ins.push_back(random_inputs(g, 10 + t));
+    want.push_back(cpu.run(ins.back())[0]);
+  }
+  std::vector<int> ok(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      bool good = true;
+      for (int r = 0; r < 5; ++r) good &= static_cast<bool>(close(wg.run(ins[t])[0], want[t]));
+      ok[t] = good;
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << "thread " << t;
+}
