@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "ep/stream_pool.hpp"
 #include "vulkan_ep.hpp"
 #include "vulkan_provider.hpp"
 
@@ -12,20 +13,6 @@ namespace onyx::vulkan {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
-  return st;
-}
-
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> st(out.size(), 0);
-  const std::vector<int64_t> own = strides_of(in);
-  const size_t off = out.size() - in.size();
-  for (size_t d = 0; d < in.size(); ++d) st[off + d] = in[d] == 1 && out[off + d] != 1 ? 0 : own[d];
-  return st;
-}
 
 void check_size(const std::string& where, int64_t numel) {
   if (numel > (int64_t(1) << 31) - 1)
@@ -261,21 +248,7 @@ class VulkanEp final : public ExecutionProvider {
   DeviceAllocator* allocator() const override { return &alloc_; }
 
   std::shared_ptr<void> begin_run() const override {
-    std::unique_ptr<Stream> s;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!idle_.empty()) {
-        s = std::move(idle_.back());
-        idle_.pop_back();
-      }
-    }
-    if (!s) s = std::make_unique<Stream>(dev_);
-    const VulkanEp* self = this;
-    return std::shared_ptr<void>(s.release(), [self](void* p) {
-      auto* st = static_cast<Stream*>(p);
-      std::lock_guard<std::mutex> lock(self->mu_);
-      self->idle_.emplace_back(st);
-    });
+    return streams_.acquire([this] { return std::make_unique<Stream>(dev_); });
   }
   void end_run(void* state) const override { static_cast<Stream*>(state)->flush(); }
 
@@ -298,8 +271,7 @@ class VulkanEp final : public ExecutionProvider {
  private:
   std::shared_ptr<Device> dev_;
   mutable Allocator alloc_;
-  mutable std::mutex mu_;
-  mutable std::vector<std::unique_ptr<Stream>> idle_;
+  mutable StreamPool<Stream> streams_;  // the runs' command streams, reused
 };
 
 }  // namespace

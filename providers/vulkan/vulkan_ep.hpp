@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ep/device_shapes.hpp"
 #include "ep/factory.hpp"
 #include "ep/provider.hpp"
 #include "vk_device.hpp"
@@ -152,10 +153,7 @@ int storage_kind(const Device& dev, DType t);
 /// Records y = x converted from kind `src` to kind `dst` over `n` elements.
 void record_cast(Stream& s, Device& dev, const BufRef& x, int src, const BufRef& y, int dst, int64_t n);
 
-/// Contiguous element strides of a shape.
-std::vector<int64_t> strides_of(const Shape& s);
-/// Element strides of `in` broadcast to `out` (0 on broadcast dims), aligned to the output's rank.
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
+// strides_of() and broadcast_strides(): ep/device_shapes.hpp (shared with the other device EP).
 /// Checks an element count fits the shaders' 32-bit indices.
 void check_size(const std::string& where, int64_t numel);
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "ep/stream_pool.hpp"
 #include "ep/module_entry.hpp"
 #include "webgpu_ep.hpp"
 
@@ -201,21 +202,7 @@ class WebGpuEp final : public ExecutionProvider {
   DeviceAllocator* allocator() const override { return &alloc_; }
 
   std::shared_ptr<void> begin_run() const override {
-    std::unique_ptr<Stream> s;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!idle_.empty()) {
-        s = std::move(idle_.back());
-        idle_.pop_back();
-      }
-    }
-    if (!s) s = std::make_unique<Stream>(dev_);
-    const WebGpuEp* self = this;
-    return std::shared_ptr<void>(s.release(), [self](void* p) {
-      auto* st = static_cast<Stream*>(p);
-      std::lock_guard<std::mutex> lock(self->mu_);
-      self->idle_.emplace_back(st);
-    });
+    return streams_.acquire([this] { return std::make_unique<Stream>(dev_); });
   }
   void end_run(void* state) const override { static_cast<Stream*>(state)->flush(); }
 
@@ -238,8 +225,7 @@ class WebGpuEp final : public ExecutionProvider {
  private:
   std::shared_ptr<Device> dev_;
   mutable Allocator alloc_;
-  mutable std::mutex mu_;
-  mutable std::vector<std::unique_ptr<Stream>> idle_;
+  mutable StreamPool<Stream> streams_;  // the runs' command streams, reused
 };
 
 }  // namespace

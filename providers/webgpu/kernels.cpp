@@ -451,20 +451,6 @@ WG_SOURCE(layer_norm_wgsl, kLayerNormBody)
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
-  return st;
-}
-
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> st(out.size(), 0);
-  const std::vector<int64_t> own = strides_of(in);
-  const size_t off = out.size() - in.size();
-  for (size_t d = 0; d < in.size(); ++d) st[off + d] = in[d] == 1 && out[off + d] != 1 ? 0 : own[d];
-  return st;
-}
-
 void check_size(const std::string& where, int64_t numel) {
   if (numel > int64_t(0xffffffff) / 2)
     fail(ErrorCode::kRuntime, "webgpu: ", where, ": ", numel, " elements exceed the kernels' 32-bit indexing");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ep/device_shapes.hpp"
 #include "ep/factory.hpp"
 #include "ep/provider.hpp"
 #include "wg_device.hpp"
@@ -78,10 +79,7 @@ class WgKernel : public Kernel {
   std::vector<std::shared_ptr<Buffer>> consts_;  // per input: uploaded constant, or null
 };
 
-/// Contiguous element strides of a shape.
-std::vector<int64_t> strides_of(const Shape& s);
-/// Element strides of `in` broadcast to `out` (0 on broadcast dims), aligned to the output's rank.
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
+// strides_of() and broadcast_strides(): ep/device_shapes.hpp (shared with the other device EP).
 /// Checks an element count fits the kernels' 32-bit indices.
 void check_size(const std::string& where, int64_t numel);
 
