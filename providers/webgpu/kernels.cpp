@@ -1,5 +1,7 @@
 // The WebGPU EP's kernels (float32): unary maps, broadcasting binary arithmetic, MatMul / Gemm on
-// a 16x16-tiled kernel, Softmax / LogSoftmax over the last axis. Each kernel is WGSL source held
+// a 16x16-tiled kernel, Softmax / LogSoftmax over the last axis, convolution, pooling,
+// reductions, LayerNormalization, Transpose, views, and Gather / Slice / Concat / Expand / Where /
+// Cast (their integer and bool operands read on the host). Each kernel is WGSL source held
 // here as a raw string; its pipeline is created once per device, and every shape-dependent value
 // travels in the kernel's uniform parameter block (binding 0: 32 words, see Params).
 #include <algorithm>
@@ -428,6 +430,91 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 )";
 
+// Gather: y[o, j, r] = x[o, idx[j], r]; the indices are normalised on the host (u32).
+// Words: 0 n, 1 inner (elements after the axis), 2 index count, 3 axis dim.
+const char* const kGatherBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> idx: array<u32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let inner = pu(1u);
+  let r = i % inner;
+  let t = i / inner;
+  let j = t % pu(2u);
+  let o = t / pu(2u);
+  y[i] = x[(o * pu(3u) + idx[j]) * inner + r];
+}
+)";
+
+// Slice: a strided read with signed steps. Words: 0 n, 1 rank, 2..7 output dims, 8 base offset,
+// 9..14 signed element deltas per output dim (step * stride).
+const char* const kSliceBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  var rem = i;
+  var src = i32(pu(8u));
+  for (var d = i32(pu(1u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let c = rem % pu(2u + k);
+    rem = rem / pu(2u + k);
+    src += i32(c) * bitcast<i32>(pu(9u + k));
+  }
+  y[i] = x[u32(src)];
+}
+)";
+
+// Concat: one dispatch per input, writing its block rows into the output.
+// Words: 0 n (input elements), 1 input row (axis dim * inner), 2 output row, 3 offset in a row.
+const char* const kConcatBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let row = pu(1u);
+  y[(i / row) * pu(2u) + pu(3u) + i % row] = x[i];
+}
+)";
+
+// Where with numpy broadcasting of three operands; the condition comes as one u32 per element.
+// Words: 0 n, 1 rank, 2..7 output dims, 8..13 condition strides, 14..19 X's, 20..25 Y's.
+const char* const kWhereBody = R"(
+@group(0) @binding(1) var<storage, read> c: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<f32>;
+@group(0) @binding(3) var<storage, read> b: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  var rem = i;
+  var ic = 0u;
+  var ia = 0u;
+  var ib = 0u;
+  for (var d = i32(pu(1u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let q = rem % pu(2u + k);
+    rem = rem / pu(2u + k);
+    ic += q * pu(8u + k);
+    ia += q * pu(14u + k);
+    ib += q * pu(20u + k);
+  }
+  y[i] = select(b[ib], a[ia], c[ic] != 0u);
+}
+)";
+
 /// A kernel's full source: the prelude, then its body (built once).
 #define WG_SOURCE(fn, body)                                        \
   const char* fn() {                                               \
@@ -444,6 +531,10 @@ WG_SOURCE(global_pool_wgsl, kGlobalPoolBody)
 WG_SOURCE(pool_wgsl, kPoolBody)
 WG_SOURCE(reduce_wgsl, kReduceBody)
 WG_SOURCE(layer_norm_wgsl, kLayerNormBody)
+WG_SOURCE(gather_wgsl, kGatherBody)
+WG_SOURCE(slice_wgsl, kSliceBody)
+WG_SOURCE(concat_wgsl, kConcatBody)
+WG_SOURCE(where_wgsl, kWhereBody)
 #undef WG_SOURCE
 
 }  // namespace
@@ -1232,6 +1323,358 @@ std::unique_ptr<Kernel> create_layer_norm(const KernelCreateInfo& info, const st
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+// Data movement and selection: Gather, Slice, Concat, Expand, Where, Cast.
+//
+// The EP's device tensors are float32. Integer and bool operands (Gather's indices, Slice's
+// starts / ends / axes / steps, Expand's shape, Where's condition, Cast's input) are read on the
+// host (reads_host_input): constants, graph inputs and values computed by CPU nodes arrive there
+// without a copy; the kernel checks them, converts them and uploads what the shader needs (u32
+// indices, u32 flags, float values) into the run's command stream.
+
+/// The values of an int32 / int64 tensor in host memory.
+std::vector<int64_t> host_ints(const Tensor& t, const std::string& where, const char* what) {
+  if (!t.on_host()) fail(ErrorCode::kRuntime, "webgpu: internal error: ", where, ": ", what, " is not in host memory");
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::kInt64) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<int64_t>()[i];
+  } else if (t.dtype() == DType::kInt32) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<int32_t>()[i];
+  } else {
+    fail(ErrorCode::kInvalidArgument, "webgpu: ", where, ": ", what, " must be int32 or int64, got ",
+         dtype_name(t.dtype()));
+  }
+  return v;
+}
+
+bool is_int_tensor(const TypeInfo* t) {
+  return t && t->is_tensor() && (t->dtype == DType::kInt64 || t->dtype == DType::kInt32);
+}
+
+/// Uploads `words` into a fresh pooled buffer of the run (kept alive by the stream).
+BufRef upload_words(Device& dev, Stream& s, const std::vector<uint32_t>& words) {
+  auto b = dev.buffer(std::max<uint64_t>(words.size() * 4, 4));
+  BufRef r{b.get(), b};
+  s.upload(words.data(), r, words.size() * 4);
+  return r;
+}
+
+void check_rank(const std::string& where, size_t rank) {
+  if (rank > static_cast<size_t>(kMaxRank))
+    fail(ErrorCode::kNotImplemented, "webgpu: ", where, ": rank ", rank, " is above the kernels' limit of ", kMaxRank);
+}
+
+class GatherKernel final : public WgKernel {
+ public:
+  GatherKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0b10), axis_(info.node.attr_int("axis", 0)) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& ind = ctx.input(1);
+    const std::vector<int64_t> xs = x.shape().to_vector();
+    const int64_t r = static_cast<int64_t>(xs.size());
+    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
+    if (axis < 0 || axis >= r)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": axis ", axis_, " is out of range for rank ", r);
+    const std::vector<int64_t> iv = host_ints(ind, label(), "indices");
+    const int64_t dim = xs[axis];
+    std::vector<uint32_t> u(iv.size());
+    for (size_t j = 0; j < iv.size(); ++j) {
+      const int64_t k = iv[j] < 0 ? iv[j] + dim : iv[j];
+      if (k < 0 || k >= dim)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": index ", iv[j], " is out of range for axis ", axis,
+             " of size ", dim);
+      u[j] = static_cast<uint32_t>(k);
+    }
+    const Shape& is = ind.shape();
+    std::vector<int64_t> ys(static_cast<size_t>(r - 1) + is.size());
+    for (size_t k = 0; k < ys.size(); ++k) {
+      const int64_t q = static_cast<int64_t>(k);
+      ys[k] = q < axis ? xs[k] : q < axis + static_cast<int64_t>(is.size()) ? is[k - axis] : xs[k + 1 - is.size()];
+    }
+    check_rank(label(), ys.size());
+    Tensor& y = out(ctx, 0, Shape(ys));
+    check_size(label(), x.numel());
+    check_size(label(), y.numel());
+    if (y.numel() == 0) return;
+    int64_t inner = 1;
+    for (int64_t k = axis + 1; k < r; ++k) inner *= xs[k];
+    const BufRef ib = upload_words(*dev_, s, u);
+    Params p;
+    p.u(y.numel()).u(inner).u(static_cast<int64_t>(u.size())).u(dim);
+    s.dispatch_1d("gather", gather_wgsl(), p, {in(ctx, 0), ib, device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  int64_t axis_;
+};
+
+bool check_gather(const ClaimInfo& c, Decline* why) {
+  if (!is_int_tensor(in_type(c, 1)))
+    return decline(why, DeclineCode::kUnsupportedType, "Gather's indices must be an int32 or int64 tensor");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_gather(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<GatherKernel>(info, d);
+}
+
+class SliceKernel final : public WgKernel {
+ public:
+  SliceKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), ~1u), opset_(info.node.opset) {
+    if (opset_ < 10) {
+      starts_ = info.node.attr_ints("starts");
+      ends_ = info.node.attr_ints("ends");
+      axes_ = info.node.attr_ints("axes");
+    }
+  }
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const std::vector<int64_t> xs = x.shape().to_vector();
+    const size_t r = xs.size();
+    std::vector<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
+    if (opset_ >= 10) {
+      starts = host_ints(ctx.input(1), label(), "starts");
+      ends = host_ints(ctx.input(2), label(), "ends");
+      if (ctx.has_input(3)) axes = host_ints(ctx.input(3), label(), "axes");
+      if (ctx.has_input(4)) steps = host_ints(ctx.input(4), label(), "steps");
+    }
+    if (axes.empty())
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": starts, ends, axes and steps differ in length");
+    check_rank(label(), r);
+    check_size(label(), x.numel());
+    const auto xst = strides_of(x.shape());
+    std::vector<int64_t> ys = xs, begin(r, 0), step(r, 1);
+    std::vector<bool> seen(r, false);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t a = axes[i];
+      if (a < 0) a += static_cast<int64_t>(r);
+      if (a < 0 || a >= static_cast<int64_t>(r) || seen[a])
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": axis ", axes[i], " is out of range or repeated");
+      seen[a] = true;
+      const int64_t d = xs[a], sp = steps[i];
+      if (sp == 0) fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": a step is 0");
+      int64_t st = starts[i], en = ends[i], n = 0;
+      if (st < 0) st += d;
+      if (en < 0) en += d;
+      if (d == 0) {
+        n = 0;  // nothing to take (and no valid start for a negative step)
+      } else if (sp > 0) {
+        st = std::clamp<int64_t>(st, 0, d);
+        en = std::clamp<int64_t>(en, 0, d);
+        if (en > st) n = (en - st - 1) / sp + 1;
+      } else {
+        st = std::clamp<int64_t>(st, 0, d - 1);
+        en = std::clamp<int64_t>(en, -1, d - 1);
+        const int64_t ns = sp == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -sp;
+        if (st > en) n = (st - en - 1) / ns + 1;
+      }
+      ys[a] = n;
+      begin[a] = n > 0 ? st : 0;
+      step[a] = n > 1 ? sp : 1;
+    }
+    Tensor& y = out(ctx, 0, Shape(ys));
+    if (y.numel() == 0) return;
+    int64_t base = 0;
+    for (size_t k = 0; k < r; ++k) base += begin[k] * xst[k];
+    Params p;
+    p.u(y.numel()).u(static_cast<int64_t>(r));
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? ys[k] : 1);
+    p.u(base);
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? step[k] * xst[k] : 0);
+    s.dispatch_1d("slice", slice_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  int opset_;
+  std::vector<int64_t> starts_, ends_, axes_;
+};
+
+bool check_slice(const ClaimInfo& c, Decline* why) {
+  if (c.node.opset >= 10)
+    for (size_t i = 1; i < c.node.inputs.size(); ++i)
+      if (c.node.has_input(i) && !is_int_tensor(in_type(c, i)))
+        return decline(why, DeclineCode::kUnsupportedType,
+                       str("Slice's input ", i, " (starts, ends, axes, steps) must be int32 or int64"));
+  return true;
+}
+
+std::unique_ptr<Kernel> create_slice(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<SliceKernel>(info, d);
+}
+
+class ConcatKernel final : public WgKernel {
+ public:
+  ConcatKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0), axis_(info.node.attr_int("axis", 0)) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const size_t n = ctx.num_inputs();
+    const std::vector<int64_t> first = ctx.input(0).shape().to_vector();
+    const int64_t r = static_cast<int64_t>(first.size());
+    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
+    if (axis < 0 || axis >= r)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": axis ", axis_, " is out of range for rank ", r);
+    std::vector<int64_t> ys = first;
+    ys[axis] = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const std::vector<int64_t> xs = ctx.input(i).shape().to_vector();
+      bool ok = xs.size() == first.size();
+      for (int64_t k = 0; ok && k < r; ++k) ok = k == axis || xs[k] == first[k];
+      if (!ok)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": input ", i, "'s shape ",
+             ctx.input(i).shape().to_string(), " does not match ", ctx.input(0).shape().to_string());
+      ys[axis] += xs[axis];
+    }
+    check_rank(label(), ys.size());
+    Tensor& y = out(ctx, 0, Shape(ys));
+    check_size(label(), y.numel());
+    int64_t inner = 1;
+    for (int64_t k = axis + 1; k < r; ++k) inner *= ys[k];
+    int64_t offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Tensor& x = ctx.input(i);
+      const int64_t rows = x.shape()[axis] * inner;
+      if (x.numel() > 0) {
+        Params p;
+        p.u(x.numel()).u(rows).u(ys[axis] * inner).u(offset);
+        s.dispatch_1d("concat", concat_wgsl(), p, {in(ctx, i), device_ref(y, "output")}, u32_of(x.numel()));
+      }
+      offset += rows;
+    }
+  }
+
+ private:
+  int64_t axis_;
+};
+
+std::unique_ptr<Kernel> create_concat(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ConcatKernel>(info, d);
+}
+
+class ExpandKernel final : public WgKernel {
+ public:
+  ExpandKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : WgKernel(info, std::move(d), 0b10) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape want(host_ints(ctx.input(1), label(), "shape"));
+    for (int64_t v : want.to_vector())
+      if (v < 0)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": shape ", want.to_string(), " has a negative dim");
+    const Shape ys = broadcast_shape(label(), x.shape(), want);
+    check_rank(label(), ys.size());
+    Tensor& y = out(ctx, 0, ys);
+    check_size(label(), y.numel());
+    if (y.numel() == 0) return;
+    const auto sx = broadcast_strides(x.shape(), ys);
+    const size_t r = ys.size();
+    Params p;
+    p.u(y.numel()).u(static_cast<int64_t>(r));
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? ys[k] : 1);
+    for (size_t k = 0; k < 6; ++k) p.u(k < sx.size() ? sx[k] : 0);
+    s.dispatch_1d("transpose", transpose_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+};
+
+bool check_expand(const ClaimInfo& c, Decline* why) {
+  const TypeInfo* t = in_type(c, 1);
+  if (!t || !t->is_tensor() || t->dtype != DType::kInt64)
+    return decline(why, DeclineCode::kUnsupportedType, "Expand's shape must be an int64 tensor");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_expand(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ExpandKernel>(info, d);
+}
+
+class WhereKernel final : public WgKernel {
+ public:
+  WhereKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : WgKernel(info, std::move(d), 0b1) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& c = ctx.input(0);
+    const Tensor& a = ctx.input(1);
+    const Tensor& b = ctx.input(2);
+    if (!c.on_host() || c.dtype() != DType::kBool)
+      fail(ErrorCode::kRuntime, "webgpu: internal error: ", label(), ": the condition is not a host bool tensor");
+    const Shape ys = broadcast_shape(label(), broadcast_shape(label(), c.shape(), a.shape()), b.shape());
+    check_rank(label(), ys.size());
+    Tensor& y = out(ctx, 0, ys);
+    check_size(label(), y.numel());
+    check_size(label(), c.numel());
+    if (y.numel() == 0) return;
+    std::vector<uint32_t> flags(static_cast<size_t>(c.numel()));
+    const bool* cv = c.data<bool>();
+    for (size_t i = 0; i < flags.size(); ++i) flags[i] = cv[i] ? 1u : 0u;
+    const BufRef cb = upload_words(*dev_, s, flags);
+    const auto sc = broadcast_strides(c.shape(), ys), sa = broadcast_strides(a.shape(), ys),
+               sb = broadcast_strides(b.shape(), ys);
+    const size_t r = ys.size();
+    Params p;
+    p.u(y.numel()).u(static_cast<int64_t>(r));
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? ys[k] : 1);
+    for (const auto* st : {&sc, &sa, &sb})
+      for (size_t k = 0; k < 6; ++k) p.u(k < st->size() ? (*st)[k] : 0);
+    s.dispatch_1d("where", where_wgsl(), p, {cb, in(ctx, 1), in(ctx, 2), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+};
+
+bool check_where(const ClaimInfo& c, Decline* why) {
+  const TypeInfo* t = in_type(c, 0);
+  if (!t || !t->is_tensor() || t->dtype != DType::kBool)
+    return decline(why, DeclineCode::kUnsupportedType, "Where's condition must be a bool tensor");
+  return true;
+}
+
+std::unique_ptr<Kernel> create_where(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<WhereKernel>(info, d);
+}
+
+/// Cast of a host bool / int32 / int64 tensor to float32: converted on the host (as the CPU EP
+/// converts) and uploaded into the output's device buffer.
+class CastKernel final : public WgKernel {
+ public:
+  CastKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : WgKernel(info, std::move(d), 0b1) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    if (!x.on_host())
+      fail(ErrorCode::kRuntime, "webgpu: internal error: ", label(), ": the input is not in host memory");
+    Tensor& y = out(ctx, 0, x.shape());
+    check_size(label(), x.numel());
+    std::vector<float> v(static_cast<size_t>(x.numel()));
+    switch (x.dtype()) {
+      case DType::kBool:
+        for (size_t i = 0; i < v.size(); ++i) v[i] = x.data<bool>()[i] ? 1.0f : 0.0f;
+        break;
+      case DType::kInt32:
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(x.data<int32_t>()[i]);
+        break;
+      case DType::kInt64:
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(x.data<int64_t>()[i]);
+        break;
+      default:
+        fail(ErrorCode::kNotImplemented, "webgpu: ", label(), ": Cast from ", dtype_name(x.dtype()),
+             " is not supported");
+    }
+    s.upload(v.data(), device_ref(y, "output"), v.size() * 4);
+  }
+};
+
+bool check_cast(const ClaimInfo& c, Decline* why) {
+  const TypeInfo* t = in_type(c, 0);
+  if (!t || !t->is_tensor() || (t->dtype != DType::kBool && t->dtype != DType::kInt32 && t->dtype != DType::kInt64))
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str("webgpu casts bool, int32 and int64 (read on the host) to float32 only; the input is ",
+                       t && t->is_tensor() ? dtype_name(t->dtype) : "not a tensor"));
+  return true;
+}
+
+std::unique_ptr<Kernel> create_cast(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<CastKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Manifest
 
 const std::vector<OpDef>& manifest() {
@@ -1262,6 +1705,13 @@ const std::vector<OpDef>& manifest() {
     d.push_back({"Squeeze", 1, kMaxOpset, 0b10, &check_view, &create_view});
     d.push_back({"Unsqueeze", 1, kMaxOpset, 0b10, &check_view, &create_view});
     d.push_back({"Identity", 1, kMaxOpset, 0, &check_view, &create_view});
+    // Data movement and selection: integer / bool operands are read on the host (see above).
+    d.push_back({"Gather", 1, kMaxOpset, 0b10, &check_gather, &create_gather});
+    d.push_back({"Slice", 1, kMaxOpset, ~1u, &check_slice, &create_slice});
+    d.push_back({"Concat", 4, kMaxOpset, 0, nullptr, &create_concat});
+    d.push_back({"Expand", 8, kMaxOpset, 0b10, &check_expand, &create_expand});
+    d.push_back({"Where", 9, kMaxOpset, 0b1, &check_where, &create_where});
+    d.push_back({"Cast", 6, kMaxOpset, 0b1, &check_cast, &create_cast});
     return d;
   }();
   return defs;

@@ -36,11 +36,11 @@ NodeSpec node(std::string op, std::vector<std::string> in, std::vector<std::stri
 /// Runs `g` on WebGPU (strict: every node there) and on the CPU EP and compares every output,
 /// twice (the second run reuses the planned device buffers and the pooled stream).
 void check(const GraphSpec& g, int64_t opset = 17, double rtol = 1e-4, double atol = 1e-5,
-           ep::WebGPU spec = ep::WebGPU()) {
+           ep::WebGPU spec = ep::WebGPU(), const Inputs* given = nullptr) {
   const std::string m = encode_model(g, opset);
   Session wg = webgpu_session(m, true, spec);
   Session cpu = cpu_session(m);
-  const Inputs in = random_inputs(g);
+  const Inputs in = given ? *given : random_inputs(g);
   const auto a = wg.run(in);
   const auto b = cpu.run(in);
   ASSERT_EQ(a.size(), b.size());
@@ -529,6 +529,233 @@ TEST(WebGpu, TransposeAndViews) {
   Session s = webgpu_session(encode_model(g, 17));
   EXPECT_EQ(s.placement().copies.size(), 2u) << s.placement().summary;
   check(g);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data movement and selection (integer / bool operands read on the host)
+
+TEST(WebGpu, GatherWithHostIndices) {
+  REQUIRE_WEBGPU();
+  // A weight table (uploaded once) indexed by an int64 graph input: no copy for the indices.
+  GraphSpec g;
+  g.initializers.emplace_back("t", random_tensor(Shape{11, 7}, 3));
+  g.nodes.push_back(node("Gather", {"t", "i"}, {"y"}));
+  g.inputs.push_back({"i", DType::kInt64, {2, 3}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 3, 7}});
+  const Inputs in{{"i", Tensor::from_vector<int64_t>(Shape{2, 3}, {0, 10, -1, 4, 4, 2})}};
+  check(g, 17, 1e-4, 1e-5, ep::WebGPU(), &in);
+  const std::string m = encode_model(g, 17);
+  Session s = webgpu_session(m);
+  ASSERT_EQ(s.placement().copies.size(), 1u) << s.placement().summary;  // only y back to the host
+  try {
+    s.run({{"i", Tensor::from_vector<int64_t>(Shape{2, 3}, {0, 11, 1, 1, 1, 1})}});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+  }
+  // The session still runs after the error.
+  EXPECT_TRUE(close(s.run(in)[0], cpu_session(m).run(in)[0]));
+  // A device value along an inner axis, constant int32 indices; a scalar index drops the axis.
+  GraphSpec h;
+  h.initializers.emplace_back("i", Tensor::from_vector<int32_t>(Shape{3}, {4, 0, -2}));
+  h.nodes.push_back(node("Relu", {"x"}, {"r"}));
+  h.nodes.push_back(node("Gather", {"r", "i"}, {"y"}, {attr_int("axis", 1)}));
+  h.inputs.push_back({"x", DType::kFloat, {3, 5, 9}});
+  h.outputs.push_back({"y", DType::kFloat, {3, 3, 9}});
+  check(h);
+  GraphSpec k;
+  k.initializers.emplace_back("i", Tensor::from_vector<int64_t>(Shape{}, {2}));
+  k.nodes.push_back(node("Gather", {"x", "i"}, {"y"}, {attr_int("axis", -1)}));
+  k.inputs.push_back({"x", DType::kFloat, {4, 3, 5}});
+  k.outputs.push_back({"y", DType::kFloat, {4, 3}});
+  check(k);
+}
+
+TEST(WebGpu, Slice) {
+  REQUIRE_WEBGPU();
+  {  // negative axis and step, ends past the dim, out-of-range starts clamped
+    GraphSpec g;
+    g.initializers.emplace_back("st", Tensor::from_vector<int64_t>(Shape{3}, {1, -1, 100}));
+    g.initializers.emplace_back("en", Tensor::from_vector<int64_t>(Shape{3}, {100, -100, -100}));
+    g.initializers.emplace_back("ax", Tensor::from_vector<int64_t>(Shape{3}, {0, -1, 1}));
+    g.initializers.emplace_back("sp", Tensor::from_vector<int64_t>(Shape{3}, {2, -2, -3}));
+    g.nodes.push_back(node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {5, 3, 7}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 1, 4}});
+    check(g);
+  }
+  {  // no axes / steps, int32 operands; an empty result
+    GraphSpec g;
+    g.initializers.emplace_back("st", Tensor::from_vector<int32_t>(Shape{2}, {1, 2}));
+    g.initializers.emplace_back("en", Tensor::from_vector<int32_t>(Shape{2}, {4, 2}));
+    g.nodes.push_back(node("Slice", {"x", "st", "en"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {5, 3}});
+    g.outputs.push_back({"y", DType::kFloat, {3, 0}});
+    check(g);
+  }
+  {  // starts / ends computed by CPU nodes (Shape -> Div), read on the host: as in the encoder
+    GraphSpec g;
+    g.initializers.emplace_back("two", Tensor::from_vector<int64_t>(Shape{1}, {2}));
+    g.initializers.emplace_back("zero", Tensor::from_vector<int64_t>(Shape{1}, {0}));
+    g.initializers.emplace_back("ax", Tensor::from_vector<int64_t>(Shape{1}, {1}));
+    g.nodes.push_back(node("Shape", {"x"}, {"sh"}, {attr_int("start", 1), attr_int("end", 2)}));
+    g.nodes.push_back(node("Div", {"sh", "two"}, {"half"}));
+    g.nodes.push_back(node("Relu", {"x"}, {"r"}));
+    g.nodes.push_back(node("Slice", {"r", "zero", "half", "ax"}, {"a"}));
+    g.nodes.push_back(node("Slice", {"r", "half", "sh", "ax"}, {"b"}));
+    g.nodes.push_back(node("Sub", {"a", "b"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {3, 10, 5}});
+    g.outputs.push_back({"y", DType::kFloat, {3, 5, 5}});
+    const std::string m = encode_model(g, 17);
+    Session s = webgpu_session(m, false);
+    const Placement p = s.placement();
+    for (const auto& n : p.nodes) {
+      if (n.op_type == "Slice" || n.op_type == "Sub") {
+        EXPECT_EQ(n.ep, "webgpu") << n.name;
+      }
+    }
+    EXPECT_EQ(p.copies.size(), 2u) << p.summary;
+    const Inputs in = random_inputs(g);
+    EXPECT_TRUE(close(s.run(in)[0], cpu_session(m).run(in)[0]));
+    EXPECT_TRUE(close(s.run(in)[0], cpu_session(m).run(in)[0]));
+  }
+  {  // a negative step over an empty axis
+    GraphSpec g;
+    g.initializers.emplace_back("st", Tensor::from_vector<int64_t>(Shape{2}, {-1, 5}));
+    g.initializers.emplace_back("en", Tensor::from_vector<int64_t>(Shape{2}, {-100, 0}));
+    g.initializers.emplace_back("ax", Tensor::from_vector<int64_t>(Shape{2}, {0, 1}));
+    g.initializers.emplace_back("sp", Tensor::from_vector<int64_t>(Shape{2}, {-1, -2}));
+    g.nodes.push_back(node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {0, 7}});
+    g.outputs.push_back({"y", DType::kFloat, {0, 3}});
+    check(g);
+  }
+  {  // opset 9: attributes
+    GraphSpec g;
+    g.nodes.push_back(node("Slice", {"x"}, {"y"},
+                           {attr_ints("starts", {-4, 1}), attr_ints("ends", {1000, 3}), attr_ints("axes", {2, 0})}));
+    g.inputs.push_back({"x", DType::kFloat, {4, 3, 9}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 3, 4}});
+    check(g, 9);
+  }
+}
+
+TEST(WebGpu, ConcatAndExpand) {
+  REQUIRE_WEBGPU();
+  {
+    GraphSpec g;
+    g.nodes.push_back(node("Concat", {"a", "b", "c"}, {"y"}, {attr_int("axis", 1)}));
+    g.inputs.push_back({"a", DType::kFloat, {2, 3, 5}});
+    g.inputs.push_back({"b", DType::kFloat, {2, 1, 5}});
+    g.inputs.push_back({"c", DType::kFloat, {2, 7, 5}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 11, 5}});
+    check(g);
+  }
+  {  // last axis (negative), a weight among the inputs, an empty input
+    GraphSpec g;
+    g.initializers.emplace_back("w", random_tensor(Shape{3, 2}, 4));
+    g.nodes.push_back(node("Concat", {"a", "w", "e", "a"}, {"y"}, {attr_int("axis", -1)}));
+    g.inputs.push_back({"a", DType::kFloat, {3, 5}});
+    g.inputs.push_back({"e", DType::kFloat, {3, 0}});
+    g.outputs.push_back({"y", DType::kFloat, {3, 12}});
+    check(g);
+  }
+  {
+    GraphSpec g;
+    g.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{3}, {2, 3, 5}));
+    g.nodes.push_back(node("Expand", {"x", "s"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {3, 1}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 3, 5}});
+    check(g);
+  }
+  {  // the shape may be smaller than the input (bidirectional broadcast)
+    GraphSpec g;
+    g.initializers.emplace_back("s", Tensor::from_vector<int64_t>(Shape{2}, {7, 1}));
+    g.nodes.push_back(node("Expand", {"x", "s"}, {"y"}));
+    g.inputs.push_back({"x", DType::kFloat, {2, 1, 3}});
+    g.outputs.push_back({"y", DType::kFloat, {2, 7, 3}});
+    check(g);
+  }
+}
+
+TEST(WebGpu, WhereAndCast) {
+  REQUIRE_WEBGPU();
+  // A bool condition computed on the CPU (Greater), broadcast against a device value and a weight.
+  GraphSpec g;
+  g.initializers.emplace_back("w", random_tensor(Shape{5}, 6));
+  g.initializers.emplace_back("zero", Tensor::from_vector<float>(Shape{}, {0.0f}));
+  g.nodes.push_back(node("Greater", {"c", "zero"}, {"m"}));
+  g.nodes.push_back(node("Relu", {"x"}, {"r"}));
+  g.nodes.push_back(node("Where", {"m", "r", "w"}, {"y"}));
+  g.inputs.push_back({"c", DType::kFloat, {3, 1, 5}});
+  g.inputs.push_back({"x", DType::kFloat, {4, 1}});
+  g.outputs.push_back({"y", DType::kFloat, {3, 4, 5}});
+  const std::string m = encode_model(g, 17);
+  Session s = webgpu_session(m, false);
+  const Placement p = s.placement();
+  ASSERT_NE(find_node(p, "Where"), nullptr);
+  EXPECT_EQ(find_node(p, "Where")->ep, "webgpu");
+  EXPECT_EQ(find_node(p, "Greater")->ep, "cpu");
+  const Inputs in = random_inputs(g);
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(close(s.run(in)[0], cpu_session(m).run(in)[0]));
+  // Strict: a bool graph input as the condition.
+  GraphSpec w;
+  w.nodes.push_back(node("Where", {"c", "a", "b"}, {"y"}));
+  w.inputs.push_back({"c", DType::kBool, {2, 1, 7}});
+  w.inputs.push_back({"a", DType::kFloat, {3, 1}});
+  w.inputs.push_back({"b", DType::kFloat, {2, 3, 7}});
+  w.outputs.push_back({"y", DType::kFloat, {2, 3, 7}});
+  std::vector<bool> cv;
+  for (int i = 0; i < 14; ++i) cv.push_back(i % 3 != 1);
+  Inputs win = random_inputs(w);
+  win[0].second = Tensor::from_vector<bool>(Shape{2, 1, 7}, cv);
+  check(w, 17, 1e-4, 1e-5, ep::WebGPU(), &win);
+  // Cast of bool / int64 / int32 inputs to float32, then float work on the EP.
+  for (DType t : {DType::kBool, DType::kInt64, DType::kInt32}) {
+    GraphSpec c;
+    c.nodes.push_back(node("Cast", {"i"}, {"f"}, {attr_int("to", static_cast<int64_t>(DType::kFloat))}));
+    c.nodes.push_back(node("Add", {"f", "x"}, {"y"}));
+    c.inputs.push_back({"i", t, {3, 5}});
+    c.inputs.push_back({"x", DType::kFloat, {5}});
+    c.outputs.push_back({"y", DType::kFloat, {3, 5}});
+    Inputs cin = random_inputs(c);
+    if (t == DType::kBool) {
+      std::vector<bool> b;
+      for (int i = 0; i < 15; ++i) b.push_back(i % 2 == 0);
+      cin[0].second = Tensor::from_vector<bool>(Shape{3, 5}, b);
+    } else if (t == DType::kInt64) {
+      std::vector<int64_t> v;
+      for (int i = 0; i < 15; ++i) v.push_back((i - 7) * 123456789LL);
+      cin[0].second = Tensor::from_vector<int64_t>(Shape{3, 5}, v);
+    } else {
+      std::vector<int32_t> v;
+      for (int i = 0; i < 15; ++i) v.push_back((i - 7) * 1000003);
+      cin[0].second = Tensor::from_vector<int32_t>(Shape{3, 5}, v);
+    }
+    check(c, 17, 1e-6, 0.0, ep::WebGPU(), &cin);
+  }
+}
+
+TEST(WebGpu, DeclinesWhatItCannotMove) {
+  REQUIRE_WEBGPU();
+  // float -> float Cast, a Cast to int64, an int64 Gather (shape arithmetic), Equal (bool output):
+  // declined with their reasons, the results still right through the CPU EP.
+  GraphSpec g;
+  g.initializers.emplace_back("i", Tensor::from_vector<int64_t>(Shape{1}, {1}));
+  g.nodes.push_back(node("Cast", {"x"}, {"a"}, {attr_int("to", static_cast<int64_t>(DType::kFloat))}));
+  g.nodes.push_back(node("Cast", {"a"}, {"b"}, {attr_int("to", static_cast<int64_t>(DType::kInt64))}));
+  g.nodes.push_back(node("Gather", {"b", "i"}, {"c"}, {attr_int("axis", 1)}));
+  g.nodes.push_back(node("Equal", {"c", "c"}, {"y"}));
+  g.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  g.outputs.push_back({"y", DType::kBool, {2, 1}});
+  Session s = webgpu_session(encode_model(g, 17), false);
+  const Placement p = s.placement();
+  for (const auto& n : p.nodes) {
+    if (n.op_type == "Copy") continue;
+    EXPECT_EQ(n.ep, "cpu") << n.name;
+    ASSERT_FALSE(n.declined.empty()) << n.name;
+    EXPECT_EQ(n.declined[0].code, n.op_type == "Equal" ? "UnsupportedOp" : "UnsupportedType") << n.name;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
