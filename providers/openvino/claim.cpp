@@ -190,7 +190,7 @@ bool read_and_query(const std::string& bytes, const std::vector<LargeConstant>& 
                     std::shared_ptr<ov::Model>* model, ov::SupportedOpsMap* supported, Decline* why) {
   try {
     *model = core().read_model(bytes, ov::Tensor());
-    bind_constants(**model, large, /*zeros=*/true);
+    bind_zero_constants(**model, large);
   } catch (const std::exception& e) {
     *why = {DeclineCode::kUnsupportedOp, "OpenVINO's ONNX frontend does not convert it: " + short_message(e)};
     return false;

@@ -36,7 +36,7 @@ std::unique_ptr<ExecutionProvider> create_openvino_ep(const EpCreateContext& ctx
 ov::element::Type element_type(DType t);
 
 /// For a support query or a cache key, constants of more than this many elements do not go into
-/// the ONNX bytes: they are typed graph inputs there, which bind_constants() replaces by constants
+/// the ONNX bytes: they are typed graph inputs there, which bind_zero_constants() replaces by constants
 /// afterwards. (A region OpenVINO compiles gets its weights as initializers: OpenVINO 2026.4's
 /// CPU plugin runs the BERT-shaped encoder at half speed when they are bound afterwards, though
 /// its runtime graph is the same.)
@@ -68,10 +68,9 @@ std::string onnx_subgraph(const Graph& g, const SubgraphPart& part, std::vector<
 std::string onnx_batch(const Graph& g, const std::vector<SubgraphPart>& parts, std::vector<LargeConstant>* large);
 inline std::string batch_prefix(size_t i) { return "onyx_q" + std::to_string(i) + "/"; }
 
-/// Replaces the Parameters of `model` that stand for `large` constants by Constants: over onyx's
-/// buffers (shared, not copied, where they are 64-byte aligned), or over zeros (`zeros`: what a
-/// support query needs is shapes, not weights).
-void bind_constants(ov::Model& model, const std::vector<LargeConstant>& large, bool zeros);
+/// Replaces the Parameters of `model` that stand for `large` constants by Constants of zeros
+/// (what a support query needs is their shapes, not their values).
+void bind_zero_constants(ov::Model& model, const std::vector<LargeConstant>& large);
 
 /// Whether OpenVINO takes node `info.node` on `device`: the node alone as an ONNX model, read by
 /// OpenVINO's ONNX frontend and asked of the device through Core::query_model (claim.cpp). The

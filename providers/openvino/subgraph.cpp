@@ -2,7 +2,6 @@
 // frontend, both to ask whether nodes are supported (claim.cpp) and to compile a region
 // (region.cpp).
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -61,7 +60,7 @@ class Builder {
                "', which is neither an input of the region nor a constant");
         ValueSlot& d = out_.values[v];
         if (large && s.initializer.numel() > kSmallConstant && s.initializer.dtype() != DType::kString) {
-          // A typed input in the ONNX model, bound to the data by bind_constants().
+          // A typed input in the ONNX model (a support query binds zeros to it: bind_zero_constants()).
           d.type = TypeInfo::tensor(s.initializer.dtype(), s.initializer.shape());
           d.is_graph_input = true;
           out_.inputs.push_back(v);
@@ -122,16 +121,13 @@ std::string onnx_batch(const Graph& g, const std::vector<SubgraphPart>& parts, s
   return b.encode();
 }
 
-void bind_constants(ov::Model& model, const std::vector<LargeConstant>& large, bool zeros) {
+void bind_zero_constants(ov::Model& model, const std::vector<LargeConstant>& large) {
   if (large.empty()) return;
-  std::shared_ptr<void> zero_buffer;
-  if (zeros) {
-    size_t most = 0;
-    for (const auto& c : large) most = std::max(most, c.tensor->nbytes());
-    // calloc: pages nobody reads are never touched.
-    zero_buffer = std::shared_ptr<void>(std::calloc(1, std::max<size_t>(most, 1)), std::free);
-    if (!zero_buffer) fail(ErrorCode::kOutOfMemory, "openvino: cannot allocate ", most, " bytes");
-  }
+  size_t most = 0;
+  for (const auto& c : large) most = std::max(most, c.tensor->nbytes());
+  // One buffer for them all; calloc: pages nobody reads are never touched.
+  const std::shared_ptr<void> zeros(std::calloc(1, std::max<size_t>(most, 1)), std::free);
+  if (!zeros) fail(ErrorCode::kOutOfMemory, "openvino: cannot allocate ", most, " bytes");
   std::map<std::string, const LargeConstant*> by_name;
   for (const auto& c : large) by_name.emplace(c.name, &c);
   const ov::ParameterVector params = model.get_parameters();  // a copy: the loop removes some
@@ -142,16 +138,7 @@ void bind_constants(ov::Model& model, const std::vector<LargeConstant>& large, b
     if (!c) continue;
     const Tensor& t = *c->tensor;
     const ov::Shape shape(t.shape().begin(), t.shape().end());
-    std::shared_ptr<ov::op::v0::Constant> k;
-    if (zeros) {
-      k = std::make_shared<ov::op::v0::Constant>(element_type(t.dtype()), shape, zero_buffer.get(), zero_buffer);
-    } else if (reinterpret_cast<uintptr_t>(t.raw_data()) % 64 == 0) {
-      // onyx's buffer itself, kept alive by the Constant (no copy).
-      auto keep = std::make_shared<Tensor>(t);
-      k = std::make_shared<ov::op::v0::Constant>(element_type(t.dtype()), shape, keep->raw_data(), keep);
-    } else {
-      k = std::make_shared<ov::op::v0::Constant>(element_type(t.dtype()), shape, t.raw_data());  // copies (unaligned)
-    }
+    auto k = std::make_shared<ov::op::v0::Constant>(element_type(t.dtype()), shape, zeros.get(), zeros);
     k->set_friendly_name(c->name);
     k->get_output_tensor(0).set_names({c->name});
     param->output(0).replace(k->output(0));
