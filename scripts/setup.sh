@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev            # unit tests
+  clang                   # the example EP plugin is built with it, as a vendor would (tests/ep_plugin)
   libdnnl-dev libxnnpack-dev libpthreadpool-dev   # oneDNN and XNNPACK EP modules
   libvulkan-dev glslang-tools mesa-vulkan-drivers   # Vulkan EP module (lavapipe runs its tests on the CPU)
   libpng-dev libjpeg-dev libopenjp2-7-dev libtiff-dev libwebp-dev   # ImageDecoder's codec module

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@
 #include "core/common.hpp"
 #include "ep/factory.hpp"
 #include "ep/module_abi.h"
+#include "ep/plugin.hpp"
 #include "onyx/version.hpp"
 
 namespace onyx {
@@ -85,9 +87,15 @@ const EpFactory* try_load(const std::string& name, const std::string& candidate,
   using Entry = const OnyxEpModuleInfo* (*)();
   auto entry = reinterpret_cast<Entry>(::dlsym(h, "onyx_ep_module"));
   if (!entry) {
-    *error = "not an onyx EP module (no onyx_ep_module symbol)";
-    ::dlclose(h);
-    return nullptr;
+    // A plugin built against the C ABI (include/onyx/ep_c_api.h)?
+    auto init = reinterpret_cast<OnyxEpPluginInitFn>(::dlsym(h, ONYX_EP_PLUGIN_ENTRY));
+    if (!init) {
+      *error = str("not an onyx EP plugin (no symbol ", ONYX_EP_PLUGIN_ENTRY, " or onyx_ep_module)");
+      ::dlclose(h);
+      return nullptr;
+    }
+    // (Once its entry point ran, the library may hold threads or state: it stays loaded.)
+    return load_ep_plugin(name, init, error, version);
   }
   const OnyxEpModuleInfo* info = entry();
   if (!info || info->abi_version != ONYX_EP_ABI_VERSION || info->struct_size < sizeof(OnyxEpModuleInfo)) {
@@ -180,6 +188,25 @@ void* load_module_symbol(const std::string& file, const char* symbol, std::strin
   if (!found && why) *why = reason;
   cache[file] = {found, reason};
   return found;
+}
+
+std::vector<std::string> third_party_module_names() {
+  std::vector<std::string> names;
+  const std::string prefix = "libonyx_ep_", suffix = ".so";
+  for (const auto& [path, system] : module_candidates("x", "")) {
+    if (system) continue;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_of(path), ec)) {
+      const std::string f = entry.path().filename().string();
+      if (f.size() <= prefix.size() + suffix.size() || f.rfind(prefix, 0) != 0 ||
+          f.compare(f.size() - suffix.size(), suffix.size(), suffix) != 0)
+        continue;
+      const std::string name = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+      if (!find_known_ep(name) && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 const EpFactory* load_ep_module(const std::string& name, const std::string& module_path, ep::Availability* why) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "onyx/ep.hpp"
 
@@ -22,6 +23,11 @@ const EpFactory* load_ep_module(const std::string& name, const std::string& modu
 /// returns that symbol (cached, success or not; modules are never unloaded). On failure returns
 /// null and sets `why` to every path tried and what went wrong there.
 void* load_module_symbol(const std::string& file, const char* symbol, std::string* why);
+
+/// Names of the EPs whose modules lie in the directories searched without a module_path
+/// ($ONYX_EP_PATH, beside libonyx, beside the executable) and are not in onyx's own table: the
+/// third-party plugins `onyx providers` lists. Sorted.
+std::vector<std::string> third_party_module_names();
 
 /// File name of an EP's module: "libonyx_ep_<name>.so".
 std::string ep_module_file(const std::string& name);

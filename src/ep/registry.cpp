@@ -73,9 +73,16 @@ const EpFactory* resolve_factory(const std::string& name, const std::string& mod
   }
   const KnownEp* known = find_known_ep(name);
   if (!known && module_path.empty()) {
-    a.reason = str("unknown execution provider '", name, "' (a third-party EP needs the option module_path)");
+    // A third-party EP (a plugin, include/onyx/ep_c_api.h) on the module search path?
+    const EpFactory* f = load_ep_module(name, "", &a);
+    if (!f) {
+      a = {};
+      a.reason = str("unknown execution provider '", name, "': not one of onyx's, and no plugin ", ep_module_file(name),
+                     " is on $ONYX_EP_PATH, beside libonyx or the executable, or on the system's library path (a third-party"
+                     " EP elsewhere is loaded through the option module_path)");
+    }
     if (why) *why = a;
-    return nullptr;
+    return f;
   }
   if (known && module_path.empty() && !ep_built(name)) {
     a.reason = str("not built into this onyx (CMake option ", known->cmake_option, ")");

@@ -1,6 +1,7 @@
 // The user-facing EP specs (include/onyx/ep.hpp).
 #include "core/common.hpp"
 #include "ep/factory.hpp"
+#include "ep/module.hpp"
 #include "onyx/session.hpp"
 
 namespace onyx::ep {
@@ -41,10 +42,13 @@ void Spec::register_with(SessionBuilder& builder) const {
 }
 
 Spec by_name(const std::string& name) {
-  if (!find_known_ep(name)) {
+  // A third-party plugin (include/onyx/ep_c_api.h) counts when it is on the module search path.
+  if (!find_known_ep(name) && !resolve_factory(name, "", nullptr)) {
     std::vector<std::string> names;
     for (const auto& k : known_eps()) names.push_back(k.name);
-    fail(ErrorCode::kInvalidArgument, "unknown execution provider '", name, "' (known: ", join(names, ", "), ")");
+    fail(ErrorCode::kInvalidArgument, "unknown execution provider '", name, "' (known: ", join(names, ", "),
+         "; no plugin ", ep_module_file(name), " is on $ONYX_EP_PATH, beside libonyx or the executable: a plugin elsewhere"
+         " is given with the option module_path)");
   }
   return Spec(name);
 }
@@ -57,6 +61,14 @@ std::vector<ProviderInfo> list_providers() {
     p.cmake_option = k.cmake_option;
     p.availability = ep_availability(k.name);
     if (const EpFactory* f = resolve_factory(k.name, "", nullptr)) p.options = f->options();
+    r.push_back(std::move(p));
+  }
+  // Third-party plugins found on the module search path.
+  for (const std::string& name : third_party_module_names()) {
+    ProviderInfo p;
+    p.name = name;
+    p.availability = ep_availability(name);
+    if (const EpFactory* f = resolve_factory(name, "", nullptr)) p.options = f->options();
     r.push_back(std::move(p));
   }
   return r;

@@ -280,7 +280,9 @@ std::vector<ep::ExecutionProviderDispatch> eps_from(const Args& a) {
   if (require && names.empty()) fail(ErrorCode::kInvalidArgument, "--require-ep needs --ep NAME[,NAME...]");
   std::vector<ep::ExecutionProviderDispatch> eps;
   for (const auto& name : names) {
-    ep::Spec spec = ep::by_name(name);
+    // (A third-party plugin given by its path is taken by name; ep::by_name checks the others.)
+    const bool plugin_path = std::any_of(opts.begin(), opts.end(), [&](const EpOption& o) { return o.ep == name && o.key == "module_path"; });
+    ep::Spec spec = plugin_path ? ep::Spec(name) : ep::by_name(name);
     for (const auto& o : opts)
       if (o.ep == name) spec.set(o.key, o.value);
     eps.push_back(spec.build().error_on_failure(require));
