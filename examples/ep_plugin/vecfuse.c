@@ -2,10 +2,11 @@
  * (onyx/ep_c_api.h from find_package(onyx COMPONENTS ep_sdk); it links nothing of onyx).
  *
  * It takes float32 elementwise nodes (Add, Sub, Mul, Div, Max, Min with two inputs of the same
- * shape or one scalar; Relu, Neg, Abs, Sigmoid, Tanh, Exp, Sqrt) with shapes known when the
- * session is created, and runs each group of them that onyx forms as one fused loop: every
- * element goes through the whole chain while it is in cache, and only the group's outputs are
- * written to memory. With the option fuse=false it runs one kernel per node instead.
+ * shape or one scalar; Relu, Neg, Abs, Sigmoid, Tanh, Exp, Sqrt; and Swish, a custom op of its own
+ * domain com.example.vecfuse, x * sigmoid(x)) with shapes known when the session is created, and
+ * runs each group of them that onyx forms as one fused loop: every element goes through the whole
+ * chain while it is in cache, and only the group's outputs are written to memory. With the option
+ * fuse=false it runs one kernel per node instead.
  * docs/ep-sdk.md walks through this file. */
 #include <math.h>
 #include <stdatomic.h>
@@ -18,21 +19,24 @@
 static const OnyxEpHostApi* host; /* onyx's table, from onyx_ep_plugin_init */
 
 /* ---- the operators ---- */
-typedef enum { ADD, SUB, MUL, DIV, MAX, MIN, RELU, NEG, ABS, SIGMOID, TANH, EXP, SQRT } OpKind;
+typedef enum { ADD, SUB, MUL, DIV, MAX, MIN, RELU, NEG, ABS, SIGMOID, TANH, EXP, SQRT, SWISH } OpKind;
+#define DOMAIN "com.example.vecfuse" /* vecfuse's own ops */
 static const struct {
+  const char* domain;
   const char* name;
   OpKind kind;
   int arity;
   int since; /* first ai.onnx version with today's semantics for float32 */
-} kOps[] = {{"Add", ADD, 2, 7},      {"Sub", SUB, 2, 7},   {"Mul", MUL, 2, 7},  {"Div", DIV, 2, 7},
-            {"Max", MAX, 2, 8},      {"Min", MIN, 2, 8},   {"Relu", RELU, 1, 6}, {"Neg", NEG, 1, 6},
-            {"Abs", ABS, 1, 6},      {"Sigmoid", SIGMOID, 1, 6}, {"Tanh", TANH, 1, 6}, {"Exp", EXP, 1, 6},
-            {"Sqrt", SQRT, 1, 6}};
+} kOps[] = {{"", "Add", ADD, 2, 7},   {"", "Sub", SUB, 2, 7},         {"", "Mul", MUL, 2, 7},
+            {"", "Div", DIV, 2, 7},   {"", "Max", MAX, 2, 8},         {"", "Min", MIN, 2, 8},
+            {"", "Relu", RELU, 1, 6}, {"", "Neg", NEG, 1, 6},         {"", "Abs", ABS, 1, 6},
+            {"", "Sigmoid", SIGMOID, 1, 6}, {"", "Tanh", TANH, 1, 6}, {"", "Exp", EXP, 1, 6},
+            {"", "Sqrt", SQRT, 1, 6}, {DOMAIN, "Swish", SWISH, 1, 1}};
 enum { kNumOps = sizeof(kOps) / sizeof(kOps[0]), kMaxOpset = 24, kBlock = 1024 };
 
-static int find_op(const char* name) {
+static int find_op(const char* domain, const char* name) {
   for (int i = 0; i < kNumOps; ++i)
-    if (strcmp(kOps[i].name, name) == 0) return i;
+    if (strcmp(kOps[i].domain, domain) == 0 && strcmp(kOps[i].name, name) == 0) return i;
   return -1;
 }
 
@@ -55,7 +59,8 @@ static void apply(OpKind k, const float* a, int a_scalar, const float* b, int b_
       case SIGMOID: r = 1.0f / (1.0f + expf(-x)); break;
       case TANH: r = tanhf(x); break;
       case EXP: r = expf(x); break;
-      default: r = sqrtf(x); break;
+      case SWISH: r = x / (1.0f + expf(-x)); break;
+      default: r = sqrtf(x); break; /* SQRT */
     }
     out[i] = r;
   }
@@ -92,14 +97,14 @@ static OnyxEpStatus* claim(void* state, const OnyxEpGraph* graph, const OnyxEpNo
   (void)state;
   (void)graph;
   char msg[256];
-  if (host->node_domain(node)[0] != '\0') return decline(out, ONYX_EP_DECLINE_UNSUPPORTED_OP, "vecfuse runs ai.onnx ops only");
-  const int op = find_op(host->node_op_type(node));
+  const int op = find_op(host->node_domain(node), host->node_op_type(node));
   if (op < 0) {
-    snprintf(msg, sizeof(msg), "vecfuse has no kernel for %s", host->node_op_type(node));
+    snprintf(msg, sizeof(msg), "vecfuse has no kernel for %s%s%s", host->node_domain(node),
+             host->node_domain(node)[0] ? "::" : "", host->node_op_type(node));
     return decline(out, ONYX_EP_DECLINE_UNSUPPORTED_OP, msg);
   }
   const int64_t opset = host->node_opset(node);
-  if (opset < kOps[op].since || opset > kMaxOpset) {
+  if (opset < kOps[op].since || (kOps[op].domain[0] == '\0' && opset > kMaxOpset)) {
     snprintf(msg, sizeof(msg), "vecfuse takes %s from opset %d to %d, the model imports %lld", kOps[op].name,
              kOps[op].since, kMaxOpset, (long long)opset);
     return decline(out, ONYX_EP_DECLINE_OPSET_OUT_OF_RANGE, msg);
@@ -192,7 +197,7 @@ static OnyxEpStatus* build_program(const OnyxEpGraph* g, const OnyxEpNode* const
   for (size_t k = 0; k < num_nodes; ++k) {
     const OnyxEpNode* node = nodes[k];
     if (!node) goto bad;
-    const int op = find_op(host->node_op_type(node));
+    const int op = find_op(host->node_domain(node), host->node_op_type(node));
     if (op < 0) goto bad;
     Instr* in = &p->instrs[k];
     in->kind = kOps[op].kind;
@@ -413,15 +418,31 @@ static OnyxEpStatus* create(const OnyxEpCreateInfo* info, OnyxEpInstance* out) {
   return NULL;
 }
 
+/* Swish's output has its input's type and shape. */
+static OnyxEpStatus* infer_same_as_input(OnyxEpInferContext* ctx) {
+  const OnyxEpNode* node = host->infer_node(ctx);
+  OnyxEpTensor x = ONYX_EP_INIT(OnyxEpTensor);
+  if (host->node_num_inputs(node) != 1 || host->node_num_outputs(node) != 1)
+    return host->make_status(ONYX_EP_INVALID_ARGUMENT, "Swish takes one input and gives one output");
+  if (!host->node_input_type(node, 0, &x)) return host->make_status(ONYX_EP_INVALID_ARGUMENT, "Swish's input has no type");
+  if (x.dtype != ONYX_EP_FLOAT) return host->make_status(ONYX_EP_INVALID_ARGUMENT, "Swish is defined for float32 only");
+  return host->infer_set_output(ctx, 0, x.dtype, x.rank, x.dims);
+}
+
+static const OnyxEpCustomOp kCustomOps[] = {
+    {sizeof(OnyxEpCustomOp), ONYX_EP_API_VERSION, DOMAIN, "Swish", 1, infer_same_as_input},
+};
+
 static const OnyxEpPluginApi kPlugin = {
     sizeof(OnyxEpPluginApi), ONYX_EP_API_VERSION, "vecfuse", "onyx examples", "1.0",
     kOptions, sizeof(kOptions) / sizeof(kOptions[0]), get_devices, create,
+    kCustomOps, sizeof(kCustomOps) / sizeof(kCustomOps[0]),
 };
 
 ONYX_EP_PLUGIN_EXPORT const OnyxEpPluginApi* onyx_ep_plugin_init(const OnyxEpHostApi* h, uint32_t host_api_version,
                                                                  char* err, size_t err_len) {
   /* This plugin uses the host functions of version 1, which every onyx with the ABI has. */
-  if (!h || host_api_version < 1 || h->struct_size < offsetof(OnyxEpHostApi, ctx_parallel_for) + sizeof(h->ctx_parallel_for)) {
+  if (!h || host_api_version < 1 || !ONYX_EP_HAS_FIELD(OnyxEpHostApi, h, infer_set_output)) {
     snprintf(err, err_len, "vecfuse needs an onyx with EP plugin API 1 or newer");
     return NULL;
   }

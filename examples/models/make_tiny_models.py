@@ -393,7 +393,30 @@ def tiny_decoder_gqa():
     save_decoder_inputs("tiny_decoder_gqa", [1, 2, 3, 4, 5], [1, NKV, 0, H], False)
 
 
-MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half, tiny_decoder, tiny_decoder_gqa]
+def tiny_custom():
+    """A custom operator: com.example::ScaledTanh (y = alpha * tanh(x), attribute alpha), which
+    docs/custom-ops.md registers with onyx::register_custom_op, followed by an Add."""
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    one = np.array(1.0, dtype=np.float32)
+    nodes = [
+        helper.make_node("ScaledTanh", ["x"], ["t"], name="scaled_tanh", domain="com.example", alpha=2.0),
+        helper.make_node("Add", ["t", "one"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny_custom", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])], [numpy_helper.from_array(one, "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+                              producer_name="onyx-examples")
+    model.ir_version = 8
+    onnx.save(model, os.path.join(HERE, "tiny_custom.onnx"))
+    d = os.path.join(HERE, "tiny_custom_test_data")
+    os.makedirs(d, exist_ok=True)
+    onnx.save_tensor(numpy_helper.from_array(x, "x"), os.path.join(d, "input_0.pb"))
+    onnx.save_tensor(numpy_helper.from_array((2.0 * np.tanh(x) + one).astype(np.float32), "y"), os.path.join(d, "output_0.pb"))
+
+
+MODELS = [tiny_normalize, tiny_ml, tiny_classifier, decode_image, tiny_cnn, tiny_qdq, tiny_half, tiny_decoder, tiny_decoder_gqa,
+          tiny_custom]
 
 if __name__ == "__main__":
     names = sys.argv[1:] or [m.__name__ for m in MODELS]

@@ -65,6 +65,7 @@ typedef struct OnyxEpGraph OnyxEpGraph;
 typedef struct OnyxEpNode OnyxEpNode;
 typedef struct OnyxEpKernelContext OnyxEpKernelContext;
 typedef struct OnyxEpOnnxModel OnyxEpOnnxModel; /* owned by the plugin until release_onnx_model() */
+typedef struct OnyxEpInferContext OnyxEpInferContext;
 
 /* ---- Codes ---- */
 typedef enum OnyxEpErrorCode {
@@ -189,6 +190,21 @@ typedef struct OnyxEpOnnxPart {
   const char* prefix;             /* prepended to the names of the part's values and nodes (NULL: none) */
 } OnyxEpOnnxPart;
 
+/* An operator of the plugin's own domain (a custom op): onyx knows it once the plugin is loaded,
+ * infers its outputs' types with `infer`, and lets the EP claim and run it like any node (a model
+ * using it fails to load, naming the plugin, when the session does not register the EP). */
+typedef struct OnyxEpCustomOp {
+  uint32_t struct_size;
+  uint32_t api_version;
+  const char* domain;          /* not "" or "ai.onnx", "ai.onnx.ml", "com.microsoft", "onyx" */
+  const char* op_type;
+  int32_t since_version;       /* the first version of the domain that has it */
+  /* Sets every output's type (infer_set_output) from the inputs' (node_input_type of infer_node,
+   * infer_input_value for inputs known while planning) and the node's attributes. Called when the
+   * model loads (dims may be unknown, below zero) and again with the shapes of each run's inputs. */
+  OnyxEpStatus* (*infer)(OnyxEpInferContext* ctx);
+} OnyxEpCustomOp;
+
 /* One option of the EP's schema (what `onyx providers` prints). type: "bool", "int", "uint",
  * "float", "string" or "enum:a|b|c"; onyx validates values against it before create(). */
 typedef struct OnyxEpOptionInfo {
@@ -286,6 +302,14 @@ typedef struct OnyxEpHostApi {
   /* The i-th deferred constant: its input name in the model and the graph value it stands for. */
   int32_t (*onnx_model_constant)(const OnyxEpOnnxModel* model, size_t i, const char** name, int64_t* value);
   void (*release_onnx_model)(OnyxEpOnnxModel* model);
+
+  /* Type inference of a custom op (OnyxEpCustomOp::infer). The node's input types are those
+   * node_input_type gives for the returned handle; a dim below zero is not known yet. */
+  const OnyxEpNode* (*infer_node)(OnyxEpInferContext* ctx);
+  /* Input i's value when it is known while planning (a constant): 1 and *out with data, else 0. */
+  int32_t (*infer_input_value)(OnyxEpInferContext* ctx, size_t i, OnyxEpTensor* out);
+  /* Output i's element type and shape (rank below zero: unknown; a dim below zero: unknown). */
+  OnyxEpStatus* (*infer_set_output)(OnyxEpInferContext* ctx, size_t i, int32_t dtype, int32_t rank, const int64_t* dims);
 } OnyxEpHostApi;
 
 /* ---- plugin -> onyx: a per-session instance ---- */
@@ -350,6 +374,10 @@ typedef struct OnyxEpPluginApi {
   /* A per-session instance: fill *out (onyx sets out->struct_size and api_version first and
    * keeps the struct it passed). */
   OnyxEpStatus* (*create)(const OnyxEpCreateInfo* info, OnyxEpInstance* out);
+
+  /* Custom ops of the plugin's own domains (optional): `num_custom_ops` entries. */
+  const OnyxEpCustomOp* custom_ops;
+  size_t num_custom_ops;
 } OnyxEpPluginApi;
 
 /* The entry point every plugin exports. Called once per process with onyx's table (valid until

@@ -1,6 +1,7 @@
 // onyx: an ONNX inference runtime built around execution providers. Include this header.
 #pragma once
 
+#include "onyx/custom_op.hpp"
 #include "onyx/dtype.hpp"
 #include "onyx/error.hpp"
 #include "onyx/logging.hpp"

@@ -1,5 +1,8 @@
 // The built-in CPU execution provider: every node no other EP claims runs here.
+#include "core/common.hpp"
+#include "ep/custom_ops.hpp"
 #include "ep/provider.hpp"
+#include "ops/custom.hpp"
 #include "kernels/manifest.hpp"
 
 namespace onyx {
@@ -15,6 +18,21 @@ class CpuProvider final : public KernelEp {
   bool computes_half_in_float() const override { return options_.half_in_float; }
   std::string device() const override { return "cpu:0"; }
   const KernelRegistry& registry() const override { return registry_instance(); }
+  // Custom ops registered in the process (onyx::register_custom_op) run here too.
+  bool claim(const ClaimInfo& info, Decline* why) const override {
+    if (KernelEp::claim(info, why)) return true;
+    if (has_custom_cpu_kernel(info.node.domain, info.node.op_type)) return true;
+    const std::string provider = custom_op_provider(info.node.domain, info.node.op_type);
+    if (!provider.empty())
+      return decline(why, DeclineCode::kUnsupportedOp,
+                     str("the custom op ", info.node.domain, "::", info.node.op_type, " is implemented by ", provider,
+                         ": add that EP to the session's EPs"));
+    return false;
+  }
+  std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
+    if (auto k = create_custom_cpu_kernel(info.node)) return k;
+    return KernelEp::create_kernel(info);
+  }
 
   static const KernelRegistry& registry_instance() {
     static const KernelRegistry r = [] {

@@ -95,7 +95,7 @@ const EpFactory* try_load(const std::string& name, const std::string& candidate,
       return nullptr;
     }
     // (Once its entry point ran, the library may hold threads or state: it stays loaded.)
-    return load_ep_plugin(name, init, error, version);
+    return load_ep_plugin(name, system ? candidate + " (system loader)" : candidate, init, error, version);
   }
   const OnyxEpModuleInfo* info = entry();
   if (!info || info->abi_version != ONYX_EP_ABI_VERSION || info->struct_size < sizeof(OnyxEpModuleInfo)) {

@@ -14,6 +14,7 @@
 #include "ep/factory.hpp"
 #include "ep/memory.hpp"
 #include "ep/provider.hpp"
+#include "ops/custom.hpp"
 
 namespace onyx {
 namespace {
@@ -417,9 +418,48 @@ std::string check_plugin_table(const std::string& name, const OnyxEpPluginApi* a
   return "";
 }
 
+/// Registers the plugin's custom ops (their schemas; the EP claims and runs their nodes). Checks
+/// them all before registering any. Returns why not, or "".
+std::string register_custom_ops(const std::string& name, const std::string& path, const OnyxEpPluginApi* api) {
+  if (!ONYX_EP_HAS_FIELD(OnyxEpPluginApi, api, num_custom_ops) || api->num_custom_ops == 0) return "";
+  if (api->num_custom_ops > 4096 || !api->custom_ops)
+    return str("its custom op list is not valid (", api->num_custom_ops, " ops at ", api->custom_ops ? "an address" : "null", ")");
+  const std::string provider = str("the EP plugin '", name, "' (", path, ")");
+  for (size_t i = 0; i < api->num_custom_ops; ++i) {
+    const OnyxEpCustomOp& op = api->custom_ops[i];
+    if (op.struct_size < offsetof(OnyxEpCustomOp, infer) + sizeof(op.infer))
+      return str("custom op ", i, " is not an OnyxEpCustomOp (struct_size ", op.struct_size, ")");
+    const std::string domain = plugin_string(op.domain), type = plugin_string(op.op_type);
+    if (type.empty() || !op.infer) return str("custom op ", i, " (", domain, "::", type, ") has no name or no infer function");
+    if (is_builtin_domain(domain)) return str("its custom op ", type, " is in domain '", domain, "', which onyx implements itself");
+    if (const std::string other = custom_op_provider(domain, type); !other.empty())
+      return str("its custom op ", domain, "::", type, " is already registered by ", other);
+  }
+  for (size_t i = 0; i < api->num_custom_ops; ++i) {
+    const OnyxEpCustomOp* op = &api->custom_ops[i];
+    add_custom_schema(plugin_string(op->domain), plugin_string(op->op_type), op->since_version, [op, name](InferContext& ctx) {
+      OnyxEpInferContext c;
+      c.ctx = &ctx;
+      for (size_t k = 0; k < ctx.num_inputs(); ++k) c.input_types.push_back(ctx.has_input(k) ? &ctx.input_type(k) : nullptr);
+      c.node.node = &ctx.node();
+      c.node.input_types = &c.input_types;
+      OnyxEpStatus* s = guarded([&] { return op->infer(&c); });
+      if (s) {
+        std::unique_ptr<OnyxEpStatus> owned(s);
+        ctx.fail_node(name, ": inferring the output types failed: ", s->message);
+      }
+      for (size_t o = 0; o < ctx.num_outputs(); ++o)
+        if (ctx.has_output(o) && ctx.output(o).kind == TypeInfo::Kind::kUnknown)
+          ctx.fail_node(name, ": its type inference did not set output ", o);
+    }, provider);
+  }
+  return "";
+}
+
 }  // namespace
 
-const EpFactory* load_ep_plugin(const std::string& name, OnyxEpPluginInitFn init, std::string* error, std::string* version) {
+const EpFactory* load_ep_plugin(const std::string& name, const std::string& path, OnyxEpPluginInitFn init, std::string* error,
+                                std::string* version) {
   char err[512] = {};
   const OnyxEpPluginApi* api = nullptr;
   OnyxEpStatus* thrown = guarded([&]() -> OnyxEpStatus* {
@@ -440,6 +480,15 @@ const EpFactory* load_ep_plugin(const std::string& name, OnyxEpPluginInitFn init
   const std::string why = check_plugin_table(name, api, &options);
   if (!why.empty()) {
     *error = "the plugin was refused: " + why;
+    return nullptr;
+  }
+  try {
+    if (const std::string bad = register_custom_ops(name, path, api); !bad.empty()) {
+      *error = "the plugin was refused: " + bad;
+      return nullptr;
+    }
+  } catch (const std::exception& e) {
+    *error = str("the plugin was refused: ", e.what());
     return nullptr;
   }
   // Factories live for the process, as modules do (they are never unloaded).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ep/kernel.hpp"
+#include "ops/schema.hpp"
 #include "onyx/ep_c_api.h"
 
 struct OnyxEpStatus {
@@ -34,6 +35,14 @@ struct OnyxEpGraph {
   const onyx::Graph* graph;
   mutable std::mutex mu;
   mutable std::vector<std::unique_ptr<OnyxEpNode>> nodes;
+};
+
+/// A custom op's type inference (OnyxEpCustomOp::infer): the node, with the input types being
+/// inferred.
+struct OnyxEpInferContext {
+  onyx::InferContext* ctx = nullptr;
+  OnyxEpNode node;
+  std::vector<const onyx::TypeInfo*> input_types;
 };
 
 /// The kernel context a plugin's compute function gets.
@@ -64,7 +73,8 @@ void check_plugin_status(OnyxEpStatus* s, const std::string& ep, const std::stri
 /// Makes the factory of a plugin library whose entry point is `init` (the library is already
 /// open, and stays so). Null with the reason in *error when the plugin fails to initialise or
 /// hands back a table onyx cannot use (wrong version, wrong name, missing functions).
-const EpFactory* load_ep_plugin(const std::string& name, OnyxEpPluginInitFn init, std::string* error,
+/// `path`: the library's (for messages naming it).
+const EpFactory* load_ep_plugin(const std::string& name, const std::string& path, OnyxEpPluginInitFn init, std::string* error,
                                 std::string* version);
 
 }  // namespace onyx

@@ -127,7 +127,7 @@ int32_t node_type(const OnyxEpNode* n, size_t i, bool input, OnyxEpTensor* out) 
   if (i >= ids.size() || ids[i] < 0) return 0;
   const TypeInfo* t = nullptr;
   if (given && i < given->size()) t = (*given)[i];
-  else if (static_cast<size_t>(ids[i]) < n->graph->values.size()) t = &n->graph->values[ids[i]].type;
+  else if (n->graph && static_cast<size_t>(ids[i]) < n->graph->values.size()) t = &n->graph->values[ids[i]].type;
   if (!t || t->kind == TypeInfo::Kind::kUnknown) return 0;
   write_struct(out, tensor_of(t));
   return 1;
@@ -293,6 +293,38 @@ void ctx_parallel_for(OnyxEpKernelContext* c, size_t n, size_t grain, void (*fn)
                               [&](int64_t b, int64_t e) { fn(user, static_cast<size_t>(b), static_cast<size_t>(e)); });
 }
 
+const OnyxEpNode* infer_node(OnyxEpInferContext* c) { return c ? &c->node : nullptr; }
+
+int32_t infer_input_value(OnyxEpInferContext* c, size_t i, OnyxEpTensor* out) {
+  if (!c || !writable(out)) return 0;
+  const Tensor* t = c->ctx->input_tensor(i);
+  if (!t || !t->on_host() || t->dtype() == DType::kString) return 0;
+  describe_tensor(*t, out);
+  return 1;
+}
+
+OnyxEpStatus* infer_set_output(OnyxEpInferContext* c, size_t i, int32_t dtype, int32_t rank, const int64_t* dims) {
+  if (!c) return host_make_status(ONYX_EP_INVALID_ARGUMENT, "infer_set_output: null context");
+  if (i >= c->ctx->num_outputs())
+    return host_make_status(ONYX_EP_INVALID_ARGUMENT, str("infer_set_output: the node has no output ", i).c_str());
+  if (dtype <= 0 || dtype > kMaxDType)
+    return host_make_status(ONYX_EP_INVALID_ARGUMENT, str("infer_set_output: element type ", dtype).c_str());
+  if (rank > 64 || (rank > 0 && !dims))
+    return host_make_status(ONYX_EP_INVALID_ARGUMENT, str("infer_set_output: rank ", rank).c_str());
+  try {
+    if (rank < 0) {
+      c->ctx->set_output_unranked(i, static_cast<DType>(dtype));
+      return nullptr;
+    }
+    Shape s;
+    for (int32_t d = 0; d < rank; ++d) s.push_back(dims[d] >= 0 ? dims[d] : c->ctx->fresh());
+    c->ctx->set_output(i, static_cast<DType>(dtype), std::move(s));
+    return nullptr;
+  } catch (const std::exception& e) {
+    return host_make_status(ONYX_EP_FAILURE, e.what());
+  }
+}
+
 }  // namespace
 
 void describe_type(const TypeInfo* t, OnyxEpTensor* out) {
@@ -351,6 +383,9 @@ const OnyxEpHostApi* plugin_host_api() {
     a.ctx_run_state = ctx_run_state;
     a.ctx_parallel_for = ctx_parallel_for;
     fill_export_functions(&a);
+    a.infer_node = infer_node;
+    a.infer_input_value = infer_input_value;
+    a.infer_set_output = infer_set_output;
     return a;
   }();
   return &api;

@@ -1,6 +1,8 @@
 #include "session/infer.hpp"
 
+#include "ep/custom_ops.hpp"
 #include "model/validate.hpp"
+#include "ops/custom.hpp"
 
 namespace onyx {
 
@@ -102,9 +104,10 @@ void infer_graph(const Graph& g, GraphFacts& facts, SymbolTable& symbols, const 
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node& node = g.nodes[ni];
     const OpSchema* schema = registry.find(node.domain, node.op_type);
+    if (!schema) schema = find_custom_schema(node.domain, node.op_type);
     if (!schema)
       fail(ErrorCode::kNotImplemented, node.label(), ": onyx does not know the operator ",
-           node.domain.empty() ? "ai.onnx" : node.domain, "::", node.op_type);
+           node.domain.empty() ? "ai.onnx" : node.domain, "::", node.op_type, unknown_op_hint(node.domain, node.op_type));
     if (schema->since(node.opset) == 0)
       fail(ErrorCode::kInvalidGraph, node.label(), ": ", node.op_type, " does not exist at opset ", node.opset,
            " (it was introduced in opset ", schema->versions.front(), ")");

@@ -9,6 +9,7 @@
 #include "model/writer.hpp"
 #include "optimizer/passes.hpp"
 #include "ep/factory.hpp"
+#include "ops/custom.hpp"
 #include "session/copies.hpp"
 #include "session/io_info.hpp"
 #include "session/partition.hpp"
@@ -60,7 +61,7 @@ GraphRunner::GraphRunner(const SessionImpl& s, const Graph& graph_in, const Grap
   };
   for (size_t i = 0; i < n; ++i) {
     const Node& nd = g.nodes[i];
-    schemas[i] = OpRegistry::global().find(nd.domain, nd.op_type);
+    schemas[i] = find_schema(nd.domain, nd.op_type);
     for (const auto& a : nd.attrs)
       if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs) has_subgraph[i] = 1;
     if (static_cast<size_t>(node_ep[i]) == s.cpu_index) {
@@ -485,7 +486,7 @@ bool SessionImpl::evaluate_constant_node(const Graph& g, size_t index, std::vect
   std::vector<Value> frame(g.values.size());
   for (int v : n.inputs)
     if (v >= 0) frame[v] = Value(g.values[v].initializer);
-  const OpSchema* schema = OpRegistry::global().find(n.domain, n.op_type);
+  const OpSchema* schema = find_schema(n.domain, n.op_type);
   if (!schema) return false;
   if (!prepare_outputs(n, *schema, *kernel, nullptr, frame)) {
     KernelContext kc(n, frame.data(), *pool, nullptr);

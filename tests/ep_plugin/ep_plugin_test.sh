@@ -3,8 +3,9 @@
 # project, compiled with clang against the *installed* onyx's EP SDK only
 # (find_package(onyx COMPONENTS ep_sdk)), installed beside libonyx, then found by name by the
 # installed onyx CLI: listed by `providers`, its nodes placed on it by `explain`, and the outputs
-# of `run` (fused groups, then one kernel per node) matching numpy's. Also loaded from elsewhere
-# through $ONYX_EP_PATH and through the option module_path.
+# of `run` (fused groups, then one kernel per node) matching numpy's; its custom op Swish runs when
+# the plugin is registered, and a session that does not register it fails naming the plugin. Also
+# loaded from elsewhere through $ONYX_EP_PATH and through the option module_path.
 # Usage: ep_plugin_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1
@@ -61,6 +62,21 @@ check_run() {  # NAME ONYX-ARGS...
 }
 check_run "run on vecfuse (fused groups)" "$ONYX" run "$MODEL" --ep vecfuse --require-ep
 check_run "run on vecfuse (fuse=false, a kernel per node)" "$ONYX" run "$MODEL" --ep vecfuse --require-ep --ep-option vecfuse.fuse=false
+
+# The custom op: runs on vecfuse; without it the model fails to load, naming the plugin to register.
+CUSTOM=$TMP/m/custom
+rm -rf "$TMP/out"
+"$ONYX" run "$CUSTOM/model.onnx" --ep vecfuse --require-ep --inputs "$CUSTOM/test_data_set_0" --save "$TMP/out" >/dev/null
+"$PY" "$SRC/tests/models/compare.py" "$TMP/out" "$CUSTOM/test_data_set_0" --rtol 1e-5 >/dev/null || { echo "FAIL: Swish outputs"; exit 1; }
+"$ONYX" explain "$CUSTOM/model.onnx" --ep vecfuse --json | "$PY" -c "
+import json, sys
+d = json.load(sys.stdin)
+assert all(n['ep'] == 'vecfuse' for n in d['nodes']), d['nodes']"
+echo "ok   the custom op com.example.vecfuse::Swish runs on vecfuse: outputs match numpy's"
+if "$ONYX" run "$CUSTOM/model.onnx" >/dev/null 2>"$TMP/err"; then echo "FAIL: the custom op ran without its plugin"; exit 1; fi
+grep -q "onyx does not know the operator com.example.vecfuse::Swish (a custom op, implemented by the EP plugin 'vecfuse' (.*libonyx_ep_vecfuse.so), which this session did not register" "$TMP/err" \
+  || { echo "FAIL: the message does not name the plugin: $(cat "$TMP/err")"; exit 1; }
+echo "ok   without --ep vecfuse the custom-op model fails, naming the plugin: $(sed -n 1p "$TMP/err" | cut -c1-160)..."
 
 # From a folder of its own: through $ONYX_EP_PATH, and through module_path.
 mkdir -p "$TMP/elsewhere"

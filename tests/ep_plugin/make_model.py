@@ -1,8 +1,9 @@
-"""Writes the model the EP plugin tests run (a MatMul, which the example plugin vecfuse does not
-take, followed by chains of float32 elementwise nodes it fuses) and a test data set whose outputs
-numpy computes.
+"""Writes the models the EP plugin tests run, each with a test data set whose outputs numpy
+computes: model.onnx (a MatMul, which the example plugin vecfuse does not take, followed by chains
+of float32 elementwise nodes it fuses) and custom/model.onnx (vecfuse's custom op Swish of domain
+com.example.vecfuse, then a Mul).
 
-Usage: make_model.py OUT_DIR   (writes OUT_DIR/model.onnx and OUT_DIR/test_data_set_0/)
+Usage: make_model.py OUT_DIR   (writes OUT_DIR/model.onnx, OUT_DIR/test_data_set_0/ and OUT_DIR/custom/)
 """
 import os
 import sys
@@ -10,6 +11,34 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+
+def save(out, model, arrays):
+    os.makedirs(os.path.join(out, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(out, "model.onnx"))
+    for i, (name, arr) in enumerate(arrays):
+        kind = "input" if i == 0 else "output"
+        index = 0 if i == 0 else i - 1
+        t = numpy_helper.from_array(arr.astype(np.float32), name=name)
+        with open(os.path.join(out, "test_data_set_0", f"{kind}_{index}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+
+
+def custom_model(out):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    two = np.array(2.0, dtype=np.float32)
+    nodes = [
+        helper.make_node("Swish", ["x"], ["s"], name="swish", domain="com.example.vecfuse"),
+        helper.make_node("Mul", ["s", "two"], ["y"], name="mul"),
+    ]
+    graph = helper.make_graph(
+        nodes, "vecfuse_custom", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [numpy_helper.from_array(two, "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example.vecfuse", 1)],
+                              producer_name="onyx-tests")
+    model.ir_version = 8
+    save(out, model, [("x", x), ("y", x / (1 + np.exp(-x)) * two)])
 
 
 def main(out):
@@ -37,16 +66,11 @@ def main(out):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onyx-tests")
     model.ir_version = 8
     onnx.checker.check_model(model)
-    os.makedirs(os.path.join(out, "test_data_set_0"), exist_ok=True)
-    onnx.save(model, os.path.join(out, "model.onnx"))
     a = x @ w + half
     y = np.tanh(np.maximum(a * two, 0) - x)
     z = np.maximum(1 / (1 + np.exp(-x)), a)
-    for name, arr in [("input_0", x), ("output_0", y), ("output_1", z)]:
-        t = numpy_helper.from_array(arr.astype(np.float32), name="x" if name == "input_0" else name[-1] == "0" and "y" or "z")
-        with open(os.path.join(out, "test_data_set_0", name + ".pb"), "wb") as f:
-            f.write(t.SerializeToString())
-
+    save(out, model, [("x", x), ("y", y), ("z", z)])
+    custom_model(os.path.join(out, "custom"))
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -149,3 +149,109 @@ TEST(EpPlugin, MissingLibraryIsSkippedWithThePathTried) {
   expect_refused("absent", "libonyx_ep_absent.so: no such file");
   EXPECT_FALSE(s.is_available());
 }
+
+// ---- custom ops from C++ (include/onyx/custom_op.hpp) ----
+
+namespace {
+
+/// x -> test.custom::Twice(factor) -> y (y = factor * x), then Neg.
+std::string custom_model(const std::string& domain = "test.custom", const std::string& op = "Twice") {
+  GraphSpec g;
+  g.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  g.outputs.push_back({"y", DType::kFloat, {2, 3}});
+  NodeSpec n{op, {"x"}, {"t"}, {}, "custom"};
+  n.domain = domain;
+  g.nodes.push_back(n);
+  g.nodes.push_back({"Neg", {"t"}, {"y"}, {}, "neg"});
+  return encode_model(g, 17, 8, {{domain, 1}});
+}
+
+CustomOp twice(const std::string& name) {
+  CustomOp op;
+  op.domain = "test.custom";
+  op.name = name;
+  op.infer = [](CustomOpInferContext& ctx) { ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0)); };
+  op.compute = [](CustomOpKernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0, DType::kFloat, x.shape().to_vector());
+    for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = 2.0f * x.data<float>()[i];
+  };
+  return op;
+}
+
+Session open_model(const std::string& m) {
+  return Session::builder().with_intra_threads(1).with_no_environment_execution_providers().commit_from_memory(m.data(), m.size());
+}
+
+}  // namespace
+
+TEST(CustomOp, RegisteredOpRunsOnTheCpuEp) {
+  register_custom_op(twice("Twice"));
+  Session s = open_model(custom_model());
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {1, -2, 3, -4, 5, -6});
+  const auto out = s.run({{"x", Value(x)}});
+  for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[0].tensor().data<float>()[i], -2.0f * x.data<float>()[i]);
+  for (const auto& n : s.placement().nodes) EXPECT_EQ(n.ep, "cpu") << n.name;
+  EXPECT_EQ(s.outputs()[0].shape, (std::vector<int64_t>{2, 3}));
+}
+
+TEST(CustomOp, RegistrationErrors) {
+  auto expect_error = [](CustomOp op, const std::string& want) {
+    try {
+      register_custom_op(std::move(op));
+      ADD_FAILURE() << "registered";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  CustomOp builtin = twice("Relu");
+  builtin.domain = "";
+  expect_error(builtin, "which onyx implements itself");
+  CustomOp ms = twice("Gelu2");
+  ms.domain = "com.microsoft";
+  expect_error(ms, "which onyx implements itself");
+  register_custom_op(twice("Once"));
+  expect_error(twice("Once"), "already registered by onyx::register_custom_op");
+  CustomOp no_compute = twice("NoCompute");
+  no_compute.compute = nullptr;
+  expect_error(no_compute, "has no compute function");
+  CustomOp no_infer = twice("NoInfer");
+  no_infer.infer = nullptr;
+  expect_error(no_infer, "has no type inference");
+}
+
+TEST(CustomOp, FailuresNameTheNode) {
+  CustomOp refuses = twice("Refuses");
+  refuses.infer = [](CustomOpInferContext&) { throw Error(ErrorCode::kInvalidGraph, "Refuses takes nothing"); };
+  register_custom_op(refuses);
+  try {
+    open_model(custom_model("test.custom", "Refuses"));
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Refuses takes nothing"), std::string::npos) << e.what();
+  }
+  CustomOp lazy = twice("Lazy");
+  // (An output whose shape inference leaves unknown is the kernel's to allocate; this one does not.)
+  lazy.infer = [](CustomOpInferContext& ctx) { ctx.set_output_unranked(0, DType::kFloat); };
+  lazy.compute = [](CustomOpKernelContext&) {};
+  register_custom_op(lazy);
+  Session s = open_model(custom_model("test.custom", "Lazy"));
+  try {
+    s.run({{"x", Value(Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6}))}});
+    ADD_FAILURE() << "ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did not set output 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CustomOp, UnknownCustomOpSaysHowToRegisterOne) {
+  try {
+    open_model(custom_model("test.nobody", "Missing"));
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("onyx does not know the operator test.nobody::Missing"), std::string::npos) << m;
+    EXPECT_NE(m.find("onyx::register_custom_op"), std::string::npos) << m;
+  }
+}
