@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -56,6 +57,8 @@ def _onyx_name(name: str) -> str:
         return _ONYX_NAMES[low]
     if low in _ORT_NAMES:
         return low
+    if re.fullmatch(r"[A-Za-z0-9_]+", name):
+        return name  # a third-party EP plugin (docs/ep-sdk.md): onyx finds it by name, or says it cannot
     known = ", ".join(sorted(_ORT_NAMES.values()))
     raise InvalidArgument(f"unknown execution provider '{name}' (known: {known}, or onyx's short names)")
 

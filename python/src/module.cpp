@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -36,7 +37,11 @@ struct EpRequest {
 std::vector<ep::ExecutionProviderDispatch> dispatches(const std::vector<EpRequest>& eps) {
   std::vector<ep::ExecutionProviderDispatch> out;
   for (const auto& r : eps) {
-    ep::Spec spec = ep::by_name(r.name);  // throws for a name no EP has
+    // (A third-party plugin given by its path is taken by name; ep::by_name checks the others and
+    // throws for a name no EP has.)
+    bool path = false;
+    for (const auto& [k, v] : r.options) path = path || k == "module_path";
+    ep::Spec spec = path ? ep::Spec(r.name) : ep::by_name(r.name);
     for (const auto& [k, v] : r.options) spec.set(k, v);
     out.push_back(spec.build().error_on_failure(r.error_on_failure));
   }
@@ -328,6 +333,97 @@ nb::dict io_dict(const IoInfo& i) {
 
 }  // namespace
 
+/// onyx.register_custom_op: a custom op whose type inference and kernel are Python callables
+/// (docs/custom-ops.md), called with the GIL held, from whichever thread runs the node. The op
+/// cannot be unregistered: the onyx package keeps the callables alive (onyx._CUSTOM_OPS) until the
+/// interpreter ends, and these are borrowed references to them.
+void register_python_custom_op(const std::string& domain, const std::string& name, nb::object infer, nb::object compute,
+                               int since_version) {
+  if (!PyCallable_Check(compute.ptr())) fail(ErrorCode::kInvalidArgument, "register_custom_op: compute must be callable");
+  if (!infer.is_none() && !PyCallable_Check(infer.ptr()))
+    fail(ErrorCode::kInvalidArgument, "register_custom_op: infer must be callable or None");
+  PyObject* infer_fn = infer.is_none() ? nullptr : infer.ptr();
+  PyObject* compute_fn = compute.ptr();
+  const std::string label = domain + "::" + name;
+  CustomOp op;
+  op.domain = domain;
+  op.name = name;
+  op.since_version = since_version;
+  op.infer = [infer_fn, label](CustomOpInferContext& ctx) {
+    if (!infer_fn) {  // every output like input 0
+      if (ctx.num_inputs() == 0 || !ctx.has_input(0)) fail(ErrorCode::kInvalidGraph, label + ": no input 0 to take the outputs' type from");
+      for (size_t o = 0; o < ctx.num_outputs(); ++o)
+        if (ctx.input_has_shape(0)) ctx.set_output(o, ctx.input_dtype(0), ctx.input_shape(0));
+        else ctx.set_output_unranked(o, ctx.input_dtype(0));
+      return;
+    }
+    nb::gil_scoped_acquire gil;
+    nb::list types;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) {
+        types.append(nb::none());
+        continue;
+      }
+      nb::object shape = nb::none();
+      if (ctx.input_has_shape(i)) {
+        nb::list dims;
+        for (int64_t d : ctx.input_shape(i)) dims.append(d >= 0 ? nb::object(nb::int_(d)) : nb::none());
+        shape = nb::tuple(dims);
+      }
+      types.append(nb::make_tuple(numpy_dtype(ctx.input_dtype(i), label), shape));
+    }
+    nb::object result;
+    try {
+      result = nb::handle(infer_fn)(types);
+    } catch (const nb::python_error& e) {
+      fail(ErrorCode::kInvalidGraph, label + ": infer raised " + e.what());
+    }
+    if (!nb::isinstance<nb::list>(result) && !nb::isinstance<nb::tuple>(result))
+      fail(ErrorCode::kInvalidGraph, label + ": infer must return a list of (dtype, shape) per output");
+    const size_t n = nb::len(result);
+    if (n != ctx.num_outputs())
+      fail(ErrorCode::kInvalidGraph, label + ": infer returned " + std::to_string(n) + " types for " +
+                                         std::to_string(ctx.num_outputs()) + " outputs");
+    for (size_t o = 0; o < n; ++o) {
+      nb::object t = result[o];
+      if (!nb::isinstance<nb::tuple>(t) || nb::len(t) != 2)
+        fail(ErrorCode::kInvalidGraph, label + ": infer's entry " + std::to_string(o) + " is not a (dtype, shape) pair");
+      const DType dt = dtype_from_numpy(t[0]);
+      if (t[1].is_none()) {
+        ctx.set_output_unranked(o, dt);
+        continue;
+      }
+      std::vector<int64_t> dims;
+      for (nb::handle d : nb::iter(t[1])) dims.push_back(d.is_none() ? -1 : nb::cast<int64_t>(d));
+      ctx.set_output(o, dt, dims);
+    }
+  };
+  op.compute = [compute_fn, label](CustomOpKernelContext& ctx) {
+    nb::gil_scoped_acquire gil;
+    nb::list args;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i)
+      args.append(ctx.has_input(i) ? tensor_to_numpy(ctx.input(i), label) : nb::none());
+    nb::object result;
+    try {
+      result = nb::handle(compute_fn)(*args);
+    } catch (const nb::python_error& e) {
+      fail(ErrorCode::kRuntime, ctx.node_name() + ": " + label + ": compute raised " + e.what());
+    }
+    const bool many = nb::isinstance<nb::list>(result) || nb::isinstance<nb::tuple>(result);
+    const size_t n = many ? nb::len(result) : 1;
+    if (n != ctx.num_outputs())
+      fail(ErrorCode::kRuntime, ctx.node_name() + ": " + label + ": compute returned " + std::to_string(n) + " arrays for " +
+                                    std::to_string(ctx.num_outputs()) + " outputs");
+    for (size_t o = 0; o < n; ++o) {
+      const Tensor t = tensor_from_python(many ? nb::object(result[o]) : result, DType::kUndefined, label + " output");
+      if (t.dtype() == DType::kString) fail(ErrorCode::kNotImplemented, label + ": string outputs are not supported");
+      Tensor& out = ctx.output(o, t.dtype(), t.shape().to_vector());
+      if (t.nbytes()) std::memcpy(out.raw_data(), t.raw_data(), t.nbytes());
+    }
+  };
+  register_custom_op(std::move(op));
+}
+
 }  // namespace onyx::py
 
 NB_MODULE(_onyx, m) {
@@ -337,6 +433,8 @@ NB_MODULE(_onyx, m) {
   install_error_translator();
   m.def("_register_errors", &register_error_classes);
   m.def("version", [] { return std::string(onyx::version()); });
+  m.def("register_custom_op", &register_python_custom_op, nb::arg("domain"), nb::arg("name"), nb::arg("infer").none(),
+        nb::arg("compute"), nb::arg("since_version") = 1);
 
   nb::class_<EpRequest>(m, "EpRequest")
       .def(nb::init<>())

@@ -15,6 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import onnx
+from onnx import TensorProto, helper
+
 import onyx
 
 RNG = np.random.default_rng(1234)
@@ -943,3 +946,51 @@ def test_many_sessions(add_path, add_feed):
     for _ in range(20):
         sess = onyx.InferenceSession(str(add_path))
         np.testing.assert_array_equal(sess.run(None, add_feed)[0], add_feed["A"] + add_feed["B"])
+
+
+def _custom_model(tmp_path, domain, op, n_out=1):
+    nodes = [helper.make_node(op, ["x"], [f"y{i}" for i in range(n_out)], name="custom", domain=domain)]
+    graph = helper.make_graph(
+        nodes, "custom", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None) for i in range(n_out)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)])
+    model.ir_version = 8
+    path = tmp_path / f"{op}.onnx"
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_custom_op_from_python(tmp_path):
+    seen = []
+
+    def infer(types):
+        seen.append(types)
+        (dtype, shape), = types
+        return [(dtype, shape), (np.int64, (shape[0],))]
+
+    def compute(x):
+        return [x * 3, np.arange(x.shape[0], dtype=np.int64)]
+
+    onyx.register_custom_op("test.python", "TripleAndCount", compute, infer=infer)
+    sess = onyx.InferenceSession(_custom_model(tmp_path, "test.python", "TripleAndCount", n_out=2))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y0, y1 = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(y0, x * 3)
+    np.testing.assert_array_equal(y1, [0, 1])
+    assert seen and seen[0][0][1] == (2, 3)
+    assert [n.ep for n in sess.placement().nodes] == ["cpu"]
+
+
+def test_custom_op_errors_from_python(tmp_path):
+    with pytest.raises(onyx.InvalidArgument, match="which onyx implements itself"):
+        onyx.register_custom_op("", "Relu", lambda x: x)
+
+    def broken(x):
+        raise ValueError("the kernel broke")
+
+    onyx.register_custom_op("test.python", "Broken", broken)
+    sess = onyx.InferenceSession(_custom_model(tmp_path, "test.python", "Broken"))
+    with pytest.raises(onyx.RuntimeException, match="the kernel broke"):
+        sess.run(None, {"x": np.zeros((2, 3), np.float32)})
+    with pytest.raises(onyx.InvalidArgument, match="already registered"):
+        onyx.register_custom_op("test.python", "Broken", broken)
