@@ -49,3 +49,4 @@ fi
 # .cache/transformer-models): neither fails the set-up.
 "$(dirname "$0")/hf_venv.sh"
 "$(dirname "$0")/../tests/models/transformer_models_data.sh"
+"$(dirname "$0")/triton_venv.sh"   # Triton server, client, ORT for its Python backend (.cache/triton-venv; docs/serving.md)
