@@ -28,3 +28,23 @@ function(onyx_add_ep_module name)
   set_property(GLOBAL APPEND PROPERTY ONYX_BUILT_EPS ${name})
   add_dependencies(onyx_all_eps ${target})
 endfunction()
+
+# onyx_add_ep_plugin(<name> SOURCES ... [LINK ...] [INCLUDE ...]): an EP built in onyx's tree as a
+# plugin of the C ABI (include/onyx/ep_c_api.h, docs/ep-sdk.md), as a vendor builds one outside it:
+# libonyx_ep_<name>.so beside libonyx and installed with it, seeing onyx's public headers only and
+# linking nothing of onyx (onyx_flags brings the project's compile flags and nothing else), its
+# symbols hidden but for the entry point onyx_ep_plugin_init.
+function(onyx_add_ep_plugin name)
+  cmake_parse_arguments(EP "" "" "SOURCES;LINK;INCLUDE" ${ARGN})
+  set(target onyx_ep_${name})
+  add_library(${target} MODULE ${EP_SOURCES})
+  set_target_properties(${target} PROPERTIES PREFIX "lib" OUTPUT_NAME "onyx_ep_${name}"
+                                             LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin
+                                             C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden
+                                             VISIBILITY_INLINES_HIDDEN ON)
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/include ${EP_INCLUDE})
+  target_link_libraries(${target} PRIVATE onyx_flags ${EP_LINK})
+  install(TARGETS ${target} LIBRARY DESTINATION ${ONYX_MODULE_INSTALL_DIR})
+  set_property(GLOBAL APPEND PROPERTY ONYX_BUILT_EPS ${name})
+  add_dependencies(onyx_all_eps ${target})
+endfunction()

@@ -51,8 +51,20 @@
 #define ONYX_EP_HAS_FIELD(type, ptr, field) \
   ((ptr) != NULL && (size_t)(ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
-/* An initialiser for a struct a plugin passes to onyx to fill: OnyxEpTensor t = ONYX_EP_INIT(OnyxEpTensor); */
+/* An initialiser for a struct a plugin passes to onyx to fill: OnyxEpTensor t = ONYX_EP_INIT(OnyxEpTensor);
+ * (every other field zero). */
+#ifdef __cplusplus
+template <class T>
+inline T onyx_ep_init_struct() {
+  T t{};
+  t.struct_size = sizeof(T);
+  t.api_version = ONYX_EP_API_VERSION;
+  return t;
+}
+#define ONYX_EP_INIT(type) onyx_ep_init_struct<type>()
+#else
 #define ONYX_EP_INIT(type) {.struct_size = sizeof(type), .api_version = ONYX_EP_API_VERSION}
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,7 +111,7 @@ typedef enum OnyxEpDType {
 typedef enum OnyxEpAttrType {
   ONYX_EP_ATTR_UNDEFINED = 0, ONYX_EP_ATTR_FLOAT = 1, ONYX_EP_ATTR_INT = 2, ONYX_EP_ATTR_STRING = 3,
   ONYX_EP_ATTR_TENSOR = 4, ONYX_EP_ATTR_GRAPH = 5, ONYX_EP_ATTR_FLOATS = 6, ONYX_EP_ATTR_INTS = 7,
-  ONYX_EP_ATTR_STRINGS = 8
+  ONYX_EP_ATTR_STRINGS = 8, ONYX_EP_ATTR_TENSORS = 9, ONYX_EP_ATTR_GRAPHS = 10
 } OnyxEpAttrType;
 
 typedef enum OnyxEpLogLevel {
@@ -310,6 +322,16 @@ typedef struct OnyxEpHostApi {
   int32_t (*infer_input_value)(OnyxEpInferContext* ctx, size_t i, OnyxEpTensor* out);
   /* Output i's element type and shape (rank below zero: unknown; a dim below zero: unknown). */
   OnyxEpStatus* (*infer_set_output)(OnyxEpInferContext* ctx, size_t i, int32_t dtype, int32_t rank, const int64_t* dims);
+
+  /* A status the host returned (from export_onnx, ctx_allocate_value, ...): its code and message,
+   * for a plugin that handles it rather than returning it; release_status frees one the plugin
+   * keeps (a status returned to onyx is onyx's again). */
+  OnyxEpErrorCode (*status_code)(const OnyxEpStatus* status);
+  const char* (*status_message)(const OnyxEpStatus* status);
+  void (*release_status)(OnyxEpStatus* status);
+  /* An id of the graph a view shows, the same for every view of one graph while it exists (a
+   * plugin caching per graph, e.g. one question to its library for all of a graph's nodes). */
+  uint64_t (*graph_id)(const OnyxEpGraph* graph);
 } OnyxEpHostApi;
 
 /* ---- plugin -> onyx: a per-session instance ---- */

@@ -1,15 +1,15 @@
-// OpenVINO EP internals shared by its files.
+// OpenVINO EP internals shared by its files. The EP is a plugin of onyx's C ABI
+// (onyx/ep_c_api.h): it sees onyx only through the host's table (host.hpp).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <openvino/openvino.hpp>
 
-#include "core/common.hpp"
-#include "ep/factory.hpp"
-#include "ep/provider.hpp"
+#include "host.hpp"
 
 namespace onyx::openvino {
 
@@ -27,63 +27,56 @@ struct Options {
   /// The compile properties these options mean for OpenVINO.
   ov::AnyMap compile_properties(int session_threads) const;
 };
-Options parse_options(const OptionList& options);
+/// The options of a session (keys and values as create() gets them); throws Failure.
+Options parse_options(const std::vector<std::pair<std::string, std::string>>& options);
 
-/// The per-session EP.
-std::unique_ptr<ExecutionProvider> create_openvino_ep(const EpCreateContext& ctx);
+/// The per-session instance behind OnyxEpInstance::state.
+struct Instance {
+  Options options;
+  int session_threads = 1;
+  ov::AnyMap props;  // options.compile_properties(session_threads)
+};
 
-/// OpenVINO's element type for a dtype; ov::element::dynamic when OpenVINO has none.
-ov::element::Type element_type(DType t);
+/// OnyxEpPluginApi::create (ep.cpp).
+OnyxEpStatus* create_instance(const OnyxEpCreateInfo* info, OnyxEpInstance* out);
+
+/// OpenVINO's element type for an element type of onyx (OnyxEpDType); ov::element::dynamic when
+/// OpenVINO has none.
+ov::element::Type element_type(int32_t dtype);
 
 /// For a support query or a cache key, constants of more than this many elements do not go into
-/// the ONNX bytes: they are typed graph inputs there, which bind_zero_constants() replaces by constants
-/// afterwards. (A region OpenVINO compiles gets its weights as initializers: OpenVINO 2026.4's
-/// CPU plugin runs the BERT-shaped encoder at half speed when they are bound afterwards, though
-/// its runtime graph is the same.)
+/// the ONNX bytes: they are typed graph inputs there (export_onnx's deferred constants), which
+/// bind_zero_constants() replaces by constants afterwards. (A region OpenVINO compiles gets its
+/// weights as initializers: OpenVINO 2026.4's CPU plugin runs the BERT-shaped encoder at half
+/// speed when they are bound afterwards, though its runtime graph is the same.)
 constexpr int64_t kSmallConstant = 64;
 
-/// A large constant of a cut-out model: its name there and its value in onyx's graph.
-struct LargeConstant {
-  std::string name;
-  const Tensor* tensor;
-};
-
-/// Nodes of a graph to cut out: `inputs` become graph inputs and `outputs` graph outputs, with
-/// the types `input_types` / `output_types` give (null or missing: the value's own); constant
-/// inputs (initializers that are not graph inputs) become initializers.
-struct SubgraphPart {
-  std::vector<int> nodes;  // indices, in execution order
-  std::vector<int> inputs;
-  std::vector<const TypeInfo*> input_types;
-  std::vector<int> outputs;
-  std::vector<const TypeInfo*> output_types;
-};
-
-/// A self-contained ONNX model (serialized ModelProto) of `part`; its large constants are added to
-/// `large`, or written as initializers when `large` is null.
-std::string onnx_subgraph(const Graph& g, const SubgraphPart& part, std::vector<LargeConstant>* large);
-
-/// One ONNX model of several parts that share nothing: part i's values (and node names) are
-/// prefixed with batch_prefix(i).
-std::string onnx_batch(const Graph& g, const std::vector<SubgraphPart>& parts, std::vector<LargeConstant>* large);
+/// The names the parts of a batched support query carry.
 inline std::string batch_prefix(size_t i) { return "onyx_q" + std::to_string(i) + "/"; }
 
-/// Replaces the Parameters of `model` that stand for `large` constants by Constants of zeros
-/// (what a support query needs is their shapes, not their values).
-void bind_zero_constants(ov::Model& model, const std::vector<LargeConstant>& large);
+/// Replaces the Parameters of `model` that stand for the deferred constants of `exported` (values
+/// of `graph`) by Constants of zeros: what a support query needs is their shapes, not their values.
+void bind_zero_constants(ov::Model& model, const OnnxModel& exported, const OnyxEpGraph* graph);
 
-/// Whether OpenVINO takes node `info.node` on `device`: the node alone as an ONNX model, read by
-/// OpenVINO's ONNX frontend and asked of the device through Core::query_model (claim.cpp). The
-/// first question about a graph asks about all its nodes at once. With options.cache_dir, the
-/// answers are kept there for later sessions.
-bool claim_node(const ClaimInfo& info, const Options& options, Decline* why);
+/// Whether OpenVINO takes `node` of `graph` on the session's device: the node alone as an ONNX
+/// model, read by OpenVINO's ONNX frontend and asked of the device through Core::query_model
+/// (claim.cpp). The first question about a graph asks about all its nodes at once. With
+/// options.cache_dir, the answers are kept there for later sessions. Fills `out`; throws Failure.
+void claim_node(const OnyxEpGraph* graph, const OnyxEpNode* node, const Options& options, OnyxEpClaim* out);
 
-/// Compiles a region into one kernel running it as one OpenVINO compiled model (region.cpp).
-std::unique_ptr<Kernel> compile_openvino_region(const RegionInfo& region, const Options& options, int session_threads);
+/// A group compiled into one OpenVINO compiled model (region.cpp).
+class Region;
+Region* compile_region(const OnyxEpGraph* graph, const OnyxEpGroup& group, const Instance& inst);
+void run_region(const Region& region, OnyxEpKernelContext* ctx);
+void release_region(Region* region);
 
-/// Core::compile_model, its failure as onyx::Error naming `label`.
+/// Core::compile_model, its failure as a Failure naming `label`.
 ov::CompiledModel compile_model(const std::shared_ptr<ov::Model>& model, const std::string& device, const ov::AnyMap& props,
                                 const std::string& label);
+
+/// The ONNX model `bytes` as OpenVINO's ONNX frontend converts it (Core::read_model without a
+/// copy of the bytes); throws what the frontend throws.
+std::shared_ptr<ov::Model> read_onnx(std::string_view bytes);
 
 /// The first line of an OpenVINO exception's message (they carry long traces).
 std::string short_message(const std::exception& e);

@@ -1,8 +1,9 @@
-// A region of the OpenVINO EP: its nodes as one ONNX model, read by OpenVINO's ONNX frontend and
-// compiled for the device once -- when the region is compiled if its input shapes are all known,
-// else once per input-shape signature on first use (a few signatures kept). Runs wrap onyx's
-// buffers as ov::Tensor (no copies in or out: OpenVINO reads the inputs and writes the outputs
-// where the executor placed them).
+// A region of the OpenVINO EP (a group onyx hands to compile_group): its nodes as one ONNX model
+// (onyx's export_onnx, the weights as initializers), read by OpenVINO's ONNX frontend and compiled
+// for the device once -- when the group is compiled if its input shapes are all known, else once
+// per input-shape signature on first use (a few signatures kept). Runs wrap onyx's buffers as
+// ov::Tensor (no copies in or out: OpenVINO reads the inputs and writes the outputs where the
+// executor placed them).
 #include <algorithm>
 #include <cstring>
 #include <list>
@@ -44,12 +45,31 @@ class Compiled {
 
 using Signature = std::vector<std::vector<int64_t>>;
 
-class RegionKernel final : public Kernel {
+size_t numel(const OnyxEpTensor& t) {
+  size_t n = 1;
+  for (int32_t i = 0; i < t.rank; ++i) n *= static_cast<size_t>(t.dims[i]);
+  return n;
+}
+
+ov::Shape shape_of(const OnyxEpTensor& t) { return t.rank > 0 ? ov::Shape(t.dims, t.dims + t.rank) : ov::Shape(); }
+
+OnyxEpTensor empty_tensor() { return init<OnyxEpTensor>(); }
+
+template <class Ports>
+size_t port_of(const Ports& ports, std::string_view name, const std::string& label, const char* what) {
+  for (size_t i = 0; i < ports.size(); ++i)
+    if (ports[i].get_names().count(std::string(name))) return i;
+  fail(ONYX_EP_FAILURE, "openvino: ", label, ": OpenVINO's model has no ", what, " named '", name, "'");
+}
+
+}  // namespace
+
+class Region {
  public:
   /// A region compiled once (`compiled`), or one whose `model` is compiled per input shapes.
-  RegionKernel(std::string label, std::shared_ptr<ov::Model> model, std::shared_ptr<Compiled> compiled, std::vector<int> inputs,
-               std::vector<int> outputs, std::vector<size_t> input_port, std::vector<size_t> output_port, std::string device,
-               ov::AnyMap props)
+  Region(std::string label, std::shared_ptr<ov::Model> model, std::shared_ptr<Compiled> compiled, std::vector<int64_t> inputs,
+         std::vector<int64_t> outputs, std::vector<size_t> input_port, std::vector<size_t> output_port, std::string device,
+         ov::AnyMap props)
       : label_(std::move(label)),
         model_(std::move(model)),
         inputs_(std::move(inputs)),
@@ -60,33 +80,27 @@ class RegionKernel final : public Kernel {
         props_(std::move(props)),
         static_(std::move(compiled)) {}
 
-  void compute(KernelContext& ctx) const override {
-    Value* frame = ctx.frame();
-    std::vector<const Tensor*> in(inputs_.size());
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      const Value& v = frame[inputs_[i]];
-      if (!v.is_tensor() || !v.tensor().defined())
-        fail(ErrorCode::kRuntime, "openvino: ", label_, ": input ", i, " is not a tensor");
-      in[i] = &v.tensor();
-    }
+  void compute(OnyxEpKernelContext* ctx) const {
+    const OnyxEpHostApi& h = host();
+    std::vector<OnyxEpTensor> in(inputs_.size(), empty_tensor());
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (h.ctx_value(ctx, inputs_[i], &in[i]) != 1 || in[i].on_device)
+        fail(ONYX_EP_INVALID_ARGUMENT, "openvino: ", label_, ": input ", i, " is not a tensor");
     std::shared_ptr<Compiled> c = static_ ? static_ : for_shapes(in);
     ov::InferRequest req = c->acquire();
     try {
       for (size_t i = 0; i < in.size(); ++i) {
-        const Tensor& t = *in[i];
-        const ov::Shape shape(t.shape().begin(), t.shape().end());
-        if (t.numel() == 0)  // no buffer to wrap
-          req.set_input_tensor(input_port_[i], ov::Tensor(element_type(t.dtype()), shape));
+        const OnyxEpTensor& t = in[i];
+        if (numel(t) == 0)  // no buffer to wrap
+          req.set_input_tensor(input_port_[i], ov::Tensor(element_type(t.dtype), shape_of(t)));
         else
-          req.set_input_tensor(input_port_[i], ov::Tensor(element_type(t.dtype()), shape, const_cast<void*>(t.raw_data())));
+          req.set_input_tensor(input_port_[i], ov::Tensor(element_type(t.dtype), shape_of(t), t.data));
       }
       std::vector<char> wrapped(outputs_.size(), 0);
       for (size_t j = 0; j < outputs_.size(); ++j) {
-        Value& v = frame[outputs_[j]];
-        if (!v.is_tensor() || !v.tensor().defined() || !v.tensor().on_host() || v.tensor().numel() == 0) continue;
-        Tensor& t = v.tensor();
-        const ov::Shape shape(t.shape().begin(), t.shape().end());
-        req.set_output_tensor(output_port_[j], ov::Tensor(element_type(t.dtype()), shape, t.raw_data()));
+        OnyxEpTensor t = empty_tensor();
+        if (h.ctx_value(ctx, outputs_[j], &t) != 1 || t.on_device || !t.data || numel(t) == 0) continue;
+        req.set_output_tensor(output_port_[j], ov::Tensor(element_type(t.dtype), shape_of(t), t.data));
         wrapped[j] = 1;
       }
       req.infer();
@@ -96,28 +110,31 @@ class RegionKernel final : public Kernel {
         // allocated it; copy it into an onyx tensor.
         const ov::Tensor r = req.get_output_tensor(output_port_[j]);
         const ov::Shape& s = r.get_shape();
-        Tensor t(dtype_of(r.get_element_type()), Shape(std::vector<int64_t>(s.begin(), s.end())));
-        if (t.nbytes() != r.get_byte_size())
-          fail(ErrorCode::kEpFailure, "openvino: ", label_, ": output ", j, " has ", r.get_byte_size(), " bytes, expected ", t.nbytes());
-        if (t.nbytes()) std::memcpy(t.raw_data(), r.data(), t.nbytes());
-        frame[outputs_[j]] = Value(std::move(t));
+        const std::vector<int64_t> dims(s.begin(), s.end());
+        OnyxEpTensor t = empty_tensor();
+        if (OnyxEpStatus* st = h.ctx_allocate_value(ctx, outputs_[j], dtype_of(r.get_element_type()), static_cast<int32_t>(dims.size()),
+                                                    dims.data(), &t))
+          throw Failure(st);
+        if (t.bytes != r.get_byte_size())
+          fail(ONYX_EP_FAILURE, "openvino: ", label_, ": output ", j, " has ", r.get_byte_size(), " bytes, expected ", t.bytes);
+        if (t.bytes) std::memcpy(t.data, r.data(), t.bytes);
       }
       // A request that kept an output tensor of OpenVINO's own (or one of this run's buffers for
       // an output the next run may not wrap) is not reused: it would write where it wrote now.
       if (std::all_of(wrapped.begin(), wrapped.end(), [](char w) { return w != 0; })) c->release(std::move(req));
-    } catch (const Error&) {
+    } catch (const Failure&) {
       throw;
     } catch (const std::exception& e) {
-      fail(ErrorCode::kEpFailure, "openvino: ", label_, ": inference failed: ", short_message(e));
+      fail(ONYX_EP_FAILURE, "openvino: ", label_, ": inference failed: ", short_message(e));
     }
   }
 
  private:
-  static DType dtype_of(const ov::element::Type& t) {
-    for (DType d : {DType::kFloat, DType::kFloat16, DType::kBFloat16, DType::kDouble, DType::kInt8, DType::kUInt8,
-                    DType::kInt16, DType::kUInt16, DType::kInt32, DType::kUInt32, DType::kInt64, DType::kUInt64, DType::kBool})
+  static int32_t dtype_of(const ov::element::Type& t) {
+    for (int32_t d : {ONYX_EP_FLOAT, ONYX_EP_FLOAT16, ONYX_EP_BFLOAT16, ONYX_EP_DOUBLE, ONYX_EP_INT8, ONYX_EP_UINT8, ONYX_EP_INT16,
+                      ONYX_EP_UINT16, ONYX_EP_INT32, ONYX_EP_UINT32, ONYX_EP_INT64, ONYX_EP_UINT64, ONYX_EP_BOOL})
       if (element_type(d) == t) return d;
-    fail(ErrorCode::kEpFailure, "openvino: an output of element type ", t.get_type_name(), ", which onyx has no type for");
+    fail(ONYX_EP_FAILURE, "openvino: an output of element type ", t.get_type_name(), ", which onyx has no type for");
   }
 
   std::shared_ptr<Compiled> compile(const std::shared_ptr<ov::Model>& model) const {
@@ -126,9 +143,9 @@ class RegionKernel final : public Kernel {
 
   // The compiled model for these input shapes: the model reshaped to them and compiled on first
   // use, kept among the last kMaxSignatures.
-  std::shared_ptr<Compiled> for_shapes(const std::vector<const Tensor*>& in) const {
+  std::shared_ptr<Compiled> for_shapes(const std::vector<OnyxEpTensor>& in) const {
     Signature sig;
-    for (const Tensor* t : in) sig.emplace_back(t->shape().begin(), t->shape().end());
+    for (const OnyxEpTensor& t : in) sig.emplace_back(t.dims, t.dims + t.rank);
     std::lock_guard<std::mutex> lock(m_);
     for (auto it = by_shape_.begin(); it != by_shape_.end(); ++it)
       if (it->first == sig) {
@@ -142,7 +159,7 @@ class RegionKernel final : public Kernel {
     try {
       m->reshape(shapes);
     } catch (const std::exception& e) {
-      fail(ErrorCode::kEpFailure, "openvino: ", label_, ": cannot set the input shapes: ", short_message(e));
+      fail(ONYX_EP_FAILURE, "openvino: ", label_, ": cannot set the input shapes: ", short_message(e));
     }
     by_shape_.emplace_front(std::move(sig), compile(m));
     if (by_shape_.size() > kMaxSignatures) by_shape_.pop_back();
@@ -152,7 +169,7 @@ class RegionKernel final : public Kernel {
   static constexpr size_t kMaxSignatures = 8;
   std::string label_;
   std::shared_ptr<ov::Model> model_;
-  std::vector<int> inputs_, outputs_;          // value ids in the session's graph
+  std::vector<int64_t> inputs_, outputs_;         // value ids in the session's graph
   std::vector<size_t> input_port_, output_port_;  // their ports in model_
   std::string device_;
   ov::AnyMap props_;
@@ -161,49 +178,53 @@ class RegionKernel final : public Kernel {
   mutable std::list<std::pair<Signature, std::shared_ptr<Compiled>>> by_shape_;
 };
 
-template <class Ports>
-size_t port_of(const Ports& ports, const std::string& name, const std::string& label, const char* what) {
-  for (size_t i = 0; i < ports.size(); ++i)
-    if (ports[i].get_names().count(name)) return i;
-  fail(ErrorCode::kEpFailure, "openvino: ", label, ": OpenVINO's model has no ", what, " named '", name, "'");
-}
-
-}  // namespace
-
 ov::CompiledModel compile_model(const std::shared_ptr<ov::Model>& model, const std::string& device, const ov::AnyMap& props,
                                 const std::string& label) {
   try {
     return core().compile_model(model, device, props);
   } catch (const std::exception& e) {
-    fail(ErrorCode::kEpFailure, "openvino: ", label, ": compiling for ", device, " failed: ", short_message(e));
+    fail(ONYX_EP_FAILURE, "openvino: ", label, ": compiling for ", device, " failed: ", short_message(e));
   }
 }
 
-std::unique_ptr<Kernel> compile_openvino_region(const RegionInfo& region, const Options& options, int session_threads) {
-  const Graph& g = region.graph;
-  const Node& first = g.nodes[region.nodes.front()];
-  const std::string label = str("region of ", region.nodes.size(), " node", region.nodes.size() == 1 ? "" : "s", " from ", first.label());
-  std::vector<int> inputs;
-  for (int v : region.inputs)
-    if (!region.constant(v)) inputs.push_back(v);
-  const SubgraphPart part{region.nodes, inputs, {}, region.outputs, {}};
-  const ov::AnyMap props = options.compile_properties(session_threads);
+Region* compile_region(const OnyxEpGraph* g, const OnyxEpGroup& group, const Instance& inst) {
+  if (group.num_nodes == 0 || !group.nodes) fail(ONYX_EP_INVALID_ARGUMENT, "openvino: an empty group");
+  Part part;
+  for (size_t i = 0; i < group.num_nodes; ++i) {
+    const OnyxEpNode* n = host().graph_node(g, group.nodes[i]);
+    if (!n) fail(ONYX_EP_INVALID_ARGUMENT, "openvino: node ", group.nodes[i], " of the group is not in the graph");
+    part.nodes.push_back(n);
+  }
+  const size_t count = part.nodes.size();
+  const std::string label = str("region of ", count, " node", count == 1 ? "" : "s", " from ", NodeView(part.nodes.front()).label());
+  // Constants among the group's inputs are initializers of its model.
+  for (size_t i = 0; i < group.num_inputs; ++i)
+    if (!value(g, group.inputs[i]).is_constant()) part.inputs.push_back(group.inputs[i]);
+  part.outputs.assign(group.outputs, group.outputs + group.num_outputs);
   std::vector<size_t> in_port, out_port;
   std::shared_ptr<ov::Model> model;
-  try {
-    model = core().read_model(onnx_subgraph(g, part, nullptr), ov::Tensor());
-  } catch (const std::exception& e) {
-    fail(ErrorCode::kEpFailure, "openvino: ", label, ": OpenVINO's ONNX frontend cannot read it: ", short_message(e));
+  {
+    const OnnxModel exported = export_onnx(g, {&part}, {}, -1);
+    try {
+      model = read_onnx(exported.bytes());
+    } catch (const std::exception& e) {
+      fail(ONYX_EP_FAILURE, "openvino: ", label, ": OpenVINO's ONNX frontend cannot read it: ", short_message(e));
+    }
   }
-  for (int v : inputs) in_port.push_back(port_of(model->inputs(), g.values[v].name, label, "input"));
-  for (int v : region.outputs) out_port.push_back(port_of(model->outputs(), g.values[v].name, label, "output"));
+  for (int64_t v : part.inputs) in_port.push_back(port_of(model->inputs(), value(g, v).name(), label, "input"));
+  for (int64_t v : part.outputs) out_port.push_back(port_of(model->outputs(), value(g, v).name(), label, "output"));
   std::shared_ptr<Compiled> compiled;
   if (!model->is_dynamic()) {
-    compiled = std::make_shared<Compiled>(compile_model(model, options.device_type, props, label));
+    compiled = std::make_shared<Compiled>(compile_model(model, inst.options.device_type, inst.props, label));
     model.reset();  // the compiled model keeps what it needs
   }
-  return std::make_unique<RegionKernel>(label, std::move(model), std::move(compiled), std::move(inputs), region.outputs,
-                                        std::move(in_port), std::move(out_port), options.device_type, props);
+  log(ONYX_EP_LOG_VERBOSE, str(label, ": ", compiled ? "compiled" : "compiled per input shapes on first use"));
+  return new Region(label, std::move(model), std::move(compiled), std::move(part.inputs), std::move(part.outputs), std::move(in_port),
+                    std::move(out_port), inst.options.device_type, inst.props);
 }
+
+void run_region(const Region& region, OnyxEpKernelContext* ctx) { region.compute(ctx); }
+
+void release_region(Region* region) { delete region; }
 
 }  // namespace onyx::openvino

@@ -97,48 +97,38 @@ class PluginAllocator final : public DeviceAllocator {
   int memory_;
 };
 
-class PluginNodeKernel final : public Kernel {
+/// A per-node kernel or a compiled group of a plugin. It keeps the graph view (and the node handle)
+/// it was made from alive until the plugin has released it.
+class PluginKernel final : public Kernel {
  public:
-  PluginNodeKernel(std::shared_ptr<Instance> inst, std::unique_ptr<OnyxEpNode> node, void* handle, size_t num_values,
-                   int memory, DeviceAllocator* alloc)
-      : inst_(std::move(inst)), node_(std::move(node)), handle_(handle), num_values_(num_values), memory_(memory), alloc_(alloc) {}
-  ~PluginNodeKernel() override {
-    if (inst_->tbl.release_kernel) guarded_void([&] { inst_->tbl.release_kernel(inst_->tbl.state, handle_); });
-  }
-  void compute(KernelContext& ctx) const override {
-    OnyxEpKernelContext c{&ctx, run_state_of(ctx), memory_, alloc_, num_values_};
-    check_plugin_status(guarded([&] { return inst_->tbl.compute_kernel(inst_->tbl.state, handle_, &c); }), inst_->ep,
-                        ctx.node().label());
-  }
-
- private:
-  std::shared_ptr<Instance> inst_;
-  std::unique_ptr<OnyxEpNode> node_;
-  void* handle_;
-  size_t num_values_;
-  int memory_;
-  DeviceAllocator* alloc_;
-};
-
-class PluginGroupKernel final : public Kernel {
- public:
-  PluginGroupKernel(std::shared_ptr<Instance> inst, std::shared_ptr<OnyxEpGraph> view, void* handle, size_t num_nodes,
-                    int memory, DeviceAllocator* alloc)
-      : inst_(std::move(inst)), view_(std::move(view)), handle_(handle), num_nodes_(num_nodes), memory_(memory), alloc_(alloc) {}
-  ~PluginGroupKernel() override {
-    if (inst_->tbl.release_group) guarded_void([&] { inst_->tbl.release_group(inst_->tbl.state, handle_); });
+  PluginKernel(std::shared_ptr<Instance> inst, std::shared_ptr<OnyxEpGraph> view, std::unique_ptr<OnyxEpNode> node,
+               void* handle, size_t group_nodes, int memory, DeviceAllocator* alloc)
+      : inst_(std::move(inst)),
+        view_(std::move(view)),
+        node_(std::move(node)),
+        handle_(handle),
+        group_nodes_(group_nodes),
+        memory_(memory),
+        alloc_(alloc) {}
+  ~PluginKernel() override {
+    const OnyxEpInstance& t = inst_->tbl;
+    if (group_nodes_ ? t.release_group != nullptr : t.release_kernel != nullptr)
+      guarded_void([&] { (group_nodes_ ? t.release_group : t.release_kernel)(t.state, handle_); });
   }
   void compute(KernelContext& ctx) const override {
     OnyxEpKernelContext c{&ctx, run_state_of(ctx), memory_, alloc_, view_->graph->values.size()};
-    check_plugin_status(guarded([&] { return inst_->tbl.compute_group(inst_->tbl.state, handle_, &c); }), inst_->ep,
-                        str("a group of ", num_nodes_, " nodes (first: ", ctx.node().label(), ")"));
+    const OnyxEpInstance& t = inst_->tbl;
+    check_plugin_status(guarded([&] { return (group_nodes_ ? t.compute_group : t.compute_kernel)(t.state, handle_, &c); }),
+                        inst_->ep,
+                        group_nodes_ ? str("a group of ", group_nodes_, " nodes (first: ", ctx.node().label(), ")") : ctx.node().label());
   }
 
  private:
   std::shared_ptr<Instance> inst_;
   std::shared_ptr<OnyxEpGraph> view_;
+  std::unique_ptr<OnyxEpNode> node_;  // (per-node kernels)
   void* handle_;
-  size_t num_nodes_;
+  size_t group_nodes_;  // 0: a per-node kernel
   int memory_;
   DeviceAllocator* alloc_;
 };
@@ -244,7 +234,7 @@ class PluginEp final : public ExecutionProvider {
     void* handle = nullptr;
     check_plugin_status(guarded([&] { return inst->tbl.create_kernel(inst->tbl.state, view.get(), node.get(), &handle); }),
                         inst->ep, "creating the kernel of " + info.node.label());
-    return std::make_unique<PluginNodeKernel>(inst_, std::move(node), handle, info.graph.values.size(), memory_id_, alloc_.get());
+    return std::make_unique<PluginKernel>(inst_, std::move(view), std::move(node), handle, 0, memory_id_, alloc_.get());
   }
 
   bool compiles_regions() const override { return (inst_->tbl.flags & ONYX_EP_COMPILES_GROUPS) != 0; }
@@ -270,7 +260,7 @@ class PluginEp final : public ExecutionProvider {
     Instance* inst = inst_.get();
     check_plugin_status(guarded([&] { return inst->tbl.compile_group(inst->tbl.state, view.get(), &g, &handle); }), inst->ep,
                         "compiling the group");
-    return std::make_unique<PluginGroupKernel>(inst_, std::move(view), handle, nodes.size(), memory_id_, alloc_.get());
+    return std::make_unique<PluginKernel>(inst_, std::move(view), nullptr, handle, nodes.size(), memory_id_, alloc_.get());
   }
 
  private:

@@ -2,6 +2,7 @@
 // every plugin. Every function checks its arguments (a plugin may pass anything) and never throws.
 #include <cstring>
 #include <exception>
+#include <string_view>
 
 #include "core/common.hpp"
 #include "core/logging.hpp"
@@ -293,6 +294,11 @@ void ctx_parallel_for(OnyxEpKernelContext* c, size_t n, size_t grain, void (*fn)
                               [&](int64_t b, int64_t e) { fn(user, static_cast<size_t>(b), static_cast<size_t>(e)); });
 }
 
+OnyxEpErrorCode status_code(const OnyxEpStatus* s) { return s ? s->code : ONYX_EP_OK; }
+const char* status_message(const OnyxEpStatus* s) { return s ? s->message.c_str() : ""; }
+void release_status(OnyxEpStatus* s) { delete s; }
+uint64_t graph_id(const OnyxEpGraph* g) { return g ? static_cast<uint64_t>(reinterpret_cast<uintptr_t>(g->graph)) : 0; }
+
 const OnyxEpNode* infer_node(OnyxEpInferContext* c) { return c ? &c->node : nullptr; }
 
 int32_t infer_input_value(OnyxEpInferContext* c, size_t i, OnyxEpTensor* out) {
@@ -347,7 +353,10 @@ void check_plugin_status(OnyxEpStatus* s, const std::string& ep, const std::stri
     case ONYX_EP_DEVICE_UNAVAILABLE: code = ErrorCode::kNotAvailable; break;
     default: break;
   }
-  throw Error(code, str(ep, ": ", what, ": ", s->message));
+  // (A plugin's message that names the EP itself does not get its name twice.)
+  std::string_view m = s->message;
+  if (m.size() > ep.size() + 2 && m.compare(0, ep.size(), ep) == 0 && m.compare(ep.size(), 2, ": ") == 0) m.remove_prefix(ep.size() + 2);
+  throw Error(code, str(ep, ": ", what, ": ", m));
 }
 
 const OnyxEpHostApi* plugin_host_api() {
@@ -386,6 +395,10 @@ const OnyxEpHostApi* plugin_host_api() {
     a.infer_node = infer_node;
     a.infer_input_value = infer_input_value;
     a.infer_set_output = infer_set_output;
+    a.status_code = status_code;
+    a.status_message = status_message;
+    a.release_status = release_status;
+    a.graph_id = graph_id;
     return a;
   }();
   return &api;

@@ -23,11 +23,15 @@ bool given_type(const OnyxEpTensor* types, size_t i, TypeInfo* out) {
   if (!types) return false;
   const OnyxEpTensor& t = types[i];
   if (t.dtype <= 0 || t.dtype > kMaxDType) return false;
-  if (t.rank < 0 || !t.dims) {
+  if (t.rank < 0) {
     *out = TypeInfo::tensor(static_cast<DType>(t.dtype));
     return true;
   }
-  if (t.rank > 64) fail(ErrorCode::kInvalidArgument, "a type of rank ", t.rank);
+  if (t.rank > 64 || (t.rank > 0 && !t.dims)) fail(ErrorCode::kInvalidArgument, "a type of rank ", t.rank, t.dims ? "" : " without dims");
+  if (t.rank == 0) {
+    *out = TypeInfo::tensor(static_cast<DType>(t.dtype), Shape());
+    return true;
+  }
   *out = TypeInfo::tensor(static_cast<DType>(t.dtype), Shape(std::vector<int64_t>(t.dims, t.dims + t.rank)));
   return true;
 }
