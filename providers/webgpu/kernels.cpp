@@ -1,11 +1,12 @@
 // The WebGPU EP's kernels (float32): unary maps, broadcasting binary arithmetic, MatMul / Gemm on
 // a 16x16-tiled kernel, Softmax / LogSoftmax over the last axis, convolution, pooling,
-// reductions, LayerNormalization, Transpose, views, and Gather / Slice / Concat / Expand / Where /
+// reductions, LayerNormalization, BatchNormalization (inference), Transpose, views, and Gather / Slice / Concat / Expand / Where /
 // Cast (their integer and bool operands read on the host). Each kernel is WGSL source held
 // here as a raw string; its pipeline is created once per device, and every shape-dependent value
 // travels in the kernel's uniform parameter block (binding 0: 32 words, see Params).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "webgpu_ep.hpp"
@@ -515,6 +516,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 )";
 
+// BatchNormalization (inference): y = x * ab[c] + ab[channels + c] with c = (i / inner) % channels
+// (per-channel scale and shift folded from scale, B, mean and var when the kernel is prepared).
+// Words: 0 n, 1 inner (elements per channel of one image), 2 channels.
+const char* const kBatchNormBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> ab: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let c = (i / pu(1u)) % pu(2u);
+  y[i] = x[i] * ab[c] + ab[pu(2u) + c];
+}
+)";
+
 /// A kernel's full source: the prelude, then its body (built once).
 #define WG_SOURCE(fn, body)                                        \
   const char* fn() {                                               \
@@ -535,6 +553,7 @@ WG_SOURCE(gather_wgsl, kGatherBody)
 WG_SOURCE(slice_wgsl, kSliceBody)
 WG_SOURCE(concat_wgsl, kConcatBody)
 WG_SOURCE(where_wgsl, kWhereBody)
+WG_SOURCE(batch_norm_wgsl, kBatchNormBody)
 #undef WG_SOURCE
 
 }  // namespace
@@ -546,6 +565,9 @@ void check_size(const std::string& where, int64_t numel) {
   if (numel > int64_t(0xffffffff) / 2)
     fail(ErrorCode::kRuntime, "webgpu: ", where, ": ", numel, " elements exceed the kernels' 32-bit indexing");
 }
+
+/// Uploads `words` into a fresh pooled buffer of the run (kept alive by the stream; defined below).
+BufRef upload_words(Device& dev, Stream& s, const std::vector<uint32_t>& words);
 
 namespace {
 
@@ -1320,6 +1342,101 @@ std::unique_ptr<Kernel> create_layer_norm(const KernelCreateInfo& info, const st
   return std::make_unique<LayerNormKernel>(info, d);
 }
 
+// ---------------------------------------------------------------------------------------------
+// BatchNormalization (inference)
+
+/// scale / sqrt(var + eps) and B - mean * that, per channel: the kernel's `ab` (a, then b).
+std::vector<float> fold_batch_norm(const Tensor* k[4], float eps, const std::string& where) {
+  for (size_t i = 0; i < 4; ++i)
+    if (!k[i]->on_host() || k[i]->dtype() != DType::kFloat)
+      fail(ErrorCode::kRuntime, "webgpu: internal error: ", where, ": input ", i + 1, " is not a host float32 tensor");
+  const int64_t channels = k[0]->numel();
+  for (size_t i = 1; i < 4; ++i)
+    if (k[i]->numel() != channels)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", where, ": input ", i + 1, " has ", k[i]->numel(), " values, scale has ", channels);
+  std::vector<float> ab(static_cast<size_t>(2 * channels));
+  const float *scale = k[0]->data<float>(), *bias = k[1]->data<float>(), *mean = k[2]->data<float>(), *var = k[3]->data<float>();
+  for (int64_t c = 0; c < channels; ++c) {
+    const float a = scale[c] / std::sqrt(var[c] + eps);
+    ab[static_cast<size_t>(c)] = a;
+    ab[static_cast<size_t>(channels + c)] = bias[c] - mean[c] * a;
+  }
+  return ab;
+}
+
+class BatchNormKernel final : public WgKernel {
+ public:
+  // scale, B, mean and var (inputs 1 to 4) are read on the host: when all are constants they are
+  // folded into one scale and one shift per channel and uploaded once, else (initialised graph
+  // inputs of an old model, which a caller may override) at each run.
+  BatchNormKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0b11110), eps_(info.node.attr_float("epsilon", 1e-5f)) {
+    const Tensor* k[4];
+    for (size_t i = 0; i < 4; ++i)
+      if (!(k[i] = info.constant(i + 1))) return;
+    const std::vector<float> ab = fold_batch_norm(k, eps_, label());
+    channels_ = static_cast<int64_t>(ab.size() / 2);
+    ab_ = dev_->buffer(std::max<uint64_t>(ab.size() * 4, 4));
+    dev_->write_now(*ab_, ab.data(), ab.size() * 4);
+  }
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape& xs = x.shape();
+    BufRef ab{ab_.get(), ab_};
+    int64_t channels = channels_;
+    if (!ab_) {
+      const Tensor* k[4] = {&ctx.input(1), &ctx.input(2), &ctx.input(3), &ctx.input(4)};
+      const std::vector<float> v = fold_batch_norm(k, eps_, label());
+      std::vector<uint32_t> words(v.size());
+      std::memcpy(words.data(), v.data(), v.size() * 4);
+      ab = upload_words(*dev_, s, words);
+      channels = static_cast<int64_t>(v.size() / 2);
+    }
+    if (xs.size() < 2 || xs[1] != channels)
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": input of shape ", xs.to_string(), " for ", channels,
+           " channels");
+    int64_t inner = 1;
+    for (size_t k = 2; k < xs.size(); ++k) inner *= xs[k];
+    Tensor& y = out(ctx, 0, xs);
+    check_size(label(), x.numel());
+    if (x.numel() == 0) return;
+    Params p;
+    p.u(x.numel()).u(inner).u(channels);
+    s.dispatch_1d("batch_norm", batch_norm_wgsl(), p, {in(ctx, 0), ab, device_ref(y, "output")}, u32_of(x.numel()));
+  }
+
+ private:
+  float eps_;
+  int64_t channels_ = 0;
+  std::shared_ptr<Buffer> ab_;  // folded constants (null: folded at each run)
+};
+
+bool check_batch_norm(const ClaimInfo& c, Decline* why) {
+  if (c.node.opset < 9 && c.node.attr_int("spatial", 1) != 1)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "spatial=0 (statistics per element rather than per channel)");
+  if (c.node.attr_int("training_mode", 0) != 0)
+    return decline(why, DeclineCode::kUnsupportedAttribute, "training_mode (webgpu runs inference only)");
+  for (size_t o = 1; o < c.node.outputs.size(); ++o)
+    if (c.node.has_output(o))
+      return decline(why, DeclineCode::kUnsupportedAttribute, "the running mean and variance outputs (training)");
+  const int r = in_rank(c, 0);
+  if (r >= 0 && r < 2) return decline(why, DeclineCode::kUnsupportedAttribute, str("an input of rank ", r));
+  for (size_t i = 1; i <= 4; ++i) {
+    // Read on the host: a constant, or a graph input (in host memory); not a node's result.
+    if (!c.node.has_input(i) || c.graph.values[c.node.inputs[i]].producer >= 0)
+      return decline(why, DeclineCode::kUnsupportedAttribute,
+                     str("input ", i, " is computed by a node (scale, B, mean and var are read on the host)"));
+    const TypeInfo* t = in_type(c, i);
+    if (!t || t->elem_dtype() != DType::kFloat)
+      return decline(why, DeclineCode::kUnsupportedType, str("input ", i, " is not float32"));
+  }
+  return true;
+}
+
+std::unique_ptr<Kernel> create_batch_norm(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<BatchNormKernel>(info, d);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -1350,7 +1467,6 @@ bool is_int_tensor(const TypeInfo* t) {
   return t && t->is_tensor() && (t->dtype == DType::kInt64 || t->dtype == DType::kInt32);
 }
 
-/// Uploads `words` into a fresh pooled buffer of the run (kept alive by the stream).
 BufRef upload_words(Device& dev, Stream& s, const std::vector<uint32_t>& words) {
   auto b = dev.buffer(std::max<uint64_t>(words.size() * 4, 4));
   BufRef r{b.get(), b};
@@ -1698,6 +1814,8 @@ const std::vector<OpDef>& manifest() {
     d.push_back({"AveragePool", 7, kMaxOpset, 0, &check_pool, &create_pool});
     for (const auto& r : kReduce) d.push_back({r.name, 1, kMaxOpset, 0b10, &check_reduce, &create_reduce});
     d.push_back({"LayerNormalization", 17, kMaxOpset, 0, &check_layer_norm, &create_layer_norm});
+    // From opset 6 (opsets 6 and 7 have the attribute spatial, taken when 1, its default).
+    d.push_back({"BatchNormalization", 6, kMaxOpset, 0b11110, &check_batch_norm, &create_batch_norm});
     // Views: the shape operands (Reshape's shape, Squeeze / Unsqueeze axes from opset 13) are
     // read on the host.
     d.push_back({"Reshape", 5, kMaxOpset, 0b10, &check_view, &create_view});

@@ -503,6 +503,46 @@ TEST(WebGpu, LayerNormalization) {
   check(nb, 17);
 }
 
+TEST(WebGpu, BatchNormalization) {
+  REQUIRE_WEBGPU();
+  for (const Shape& xs : {Shape{2, 5, 7, 3}, Shape{3, 5}, Shape{1, 5, 9}}) {
+    SCOPED_TRACE(xs.to_string());
+    GraphSpec g = unary_graph("BatchNormalization", xs, {attr_float("epsilon", 1e-3f)});
+    g.initializers.emplace_back("scale", random_tensor(Shape{5}, 3));
+    g.initializers.emplace_back("bias", random_tensor(Shape{5}, 4));
+    g.initializers.emplace_back("mean", random_tensor(Shape{5}, 5));
+    g.initializers.emplace_back("var", Tensor::from_vector<float>(Shape{5}, {0.5f, 1.0f, 2.0f, 0.01f, 3.0f}));
+    g.nodes[0].inputs = {"x", "scale", "bias", "mean", "var"};
+    check(g, 15);
+  }
+  // Statistics given as graph inputs (read on the host at each run).
+  GraphSpec gi = unary_graph("BatchNormalization", {2, 3, 4});
+  for (const char* k : {"scale", "bias", "mean"}) gi.initializers.emplace_back(k, random_tensor(Shape{3}, 6));
+  gi.inputs.push_back({"var", DType::kFloat, {3}});
+  gi.nodes[0].inputs = {"x", "scale", "bias", "mean", "var"};
+  Inputs in = random_inputs(gi);
+  for (auto& [name, v] : in)
+    if (name == "var") v = Value(Tensor::from_vector<float>(Shape{3}, {0.25f, 1.5f, 4.0f}));
+  check(gi, 15, 1e-4, 1e-5, ep::WebGPU(), &in);
+  // Statistics a node computes stay on the CPU EP, saying why.
+  GraphSpec d = unary_graph("BatchNormalization", {2, 3, 4});
+  for (const char* k : {"scale", "bias", "mean"}) d.initializers.emplace_back(k, random_tensor(Shape{3}, 6));
+  d.inputs.push_back({"v0", DType::kFloat, {3}});
+  d.nodes.insert(d.nodes.begin(), node("Abs", {"v0"}, {"var"}));
+  d.nodes[1].inputs = {"x", "scale", "bias", "mean", "var"};
+  const std::string m = encode_model(d, 15);
+  Session s = webgpu_session(m, false, ep::WebGPU());
+  bool found = false;
+  for (const auto& n : s.placement().nodes) {
+    if (n.op_type != "BatchNormalization") continue;
+    found = true;
+    EXPECT_EQ(n.ep, "cpu");
+    ASSERT_FALSE(n.declined.empty());
+    EXPECT_NE(n.declined[0].message.find("input 4 is computed by a node"), std::string::npos) << n.declined[0].message;
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(WebGpu, TransposeAndViews) {
   REQUIRE_WEBGPU();
   check(unary_graph("Transpose", {3, 5, 7}), 17);  // default perm: reversed
