@@ -1,6 +1,6 @@
 // The WebGPU EP's kernels (float32): unary maps, broadcasting binary arithmetic, MatMul / Gemm on
 // a 16x16-tiled kernel, Softmax / LogSoftmax over the last axis, convolution, pooling,
-// reductions, LayerNormalization, BatchNormalization (inference), Transpose, views, and Gather / Slice / Concat / Expand / Where /
+// reductions, LayerNormalization, BatchNormalization (inference), Transpose, Pad, views, and Gather / Slice / Concat / Expand / Where /
 // Cast (their integer and bool operands read on the host). Each kernel is WGSL source held
 // here as a raw string; its pipeline is created once per device, and every shape-dependent value
 // travels in the kernel's uniform parameter block (binding 0: 32 words, see Params).
@@ -533,6 +533,54 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 )";
 
+// Pad: each output element reads its source element, or the constant where it falls outside
+// (constant mode), or the nearest edge element (edge), or the mirrored one (reflect).
+// Words: 0 n, 1 rank, 2..7 output dims, 8..13 input dims, 14..19 begin pads (i32), 20 mode
+// (0 constant, 1 edge, 2 reflect), 21 the constant (f32).
+const char* const kPadBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let mode = pu(20u);
+  var rem = i;
+  var src = 0u;
+  var stride = 1u;
+  var outside = false;
+  for (var d = i32(pu(1u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let od = pu(2u + k);
+    let n = i32(pu(8u + k));
+    let o = i32(rem % od);
+    rem = rem / od;
+    var c = o - bitcast<i32>(pu(14u + k));
+    if (c < 0 || c >= n) {
+      if (mode == 0u) {
+        outside = true;
+        c = 0;
+      } else if (mode == 1u) {
+        c = clamp(c, 0, n - 1);
+      } else {
+        let period = 2 * (n - 1);
+        var r = c % period;
+        if (r < 0) { r += period; }
+        c = select(r, period - r, r >= n);
+      }
+    }
+    src += u32(c) * stride;
+    stride *= u32(n);
+  }
+  if (outside) {
+    y[i] = pf(21u);
+  } else {
+    y[i] = x[src];
+  }
+}
+)";
+
 /// A kernel's full source: the prelude, then its body (built once).
 #define WG_SOURCE(fn, body)                                        \
   const char* fn() {                                               \
@@ -554,6 +602,7 @@ WG_SOURCE(slice_wgsl, kSliceBody)
 WG_SOURCE(concat_wgsl, kConcatBody)
 WG_SOURCE(where_wgsl, kWhereBody)
 WG_SOURCE(batch_norm_wgsl, kBatchNormBody)
+WG_SOURCE(pad_wgsl, kPadBody)
 #undef WG_SOURCE
 
 }  // namespace
@@ -1705,6 +1754,101 @@ std::unique_ptr<Kernel> create_expand(const KernelCreateInfo& info, const std::s
   return std::make_unique<ExpandKernel>(info, d);
 }
 
+/// Pad (constant, edge and reflect modes). The pads (an attribute to opset 10, else input 1), the
+/// constant (attribute `value`, or input 2) and the axes (input 3, from opset 18) are read on the
+/// host.
+class PadKernel final : public WgKernel {
+ public:
+  PadKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0b1110), opset_(info.node.opset), pads_attr_(info.node.attr_ints("pads")),
+        value_attr_(info.node.attr_float("value", 0.0f)) {
+    const std::string mode = info.node.attr_string("mode", "constant");
+    mode_ = mode == "edge" ? 1u : mode == "reflect" ? 2u : 0u;
+  }
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const Shape& xs = x.shape();
+    const size_t r = xs.size();
+    check_rank(label(), r);
+    std::vector<int64_t> pads = opset_ < 11 ? pads_attr_ : host_ints(ctx.input(1), label(), "pads");
+    float value = value_attr_;
+    if (opset_ >= 11) {
+      value = 0.0f;
+      if (const Tensor* v = ctx.optional_input(2); v && v->numel() > 0) {
+        if (!v->on_host() || v->dtype() != DType::kFloat || v->numel() != 1)
+          fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": constant_value must be one float32 value");
+        value = v->data<float>()[0];
+      }
+    }
+    // The pads of every axis: begins then ends.
+    std::vector<int64_t> begin(r, 0), end(r, 0);
+    std::vector<int64_t> axes;
+    if (const Tensor* a = opset_ >= 18 ? ctx.optional_input(3) : nullptr) axes = host_ints(*a, label(), "axes");
+    else
+      for (size_t k = 0; k < r; ++k) axes.push_back(static_cast<int64_t>(k));
+    if (pads.size() != 2 * axes.size())
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": ", pads.size(), " pads for ", axes.size(), " axes");
+    for (size_t j = 0; j < axes.size(); ++j) {
+      const int64_t a = axes[j] < 0 ? axes[j] + static_cast<int64_t>(r) : axes[j];
+      if (a < 0 || a >= static_cast<int64_t>(r))
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": axis ", axes[j], " is out of range for rank ", r);
+      begin[static_cast<size_t>(a)] = pads[j];
+      end[static_cast<size_t>(a)] = pads[j + axes.size()];
+    }
+    std::vector<int64_t> yd(r);
+    for (size_t k = 0; k < r; ++k) {
+      yd[k] = xs[k] + begin[k] + end[k];
+      if (yd[k] < 0)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": pads ", begin[k], " and ", end[k], " leave axis ", k,
+             " of size ", xs[k], " negative");
+      if (mode_ != 0 && yd[k] > 0 && xs[k] == 0)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": ", mode_ == 1 ? "edge" : "reflect", " padding of the empty axis ", k);
+      if (mode_ == 2 && (begin[k] >= xs[k] || end[k] >= xs[k]) && (begin[k] > 0 || end[k] > 0) && xs[k] > 0)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": reflect pads of axis ", k, " (", begin[k], ", ", end[k],
+             ") must be below its size ", xs[k]);
+      if (std::abs(begin[k]) > int64_t(0x7fffffff)) fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": pad ", begin[k]);
+    }
+    Tensor& y = out(ctx, 0, Shape(yd));
+    check_size(label(), y.numel());
+    check_size(label(), x.numel());
+    if (y.numel() == 0) return;
+    Params p;
+    p.u(y.numel()).u(static_cast<int64_t>(r));
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? yd[k] : 1);
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? xs[k] : 1);
+    for (size_t k = 0; k < 6; ++k) {
+      const int32_t b = k < r ? static_cast<int32_t>(begin[k]) : 0;
+      uint32_t w;
+      std::memcpy(&w, &b, 4);
+      p.u(w);
+    }
+    p.u(mode_).f(value);
+    s.dispatch_1d("pad", pad_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  int opset_;
+  std::vector<int64_t> pads_attr_;
+  float value_attr_;
+  uint32_t mode_ = 0;
+};
+
+bool check_pad(const ClaimInfo& c, Decline* why) {
+  const std::string mode = c.node.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return decline(why, DeclineCode::kUnsupportedAttribute, str("mode '", mode, "' (webgpu pads constant, edge and reflect)"));
+  if (c.node.opset >= 11) {
+    const TypeInfo* t = in_type(c, 1);
+    if (!t || !t->is_tensor() || t->dtype != DType::kInt64)
+      return decline(why, DeclineCode::kUnsupportedType, "Pad's pads must be an int64 tensor");
+  }
+  return true;
+}
+
+std::unique_ptr<Kernel> create_pad(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<PadKernel>(info, d);
+}
+
 class WhereKernel final : public WgKernel {
  public:
   WhereKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d) : WgKernel(info, std::move(d), 0b1) {}
@@ -1828,6 +1972,7 @@ const std::vector<OpDef>& manifest() {
     d.push_back({"Slice", 1, kMaxOpset, ~1u, &check_slice, &create_slice});
     d.push_back({"Concat", 4, kMaxOpset, 0, nullptr, &create_concat});
     d.push_back({"Expand", 8, kMaxOpset, 0b10, &check_expand, &create_expand});
+    d.push_back({"Pad", 2, kMaxOpset, 0b1110, &check_pad, &create_pad});
     d.push_back({"Where", 9, kMaxOpset, 0b1, &check_where, &create_where});
     d.push_back({"Cast", 6, kMaxOpset, 0b1, &check_cast, &create_cast});
     return d;

@@ -543,6 +543,50 @@ TEST(WebGpu, BatchNormalization) {
   EXPECT_TRUE(found);
 }
 
+TEST(WebGpu, Pad) {
+  REQUIRE_WEBGPU();
+  for (const char* mode : {"constant", "edge", "reflect"}) {
+    SCOPED_TRACE(mode);
+    // From opset 11: pads (negative ones crop) and the constant as inputs read on the host.
+    GraphSpec g;
+    g.inputs.push_back({"x", DType::kFloat, {2, 3, 4, 5}});
+    g.initializers.emplace_back("pads", Tensor::from_vector<int64_t>(Shape{8}, {0, 1, 2, -1, 1, 0, 1, 3}));
+    g.initializers.emplace_back("value", Tensor::from_vector<float>(Shape{}, {2.5f}));
+    g.nodes.push_back(node("Pad", {"x", "pads", "value"}, {"y"}, {attr_string("mode", mode)}));
+    g.outputs.push_back({"y", DType::kFloat, {3, 4, 7, 9}});
+    check(g, 13);
+    // Opset 18: pads of some axes only (negative axis).
+    GraphSpec a;
+    a.inputs.push_back({"x", DType::kFloat, {3, 4, 5}});
+    a.initializers.emplace_back("pads", Tensor::from_vector<int64_t>(Shape{4}, {2, 1, 3, 2}));
+    a.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{2}, {-1, 0}));
+    a.nodes.push_back(node("Pad", {"x", "pads", "", "axes"}, {"y"}, {attr_string("mode", mode)}));
+    a.outputs.push_back({"y", DType::kFloat, {5, 4, 10}});
+    check(a, 18);
+  }
+  // Opset 2: pads and value as attributes.
+  GraphSpec o;
+  o.inputs.push_back({"x", DType::kFloat, {3, 4}});
+  o.nodes.push_back(node("Pad", {"x"}, {"y"}, {attr_ints("pads", {1, 2, 0, 1}), attr_float("value", -1.0f)}));
+  o.outputs.push_back({"y", DType::kFloat, {4, 7}});
+  check(o, 10);
+  // Reflect pads as large as the axis are an error naming the node.
+  GraphSpec bad;
+  bad.inputs.push_back({"x", DType::kFloat, {2, 3}});
+  bad.inputs.push_back({"pads", DType::kInt64, {4}});
+  bad.nodes.push_back(node("Pad", {"x", "pads"}, {"y"}, {attr_string("mode", "reflect")}));
+  bad.outputs.push_back({"y", DType::kFloat, {-1, -1}});
+  Session s = webgpu_session(encode_model(bad, 13), false, ep::WebGPU());
+  Inputs in{{"x", Value(Tensor::from_vector<float>(Shape{2, 3}, {1, 2, 3, 4, 5, 6}))},
+            {"pads", Value(Tensor::from_vector<int64_t>(Shape{4}, {0, 3, 0, 0}))}};
+  try {
+    s.run(in);
+    ADD_FAILURE() << "ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reflect pads of axis 1 (3, 0) must be below its size 3"), std::string::npos) << e.what();
+  }
+}
+
 TEST(WebGpu, TransposeAndViews) {
   REQUIRE_WEBGPU();
   check(unary_graph("Transpose", {3, 5, 7}), 17);  // default perm: reversed
