@@ -102,8 +102,7 @@ bool cast_type(DType t) {
 
 bool is_constant(const Graph& g, int v) { return v >= 0 && g.values[v].has_initializer && !g.values[v].is_graph_input; }
 
-const TypeInfo* in_type(const ClaimInfo& info, size_t i) { return i < info.input_types.size() ? info.input_types[i] : nullptr; }
-const TypeInfo* out_type(const ClaimInfo& info, size_t i) { return i < info.output_types.size() ? info.output_types[i] : nullptr; }
+// in_type(), out_type(): ep/provider.hpp.
 
 /// Spatial-op attribute checks (Conv, ConvTranspose, pooling): what cuDNN's legacy API takes.
 bool check_spatial(const ClaimInfo& info, Decline* why) {

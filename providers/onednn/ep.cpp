@@ -10,12 +10,6 @@
 namespace onyx::onednn {
 namespace {
 
-std::string option(const OptionList& o, const char* key, const char* dflt) {
-  for (const auto& [k, v] : o)
-    if (k == key) return v;
-  return dflt;
-}
-
 class OneDnnEp final : public ExecutionProvider {
  public:
   OneDnnEp(int threads, size_t min_nodes, bool arena)

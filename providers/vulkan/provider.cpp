@@ -9,12 +9,6 @@ namespace onyx::vulkan {
 
 namespace {
 
-std::string option(const OptionList& o, const char* key, const char* dflt) {
-  for (const auto& [k, v] : o)
-    if (k == key) return v;
-  return dflt;
-}
-
 std::string api_string(uint32_t v) {
   return str(VK_API_VERSION_MAJOR(v), ".", VK_API_VERSION_MINOR(v), ".", VK_API_VERSION_PATCH(v));
 }

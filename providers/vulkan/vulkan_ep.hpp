@@ -19,28 +19,11 @@ constexpr int kMaxOpset = 21;
 /// Largest rank the index-mapping shaders handle.
 constexpr int kMaxRank = 6;
 
-/// The type of input / output i (null when absent).
-inline const TypeInfo* in_type(const ClaimInfo& c, size_t i) {
-  return i < c.input_types.size() && c.node.has_input(i) ? c.input_types[i] : nullptr;
-}
-inline const TypeInfo* out_type(const ClaimInfo& c, size_t i) {
-  return i < c.output_types.size() ? c.output_types[i] : nullptr;
-}
-/// Rank of input i when known, else -1.
-inline int in_rank(const ClaimInfo& c, size_t i) {
-  const TypeInfo* t = in_type(c, i);
-  return t && t->is_tensor() && t->has_shape ? static_cast<int>(t->shape.size()) : -1;
-}
+// in_type(), out_type(), in_rank(), is_constant(): ep/provider.hpp (shared with the other EPs).
 /// Claim check: input 0's rank is known.
 inline bool check_rank_known(const ClaimInfo& c, Decline* why) {
   if (in_rank(c, 0) < 0) return decline(why, DeclineCode::kDynamicShape, "the input's rank is unknown");
   return true;
-}
-/// Whether input i is a constant initializer (known when kernels are prepared).
-inline bool is_constant(const Graph& g, const Node& n, size_t i) {
-  if (!n.has_input(i)) return false;
-  const ValueSlot& s = g.values[n.inputs[i]];
-  return s.has_initializer && !s.is_graph_input;
 }
 inline const Tensor* constant_of(const Graph& g, const Node& n, size_t i) {
   return is_constant(g, n, i) ? &g.values[n.inputs[i]].initializer : nullptr;

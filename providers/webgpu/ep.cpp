@@ -14,16 +14,6 @@ namespace onyx::webgpu {
 // ---------------------------------------------------------------------------------------------
 // Options
 
-namespace {
-
-std::string option(const OptionList& o, const char* key, const char* dflt) {
-  for (const auto& [k, v] : o)
-    if (k == key) return v;
-  return dflt;
-}
-
-}  // namespace
-
 Settings parse_settings(const OptionList& o) {
   Settings s;
   const std::string id = option(o, "device_id", "-1");

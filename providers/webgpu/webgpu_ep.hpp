@@ -28,23 +28,7 @@ Settings parse_settings(const OptionList& options);
 /// The per-session EP.
 std::unique_ptr<ExecutionProvider> create_webgpu_ep(const EpCreateContext& ctx);
 
-/// The type of input / output i (null when absent).
-inline const TypeInfo* in_type(const ClaimInfo& c, size_t i) {
-  return i < c.input_types.size() && c.node.has_input(i) ? c.input_types[i] : nullptr;
-}
-inline const TypeInfo* out_type(const ClaimInfo& c, size_t i) {
-  return i < c.output_types.size() ? c.output_types[i] : nullptr;
-}
-inline int in_rank(const ClaimInfo& c, size_t i) {
-  const TypeInfo* t = in_type(c, i);
-  return t && t->is_tensor() && t->has_shape ? static_cast<int>(t->shape.size()) : -1;
-}
-/// Whether input i is a constant initializer (known when kernels are prepared).
-inline bool is_constant(const Graph& g, const Node& n, size_t i) {
-  if (!n.has_input(i)) return false;
-  const ValueSlot& s = g.values[n.inputs[i]];
-  return s.has_initializer && !s.is_graph_input;
-}
+// in_type(), out_type(), in_rank(), is_constant(): ep/provider.hpp (shared with the Vulkan EP).
 
 /// One line of the manifest.
 struct OpDef {

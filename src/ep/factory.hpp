@@ -12,6 +12,13 @@ namespace onyx {
 
 using OptionList = std::vector<std::pair<std::string, std::string>>;
 
+/// The value of option `key` in `o`, or `dflt` when it is not there.
+inline std::string option(const OptionList& o, const char* key, const char* dflt) {
+  for (const auto& [k, v] : o)
+    if (k == key) return v;
+  return dflt;
+}
+
 /// Settings a factory gets when it creates an EP for a session.
 struct EpCreateContext {
   OptionList options;  // effective: defaults overlaid with the user's values, validated

@@ -19,6 +19,25 @@ struct ClaimInfo {
   std::vector<const TypeInfo*> output_types;
 };
 
+/// The type of input / output i of a claim (null when absent).
+inline const TypeInfo* in_type(const ClaimInfo& c, size_t i) {
+  return i < c.input_types.size() && c.node.has_input(i) ? c.input_types[i] : nullptr;
+}
+inline const TypeInfo* out_type(const ClaimInfo& c, size_t i) {
+  return i < c.output_types.size() ? c.output_types[i] : nullptr;
+}
+/// Rank of input i of a claim when known, else -1.
+inline int in_rank(const ClaimInfo& c, size_t i) {
+  const TypeInfo* t = in_type(c, i);
+  return t && t->is_tensor() && t->has_shape ? static_cast<int>(t->shape.size()) : -1;
+}
+/// Whether input i of `n` is a constant initializer (known when kernels are prepared).
+inline bool is_constant(const Graph& g, const Node& n, size_t i) {
+  if (!n.has_input(i)) return false;
+  const ValueSlot& s = g.values[n.inputs[i]];
+  return s.has_initializer && !s.is_graph_input;
+}
+
 /// A connected, convex set of nodes one compiling EP runs as a unit (DESIGN.md §3). Values are
 /// ids in `graph`; every output and internal value is allocated by the executor with its
 /// inferred shape before the region runs, so a region kernel may also use internal buffers.
