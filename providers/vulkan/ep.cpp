@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "ep/stream_pool.hpp"
+#include "ep/device_ep.hpp"
 #include "vulkan_ep.hpp"
 #include "vulkan_provider.hpp"
 
@@ -33,24 +33,6 @@ const std::vector<OpDef>& manifest() {
 
 namespace {
 
-const OpDef* find_def(const Node& n, Decline* why) {
-  const OpDef* any = nullptr;
-  for (const OpDef& d : manifest()) {
-    if (n.op_type != d.op || n.domain != d.domain) continue;
-    any = &d;
-    if (n.opset >= d.since && n.opset <= d.until) return &d;
-  }
-  if (why) {
-    if (any)
-      *why = {DeclineCode::kOpsetOutOfRange, str("vulkan runs ", n.op_type, " from opset ", any->since, " to ",
-                                                 any->until, ", the model uses opset ", n.opset)};
-    else
-      *why = {DeclineCode::kUnsupportedOp,
-              str("vulkan has no kernel for ", n.domain.empty() ? "" : n.domain + "::", n.op_type)};
-  }
-  return nullptr;
-}
-
 /// The node's float type: float32 or float16, one type for every float tensor the kernel computes
 /// on (`what` names the tensor, e.g. "input 0 ('x')"). Declines any other type, or a second type.
 bool check_float_type(DType t, const std::string& what, DType* node_type, std::string* first, Decline* why) {
@@ -69,10 +51,8 @@ bool check_float_type(DType t, const std::string& what, DType* node_type, std::s
   return true;
 }
 
-bool claim_node(const ClaimInfo& c, Decline* why) {
+bool claim_node(const ClaimInfo& c, const OpDef* d, Decline* why) {
   const Node& n = c.node;
-  const OpDef* d = find_def(n, why);
-  if (!d) return false;
   for (const auto& a : n.attrs)
     if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs)
       return decline(why, DeclineCode::kUnsupportedOp, "vulkan does not run subgraphs");
@@ -182,96 +162,28 @@ void VkKernel::compute(KernelContext& ctx) const {
 
 namespace {
 
-class Allocator final : public DeviceAllocator {
- public:
-  explicit Allocator(std::shared_ptr<Device> d) : dev_(std::move(d)) {}
-  int memory() const override { return dev_->memory_id(); }
-  Tensor allocate(DType dtype, const Shape& shape) override {
-    if (dtype == DType::kString) fail(ErrorCode::kNotImplemented, "vulkan: string tensors cannot live on the device");
-    return dev_->tensor(dtype, shape);
+/// The copy kernel's transfers: under fp16_storage a float32 tensor is float16 on the device, and
+/// the copy converts on the host, into or out of the staging buffer (half the bytes to transfer,
+/// no float32 copy in device memory), so the host side stays float32.
+struct Traits {
+  using Device = vulkan::Device;
+  using Stream = vulkan::Stream;
+  using OpDef = vulkan::OpDef;
+  static constexpr const char* kName = "vulkan";
+  static const std::vector<OpDef>& manifest() { return vulkan::manifest(); }
+  static bool claim(const ClaimInfo& c, const OpDef& d, Decline* why) { return claim_node(c, &d, why); }
+  static void upload(Stream& s, Device& dev, const Tensor& x, Tensor& y) {
+    if (x.dtype() == DType::kFloat && dev.stores_half(DType::kFloat))
+      s.upload_as_half(x.data<float>(), device_ref(y, "copy output"), static_cast<uint64_t>(x.numel()));
+    else
+      s.upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
   }
-
- private:
-  std::shared_ptr<Device> dev_;
-};
-
-/// Host -> device (`to_device`) or device -> host copy of the node's one input. Under fp16_storage
-/// a float32 tensor is float16 on the device: the copy converts on the host, into or out of the
-/// staging buffer (half the bytes to transfer, no float32 copy in device memory), so the host
-/// side stays float32.
-class CopyKernel final : public Kernel {
- public:
-  CopyKernel(std::shared_ptr<Device> d, bool to_device) : dev_(std::move(d)), to_device_(to_device) {}
-  void compute(KernelContext& ctx) const override {
-    auto* s = static_cast<Stream*>(ctx.ep_state());
-    std::unique_ptr<Stream> own;
-    if (!s) {
-      own = std::make_unique<Stream>(dev_);
-      s = own.get();
-    }
-    const Tensor& x = ctx.input(0);
-    if (x.dtype() == DType::kString)
-      fail(ErrorCode::kNotImplemented, "vulkan: string tensors cannot be copied to or from the device");
-    Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-    const bool convert = x.dtype() == DType::kFloat && dev_->stores_half(DType::kFloat);
-    const uint64_t n = static_cast<uint64_t>(x.numel());
-    if (to_device_) {
-      if (!x.on_host() || y.on_host())
-        fail(ErrorCode::kRuntime, "vulkan: internal error: host-to-device copy between wrong memories");
-      if (convert)
-        s->upload_as_half(x.data<float>(), device_ref(y, "copy output"), n);
-      else
-        s->upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
-    } else {
-      if (x.on_host() || !y.on_host())
-        fail(ErrorCode::kRuntime, "vulkan: internal error: device-to-host copy between wrong memories");
-      if (convert)
-        s->download_as_float(device_ref(x, "copy input"), y.data<float>(), n);
-      else
-        s->download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
-    }
-    if (own) own->flush();
+  static void download(Stream& s, Device& dev, const Tensor& x, Tensor& y) {
+    if (x.dtype() == DType::kFloat && dev.stores_half(DType::kFloat))
+      s.download_as_float(device_ref(x, "copy input"), y.data<float>(), static_cast<uint64_t>(x.numel()));
+    else
+      s.download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
   }
-
- private:
-  std::shared_ptr<Device> dev_;
-  bool to_device_;
-};
-
-class VulkanEp final : public ExecutionProvider {
- public:
-  explicit VulkanEp(std::shared_ptr<Device> d) : dev_(std::move(d)), alloc_(dev_) {}
-  std::string name() const override { return "vulkan"; }
-  std::string device() const override { return dev_->memory_name(); }
-  bool host_memory() const override { return false; }
-  std::string memory() const override { return dev_->memory_name(); }
-  DeviceAllocator* allocator() const override { return &alloc_; }
-
-  std::shared_ptr<void> begin_run() const override {
-    return streams_.acquire([this] { return std::make_unique<Stream>(dev_); });
-  }
-  void end_run(void* state) const override { static_cast<Stream*>(state)->flush(); }
-
-  std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const override {
-    return std::make_unique<CopyKernel>(dev_, to_device);
-  }
-  bool reads_host_input(const Node& node, size_t input, const Graph& graph) const override {
-    const OpDef* d = find_def(node, nullptr);
-    if (!d) return false;
-    return (d->host_inputs & (1u << input)) || is_constant(graph, node, input);
-  }
-  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, why); }
-  std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
-    Decline why;
-    const OpDef* d = find_def(info.node, &why);
-    if (!d) fail(ErrorCode::kNotImplemented, "vulkan: ", why.message);
-    return d->create(info, dev_);
-  }
-
- private:
-  std::shared_ptr<Device> dev_;
-  mutable Allocator alloc_;
-  mutable StreamPool<Stream> streams_;  // the runs' command streams, reused
 };
 
 }  // namespace
@@ -279,7 +191,7 @@ class VulkanEp final : public ExecutionProvider {
 std::unique_ptr<ExecutionProvider> create_vulkan_ep(const EpCreateContext& ctx) {
   const Settings s = parse_settings(ctx.options);
   const int index = pick_device(list_devices(), s.device_id);
-  return std::make_unique<VulkanEp>(Device::open(index, s.memory_limit, s.matmul, s.fp16_storage));
+  return std::make_unique<ep::DeviceEp<Traits>>(Device::open(index, s.memory_limit, s.matmul, s.fp16_storage));
 }
 
 }  // namespace onyx::vulkan

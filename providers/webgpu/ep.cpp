@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "ep/stream_pool.hpp"
+#include "ep/device_ep.hpp"
 #include "ep/module_entry.hpp"
 #include "webgpu_ep.hpp"
 
@@ -38,25 +38,6 @@ Settings parse_settings(const OptionList& o) {
 // ---------------------------------------------------------------------------------------------
 // Claims
 
-const OpDef* find_def(const Node& n, Decline* why) {
-  const OpDef* any = nullptr;
-  if (n.domain.empty())
-    for (const OpDef& d : manifest()) {
-      if (n.op_type != d.op) continue;
-      any = &d;
-      if (n.opset >= d.since && n.opset <= d.until) return &d;
-    }
-  if (why) {
-    if (any)
-      *why = {DeclineCode::kOpsetOutOfRange, str("webgpu runs ", n.op_type, " from opset ", any->since, " to ",
-                                                 any->until, ", the model uses opset ", n.opset)};
-    else
-      *why = {DeclineCode::kUnsupportedOp,
-              str("webgpu has no kernel for ", n.domain.empty() ? "" : n.domain + "::", n.op_type)};
-  }
-  return nullptr;
-}
-
 namespace {
 
 bool check_tensor(const TypeInfo* t, const std::string& what, Decline* why) {
@@ -72,10 +53,8 @@ bool check_tensor(const TypeInfo* t, const std::string& what, Decline* why) {
   return true;
 }
 
-bool claim_node(const ClaimInfo& c, Decline* why) {
+bool claim_node(const ClaimInfo& c, const OpDef* d, Decline* why) {
   const Node& n = c.node;
-  const OpDef* d = find_def(n, why);
-  if (!d) return false;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!n.has_input(i) || (d->host_inputs & (1u << i))) continue;
     if (!check_tensor(in_type(c, i), str("input ", i, " ('", c.graph.values[n.inputs[i]].name, "')"), why))
@@ -137,85 +116,19 @@ void WgKernel::compute(KernelContext& ctx) const {
 
 namespace {
 
-class Allocator final : public DeviceAllocator {
- public:
-  explicit Allocator(std::shared_ptr<Device> d) : dev_(std::move(d)) {}
-  int memory() const override { return dev_->memory_id(); }
-  Tensor allocate(DType dtype, const Shape& shape) override {
-    if (dtype == DType::kString) fail(ErrorCode::kNotImplemented, "webgpu: string tensors cannot live on the device");
-    return dev_->tensor(dtype, shape);
+struct Traits {
+  using Device = webgpu::Device;
+  using Stream = webgpu::Stream;
+  using OpDef = webgpu::OpDef;
+  static constexpr const char* kName = "webgpu";
+  static const std::vector<OpDef>& manifest() { return webgpu::manifest(); }
+  static bool claim(const ClaimInfo& c, const OpDef& d, Decline* why) { return claim_node(c, &d, why); }
+  static void upload(Stream& s, Device&, const Tensor& x, Tensor& y) {
+    s.upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
   }
-
- private:
-  std::shared_ptr<Device> dev_;
-};
-
-/// Host -> device (`to_device`) or device -> host copy of the node's one input.
-class CopyKernel final : public Kernel {
- public:
-  CopyKernel(std::shared_ptr<Device> d, bool to_device) : dev_(std::move(d)), to_device_(to_device) {}
-  void compute(KernelContext& ctx) const override {
-    auto* s = static_cast<Stream*>(ctx.ep_state());
-    std::unique_ptr<Stream> own;
-    if (!s) {
-      own = std::make_unique<Stream>(dev_);
-      s = own.get();
-    }
-    const Tensor& x = ctx.input(0);
-    if (x.dtype() == DType::kString)
-      fail(ErrorCode::kNotImplemented, "webgpu: string tensors cannot be copied to or from the device");
-    Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-    if (to_device_) {
-      if (!x.on_host() || y.on_host())
-        fail(ErrorCode::kRuntime, "webgpu: internal error: host-to-device copy between wrong memories");
-      s->upload(x.raw_data(), device_ref(y, "copy output"), x.nbytes());
-    } else {
-      if (x.on_host() || !y.on_host())
-        fail(ErrorCode::kRuntime, "webgpu: internal error: device-to-host copy between wrong memories");
-      s->download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
-    }
-    if (own) own->flush();
+  static void download(Stream& s, Device&, const Tensor& x, Tensor& y) {
+    s.download(device_ref(x, "copy input"), y.raw_data(), x.nbytes());
   }
-
- private:
-  std::shared_ptr<Device> dev_;
-  bool to_device_;
-};
-
-class WebGpuEp final : public ExecutionProvider {
- public:
-  explicit WebGpuEp(std::shared_ptr<Device> d) : dev_(std::move(d)), alloc_(dev_) {}
-  std::string name() const override { return "webgpu"; }
-  std::string device() const override { return dev_->memory_name(); }
-  bool host_memory() const override { return false; }
-  std::string memory() const override { return dev_->memory_name(); }
-  DeviceAllocator* allocator() const override { return &alloc_; }
-
-  std::shared_ptr<void> begin_run() const override {
-    return streams_.acquire([this] { return std::make_unique<Stream>(dev_); });
-  }
-  void end_run(void* state) const override { static_cast<Stream*>(state)->flush(); }
-
-  std::unique_ptr<Kernel> create_copy_kernel(bool to_device) const override {
-    return std::make_unique<CopyKernel>(dev_, to_device);
-  }
-  bool reads_host_input(const Node& node, size_t input, const Graph& graph) const override {
-    const OpDef* d = find_def(node, nullptr);
-    if (!d) return false;
-    return (d->host_inputs & (1u << input)) || is_constant(graph, node, input);
-  }
-  bool claim(const ClaimInfo& info, Decline* why) const override { return claim_node(info, why); }
-  std::unique_ptr<Kernel> create_kernel(const KernelCreateInfo& info) const override {
-    Decline why;
-    const OpDef* d = find_def(info.node, &why);
-    if (!d) fail(ErrorCode::kNotImplemented, "webgpu: ", why.message);
-    return d->create(info, dev_);
-  }
-
- private:
-  std::shared_ptr<Device> dev_;
-  mutable Allocator alloc_;
-  mutable StreamPool<Stream> streams_;  // the runs' command streams, reused
 };
 
 }  // namespace
@@ -223,7 +136,7 @@ class WebGpuEp final : public ExecutionProvider {
 std::unique_ptr<ExecutionProvider> create_webgpu_ep(const EpCreateContext& ctx) {
   const Settings s = parse_settings(ctx.options);
   const int index = pick_adapter(list_adapters(), s.device_id);
-  return std::make_unique<WebGpuEp>(Device::open(index, s.device));
+  return std::make_unique<ep::DeviceEp<Traits>>(Device::open(index, s.device));
 }
 
 // ---------------------------------------------------------------------------------------------

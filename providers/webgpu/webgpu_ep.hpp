@@ -41,7 +41,6 @@ struct OpDef {
   std::unique_ptr<Kernel> (*create)(const KernelCreateInfo&, const std::shared_ptr<Device>&);
 };
 const std::vector<OpDef>& manifest();
-const OpDef* find_def(const Node& n, Decline* why);
 
 /// Base of every WebGPU kernel: constant float inputs (weights) are uploaded once when the kernel
 /// is prepared; run() records the node's work into the run's Stream.
