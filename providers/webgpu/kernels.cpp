@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 
+#include "ops/image.hpp"
 #include "webgpu_ep.hpp"
 
 namespace onyx::webgpu {
@@ -581,6 +584,65 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 )";
 
+// Resize: each output element combines the taps of every resized axis (the product of their
+// weights), from per-axis tables built on the host (ops/image's plans). Table words, per axis k
+// of the rank: 4k taps (0: the axis is not resized, the output index is the input index),
+// 4k+1 the offset of its out x taps input indices, 4k+2 of its weights (f32 bits; absent for
+// nearest), 4k+3 of its out extrapolation flags.
+// Words: 0 n, 1 rank, 2..7 output dims, 8..13 input strides, 14 weighted (0 nearest),
+// 15 extrapolation value.
+const char* const kResizeBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> tb: array<u32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let r = pu(1u);
+  var oc: array<u32, 6>;
+  var rem = i;
+  for (var d = i32(r) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let od = pu(2u + k);
+    oc[k] = rem % od;
+    rem = rem / od;
+  }
+  var base = 0u;
+  var total = 1u;
+  for (var k = 0u; k < r; k++) {
+    let taps = tb[4u * k];
+    if (taps == 0u) {
+      base += oc[k] * pu(8u + k);
+    } else {
+      if (tb[tb[4u * k + 3u] + oc[k]] != 0u) {
+        y[i] = pf(15u);
+        return;
+      }
+      total *= taps;
+    }
+  }
+  let weighted = pu(14u) != 0u;
+  var acc = 0.0;
+  for (var t = 0u; t < total; t++) {
+    var q = t;
+    var off = base;
+    var w = 1.0;
+    for (var k = 0u; k < r; k++) {
+      let taps = tb[4u * k];
+      if (taps == 0u) { continue; }
+      let e = oc[k] * taps + q % taps;
+      q = q / taps;
+      off += tb[tb[4u * k + 1u] + e] * pu(8u + k);
+      if (weighted) { w *= bitcast<f32>(tb[tb[4u * k + 2u] + e]); }
+    }
+    acc += w * x[off];
+  }
+  y[i] = acc;
+}
+)";
+
 /// A kernel's full source: the prelude, then its body (built once).
 #define WG_SOURCE(fn, body)                                        \
   const char* fn() {                                               \
@@ -603,6 +665,7 @@ WG_SOURCE(concat_wgsl, kConcatBody)
 WG_SOURCE(where_wgsl, kWhereBody)
 WG_SOURCE(batch_norm_wgsl, kBatchNormBody)
 WG_SOURCE(pad_wgsl, kPadBody)
+WG_SOURCE(resize_wgsl, kResizeBody)
 #undef WG_SOURCE
 
 }  // namespace
@@ -1935,6 +1998,178 @@ std::unique_ptr<Kernel> create_cast(const KernelCreateInfo& info, const std::sha
 }
 
 // ---------------------------------------------------------------------------------------------
+// Resize / Upsample
+
+/// Input i of the node when given, in host memory (a host input), else null.
+const Tensor* host_input(const KernelContext& ctx, int i, const std::string& where, const char* what) {
+  if (i < 0) return nullptr;
+  const Tensor* t = ctx.optional_input(static_cast<size_t>(i));
+  if (t && !t->on_host())
+    fail(ErrorCode::kRuntime, "webgpu: internal error: ", where, ": ", what, " is not in host memory");
+  return t;
+}
+
+/// Resize (opset 10 to 21) and Upsample (7, 9) of a float32 tensor: scales, sizes and roi are
+/// read on the host; the per-axis plans of ops/image (input taps and weights of each output
+/// index, extrapolation flags) go into one table buffer, built once per input shape and operand
+/// values and cached; one dispatch combines the taps of the resized axes per output element.
+class ResizeKernel final : public WgKernel {
+ public:
+  ResizeKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), ~1u), a_(parse_resize_attrs(info.node)) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Tensor& x = ctx.input(0);
+    const size_t r = x.rank();
+    check_rank(label(), r);
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+    std::vector<double> roi;
+    if (a_.upsample && a_.scales_input < 0) {
+      scales = a_.attr_scales;
+    } else {
+      if (const Tensor* t = host_input(ctx, a_.scales_input, label(), "scales"); t && t->numel() > 0) {
+        if (t->dtype() != DType::kFloat)
+          fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": 'scales' must be float32, got ",
+               dtype_name(t->dtype()));
+        scales.assign(t->data<float>(), t->data<float>() + t->numel());
+      }
+      if (const Tensor* t = host_input(ctx, a_.sizes_input, label(), "sizes"); t && t->numel() > 0)
+        sizes = host_ints(*t, label(), "sizes");
+    }
+    if (a_.coord == ResizeCoord::kTfCropAndResize)
+      if (const Tensor* t = host_input(ctx, a_.roi_input, label(), "roi"))
+        for (int64_t k = 0; k < t->numel(); ++k) roi.push_back(t->element_as_double(k));
+    // The cache key: the input shape and the operands' values.
+    std::vector<double> key;
+    for (size_t k = 0; k < r; ++k) key.push_back(static_cast<double>(x.shape()[k]));
+    key.push_back(-1);
+    for (float v : scales) key.push_back(v);
+    key.push_back(-2);
+    for (int64_t v : sizes) key.push_back(static_cast<double>(v));
+    key.push_back(-3);
+    for (double v : roi) key.push_back(v);
+    Shape out_shape;
+    std::shared_ptr<Buffer> table;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) {
+        out_shape = it->second.shape;
+        table = it->second.table;
+      }
+    }
+    if (!table) {
+      std::vector<uint32_t> words = tables(ctx.node(), x.shape(), scales, sizes, roi, out_shape);
+      table = dev_->buffer(words.size() * 4);
+      dev_->write_now(*table, words.data(), words.size() * 4);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cache_.size() >= 16) cache_.clear();
+      cache_[key] = {out_shape, table};
+    }
+    Tensor& y = out(ctx, 0, out_shape);
+    check_size(label(), y.numel());
+    check_size(label(), x.numel());
+    if (y.numel() == 0) return;
+    const std::vector<int64_t> xstr = strides_of(x.shape());
+    Params p;
+    p.u(y.numel()).u(static_cast<int64_t>(r));
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? out_shape[k] : 1);
+    for (size_t k = 0; k < 6; ++k) p.u(k < r ? xstr[k] : 0);
+    p.u(a_.mode == ResizeMode::kNearest ? 0 : 1).f(a_.extrapolation);
+    s.dispatch_1d("resize", resize_wgsl(), p, {in(ctx, 0), BufRef{table.get(), table}, device_ref(y, "output")},
+                  u32_of(y.numel()));
+  }
+
+ private:
+  struct Entry {
+    Shape shape;
+    std::shared_ptr<Buffer> table;
+  };
+
+  /// The output shape and the table words (see kResizeBody) for input shape `xs`.
+  std::vector<uint32_t> tables(const Node& node, const Shape& xs, const std::vector<float>& scales,
+                               const std::vector<int64_t>& sizes, const std::vector<double>& roi,
+                               Shape& out_shape) const {
+    const size_t r = xs.size();
+    std::vector<double> axis_scale;
+    resize_geometry(node, a_, xs, scales.empty() ? nullptr : scales.data(), static_cast<int64_t>(scales.size()),
+                    sizes.empty() ? nullptr : sizes.data(), static_cast<int64_t>(sizes.size()), out_shape, axis_scale);
+    std::vector<double> roi_s(r, 0.0), roi_e(r, 1.0);
+    if (a_.coord == ResizeCoord::kTfCropAndResize) {
+      const std::vector<int64_t> axes = resize_axes(node, a_, r);
+      const size_t na = axes.size();
+      if (roi.size() != 2 * na)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": tf_crop_and_resize needs 'roi' with ", 2 * na,
+             " values, got ", roi.size());
+      for (size_t i = 0; i < na; ++i) {
+        roi_s[static_cast<size_t>(axes[i])] = roi[i];
+        roi_e[static_cast<size_t>(axes[i])] = roi[na + i];
+      }
+    }
+    for (size_t k = 0; k < r; ++k)
+      if (xs[k] == 0 && out_shape[k] > 0)
+        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": axis ", k, " of the input is empty");
+    std::vector<uint32_t> w(4 * r, 0);
+    double combined = 1;
+    for (size_t k = 0; k < r; ++k) {
+      if (out_shape[k] == 0) continue;
+      ResizeAxisPlan<float> p;
+      build_resize_axis(a_, p, xs[k], out_shape[k], axis_scale[k], roi_s[k], roi_e[k], label().c_str());
+      if (p.identity) continue;
+      combined *= p.taps;
+      w[4 * k] = static_cast<uint32_t>(p.taps);
+      w[4 * k + 1] = static_cast<uint32_t>(w.size());
+      for (int64_t v : p.idx) w.push_back(static_cast<uint32_t>(v));
+      w[4 * k + 2] = static_cast<uint32_t>(w.size());
+      for (float v : p.w) {
+        uint32_t b;
+        std::memcpy(&b, &v, 4);
+        w.push_back(b);
+      }
+      w[4 * k + 3] = static_cast<uint32_t>(w.size());
+      for (uint8_t e : p.extrap) w.push_back(e);
+    }
+    if (combined > 65536)
+      fail(ErrorCode::kNotImplemented, "webgpu: ", label(), ": the resized axes combine ", combined,
+           " taps per output element, above the kernel's limit of 65536 (an antialiased downscale by too much)");
+    if (w.size() > (uint64_t(1) << 31))
+      fail(ErrorCode::kRuntime, "webgpu: ", label(), ": the resize tables exceed the kernel's 32-bit indexing");
+    if (w.empty()) w.push_back(0);
+    return w;
+  }
+
+  ResizeAttrs a_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<double>, Entry> cache_;  // per input shape and operand values
+};
+
+bool check_resize(const ClaimInfo& c, Decline* why) {
+  const Node& n = c.node;
+  ResizeAttrs a;
+  try {
+    a = parse_resize_attrs(n);
+  } catch (const std::exception& e) {
+    return decline(why, DeclineCode::kUnsupportedAttribute, e.what());
+  }
+  auto type_is = [&](int i, std::initializer_list<DType> ok, const char* what) {
+    if (i < 0 || !n.has_input(static_cast<size_t>(i))) return true;
+    const TypeInfo* t = in_type(c, static_cast<size_t>(i));
+    if (t && t->is_tensor())
+      for (DType d : ok)
+        if (t->dtype == d) return true;
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str(what, " is ", t && t->is_tensor() ? dtype_name(t->dtype) : "not a tensor",
+                       " (webgpu reads it on the host as ", dtype_name(*ok.begin()), ")"));
+  };
+  return type_is(a.scales_input, {DType::kFloat}, "scales") && type_is(a.sizes_input, {DType::kInt64}, "sizes") &&
+         type_is(a.roi_input, {DType::kFloat, DType::kFloat16, DType::kDouble}, "roi");
+}
+
+std::unique_ptr<Kernel> create_resize(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ResizeKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Manifest
 
 const std::vector<OpDef>& manifest() {
@@ -1975,6 +2210,9 @@ const std::vector<OpDef>& manifest() {
     d.push_back({"Pad", 2, kMaxOpset, 0b1110, &check_pad, &create_pad});
     d.push_back({"Where", 9, kMaxOpset, 0b1, &check_where, &create_where});
     d.push_back({"Cast", 6, kMaxOpset, 0b1, &check_cast, &create_cast});
+    // scales, sizes and roi are read on the host.
+    d.push_back({"Resize", 10, kMaxOpset, ~1u, &check_resize, &create_resize});
+    d.push_back({"Upsample", 7, 9, ~1u, &check_resize, &create_resize});
     return d;
   }();
   return defs;

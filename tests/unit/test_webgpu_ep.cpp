@@ -885,3 +885,149 @@ TEST(WebGpu, ConcurrentRuns) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << "thread " << t;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Resize
+
+namespace {
+
+/// Resize of x by `scales` (or `sizes` when scales is empty), the operands constants; `roi` given
+/// when not empty. Output dims left unknown (inference plans them).
+GraphSpec resize_graph(Shape x, std::vector<float> scales, std::vector<int64_t> sizes, std::vector<AttrSpec> attrs,
+                       std::vector<float> roi = {}) {
+  GraphSpec g;
+  g.inputs.push_back({"x", DType::kFloat, x.to_vector()});
+  std::vector<std::string> in{"x", "", "", ""};
+  if (!roi.empty()) {
+    g.initializers.emplace_back("roi", Tensor::from_vector<float>(Shape{static_cast<int64_t>(roi.size())}, roi));
+    in[1] = "roi";
+  }
+  if (!scales.empty()) {
+    g.initializers.emplace_back("scales",
+                                Tensor::from_vector<float>(Shape{static_cast<int64_t>(scales.size())}, scales));
+    in[2] = "scales";
+    in.pop_back();
+  } else {
+    g.initializers.emplace_back("sizes",
+                                Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(sizes.size())}, sizes));
+    in[3] = "sizes";
+  }
+  g.nodes.push_back(node("Resize", in, {"y"}, std::move(attrs)));
+  g.outputs.push_back({"y", DType::kFloat, std::vector<int64_t>(x.size(), -1)});
+  return g;
+}
+
+}  // namespace
+
+TEST(WebGpu, ResizeModesAndCoordinateTransforms) {
+  REQUIRE_WEBGPU();
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    for (const char* coord : {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                              "asymmetric"}) {
+      SCOPED_TRACE(std::string(mode) + " " + coord);
+      const std::vector<AttrSpec> a{attr_string("mode", mode), attr_string("coordinate_transformation_mode", coord)};
+      // Upsampling by scales, odd sizes.
+      check(resize_graph({2, 3, 5, 7}, {1, 1, 1.6f, 2.3f}, {}, a), 19);
+      // Downsampling by sizes.
+      check(resize_graph({1, 2, 9, 11}, {}, {1, 2, 4, 5}, a), 19);
+    }
+  }
+  // tf_half_pixel_for_nn (nearest only).
+  check(resize_graph({1, 2, 7, 5}, {}, {1, 2, 4, 9},
+                     {attr_string("mode", "nearest"), attr_string("coordinate_transformation_mode", "tf_half_pixel_for_nn")}),
+        19);
+}
+
+TEST(WebGpu, ResizeNearestModesCubicCoefficientAndExcludeOutside) {
+  REQUIRE_WEBGPU();
+  for (const char* nm : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
+    SCOPED_TRACE(nm);
+    for (const char* coord : {"half_pixel", "asymmetric", "align_corners"}) {
+      const std::vector<AttrSpec> a{attr_string("mode", "nearest"), attr_string("nearest_mode", nm),
+                                    attr_string("coordinate_transformation_mode", coord)};
+      check(resize_graph({1, 3, 5, 6}, {}, {1, 3, 8, 13}, a), 19);
+      check(resize_graph({1, 3, 9, 10}, {1, 1, 0.5f, 0.7f}, {}, a), 19);
+    }
+  }
+  for (int exclude : {0, 1}) {
+    SCOPED_TRACE(exclude);
+    const std::vector<AttrSpec> a{attr_string("mode", "cubic"), attr_float("cubic_coeff_a", -0.5f),
+                                  attr_int("exclude_outside", exclude)};
+    check(resize_graph({1, 2, 6, 5}, {1, 1, 1.7f, 2.0f}, {}, a), 19);
+    check(resize_graph({1, 2, 11, 9}, {}, {1, 2, 4, 4}, a), 19);
+  }
+}
+
+TEST(WebGpu, ResizeCropAxesAntialiasAndOldOpsets) {
+  REQUIRE_WEBGPU();
+  // tf_crop_and_resize: roi per axis, outside points take extrapolation_value.
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    check(resize_graph({1, 2, 7, 6}, {}, {1, 2, 5, 9},
+                       {attr_string("mode", mode), attr_string("coordinate_transformation_mode", "tf_crop_and_resize"),
+                        attr_float("extrapolation_value", 2.5f)},
+                       {0, 0, -0.2f, 0.3f, 1, 1, 0.8f, 1.4f}),
+          19);
+  }
+  // axes (opset 18+): two axes, one negative, with their scales, sizes and roi.
+  check(resize_graph({2, 5, 4, 3}, {2.5f, 0.6f}, {}, {attr_string("mode", "linear"), attr_ints("axes", {-1, 1})}), 19);
+  check(resize_graph({2, 5, 4, 3}, {}, {7, 3}, {attr_string("mode", "cubic"), attr_ints("axes", {2, 0})}), 19);
+  check(resize_graph({3, 4, 5}, {}, {6, 2},
+                     {attr_string("mode", "linear"), attr_ints("axes", {1, 2}),
+                      attr_string("coordinate_transformation_mode", "tf_crop_and_resize")},
+                     {0.1f, 0.2f, 0.9f, 0.7f}),
+        19);
+  // keep_aspect_ratio_policy with sizes.
+  for (const char* policy : {"not_larger", "not_smaller"})
+    check(resize_graph({1, 2, 6, 9}, {}, {4, 7},
+                       {attr_string("mode", "linear"), attr_ints("axes", {2, 3}),
+                        attr_string("keep_aspect_ratio_policy", policy)}),
+          19);
+  // antialias: wider tap tables when downsampling.
+  for (const char* mode : {"linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    const std::vector<AttrSpec> a{attr_string("mode", mode), attr_int("antialias", 1)};
+    check(resize_graph({1, 2, 13, 10}, {}, {1, 2, 5, 4}, a), 19);
+    check(resize_graph({1, 2, 9, 10}, {1, 1, 0.6f, 1.5f}, {}, a), 19);
+  }
+  // 3-d input, all of its axes resized.
+  check(resize_graph({3, 5, 4}, {1.5f, 0.8f, 2.0f}, {}, {attr_string("mode", "linear")}), 13);
+  // Resize-10 (scales as input 1), Upsample-9 (likewise) and Upsample-7 (scales attribute).
+  for (const char* op : {"Resize", "Upsample"}) {
+    SCOPED_TRACE(op);
+    for (const char* mode : {"nearest", "linear"}) {
+      GraphSpec g;
+      g.inputs.push_back({"x", DType::kFloat, {1, 2, 3, 5}});
+      g.initializers.emplace_back("scales", Tensor::from_vector<float>(Shape{4}, {1, 1, 2, 3}));
+      g.nodes.push_back(node(op, {"x", "scales"}, {"y"}, {attr_string("mode", mode)}));
+      g.outputs.push_back({"y", DType::kFloat, {1, 2, 6, 15}});
+      check(g, std::string(op) == "Resize" ? 10 : 9);
+    }
+  }
+  GraphSpec u;
+  u.inputs.push_back({"x", DType::kFloat, {1, 2, 3, 4}});
+  u.nodes.push_back(node("Upsample", {"x"}, {"y"}, {attr_floats("scales", {1, 1, 2, 2}), attr_string("mode", "nearest")}));
+  u.outputs.push_back({"y", DType::kFloat, {1, 2, 6, 8}});
+  check(u, 7);
+}
+
+TEST(WebGpu, ResizeWithScalesComputedAtRunTime) {
+  REQUIRE_WEBGPU();
+  // sizes as a graph input: read on the host at each run (no copy), new sizes, new tables.
+  GraphSpec g;
+  g.inputs.push_back({"x", DType::kFloat, {1, 2, 5, 6}});
+  g.inputs.push_back({"sizes", DType::kInt64, {4}});
+  g.nodes.push_back(node("Resize", {"x", "", "", "sizes"}, {"y"}, {attr_string("mode", "linear")}));
+  g.outputs.push_back({"y", DType::kFloat, {-1, -1, -1, -1}});
+  const std::string m = encode_model(g, 13);
+  Session wg = webgpu_session(m);
+  Session cpu = cpu_session(m);
+  EXPECT_EQ(wg.placement().copies.size(), 2u) << wg.placement().summary;  // x in, y out
+  for (const std::vector<int64_t>& sz : {std::vector<int64_t>{1, 2, 7, 3}, {1, 2, 2, 11}, {1, 2, 7, 3}}) {
+    Inputs in{{"x", Value(random_tensor(Shape{1, 2, 5, 6}, 3))},
+              {"sizes", Value(Tensor::from_vector<int64_t>(Shape{4}, sz))}};
+    const auto a = wg.run(in);
+    const auto b = cpu.run(in);
+    EXPECT_TRUE(close(a[0], b[0], 1e-4, 1e-5));
+  }
+}
