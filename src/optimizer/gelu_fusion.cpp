@@ -103,4 +103,51 @@ int fuse_gelu(Graph& g, PassContext& ctx) {
   return changed;
 }
 
+int fuse_silu(Graph& g, PassContext& ctx) {
+  const UseInfo u = compute_uses(g);
+  std::vector<char> dead(g.nodes.size(), 0);
+  const FusionView view{g, u, dead};
+  int changed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (dead[i]) continue;
+    const Node& mul = g.nodes[i];
+    if (!mul.domain.empty() || mul.op_type != "Mul" || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
+    if (!float_tensor(g, mul.outputs[0]) || !same_shape(g.values[mul.outputs[0]].type, g.values[mul.inputs[0]].type) ||
+        !same_shape(g.values[mul.inputs[0]].type, g.values[mul.inputs[1]].type))
+      continue;  // (no broadcasting: y has x's shape)
+    for (int k = 0; k < 2; ++k) {
+      const int x = mul.inputs[k];
+      const Node* sig = view.sole_producer(mul.inputs[1 - k]);
+      if (!sig || sig->op_type != "Sigmoid" || sig->inputs.size() != 1 || !float_tensor(g, x)) continue;
+      std::vector<const Node*> members{&mul, sig};
+      float alpha = 1.0f;
+      if (sig->inputs[0] != x) {  // Sigmoid(alpha * x)
+        const Node* scale = view.sole_producer(sig->inputs[0]);
+        if (!scale || scale->op_type != "Mul" || scale->inputs.size() != 2) continue;
+        int side = -1;
+        for (int j = 0; j < 2 && side < 0; ++j)
+          if (scale->inputs[j] == x && scalar_float_constant(g, scale->inputs[1 - j], 1, &alpha)) side = j;
+        if (side < 0) continue;
+        members.push_back(scale);
+      }
+      Node fused;
+      fused.name = mul.name;
+      fused.op_type = "QuickGelu";
+      fused.domain = "com.microsoft";
+      fused.opset = 1;
+      fused.inputs = {x};
+      fused.outputs = mul.outputs;
+      Attribute a;
+      a.name = "alpha";
+      a.type = AttrType::kFloat;
+      a.f = alpha;
+      fused.attrs.push_back(a);
+      if (commit_fusion(g, dead, i, members, std::move(fused), ctx)) ++changed;
+      break;
+    }
+  }
+  if (changed) remove_nodes(g, dead);
+  return changed;
+}
+
 }  // namespace onyx

@@ -62,6 +62,8 @@ int fuse_conv_add(Graph& g, PassContext& ctx);
 int fuse_attention(Graph& g, PassContext& ctx);
 /// The exact GELU written out (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5) becomes one Gelu (opset 20).
 int fuse_gelu(Graph& g, PassContext& ctx);
+/// x * Sigmoid(x) (SiLU) and x * Sigmoid(alpha * x) become com.microsoft::QuickGelu (gelu_fusion.cpp).
+int fuse_silu(Graph& g, PassContext& ctx);
 /// MatMul by a constant 2-D B, + a constant bias row, optionally followed by Relu / Clip / Gelu,
 /// becomes onyx::FusedMatMul (bias and activation in the GEMM's epilogue).
 int fuse_matmul_bias(Graph& g, PassContext& ctx);

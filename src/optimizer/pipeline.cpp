@@ -51,6 +51,7 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
     changed += run_pass(fuse_conv_add, "fuse_conv_add", g, ctx);
     changed += run_pass(fuse_attention, "fuse_attention", g, ctx);
     changed += run_pass(fuse_gelu, "fuse_gelu", g, ctx);
+    changed += run_pass(fuse_silu, "fuse_silu", g, ctx);
     changed += run_pass(fuse_matmul_bias, "fuse_matmul_bias", g, ctx);
     // What the fusions left unread (a DequantizeLinear whose readers were all fused).
     changed += run_pass(eliminate_dead_nodes, "eliminate_dead_nodes", g, ctx);

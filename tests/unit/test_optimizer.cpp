@@ -172,6 +172,46 @@ TEST(Optimizer, FusesGeluAndMatMulBias) {
   for (size_t i = 0; i < r.plain.size(); ++i) EXPECT_NEAR(r.optimized[i], r.plain[i], 1e-5) << i;
 }
 
+TEST(Optimizer, FusesSiluIntoQuickGelu) {
+  // Llama's MLP: h = (g * Sigmoid(g)) * u, g = x W1, u = x W2; and CLIP's x * Sigmoid(1.702 x).
+  // Each sigmoid-weighted product becomes com.microsoft::QuickGelu (alpha 1 and 1.702); a product
+  // whose other factor is not the Sigmoid's input (the gating Mul by u) stays a Mul.
+  for (bool scaled : {false, true}) {
+    SCOPED_TRACE(scaled);
+    GraphSpec g;
+    g.nodes.push_back({"MatMul", {"x", "w1"}, {"g"}, {}, "up_gate"});
+    g.nodes.push_back({"MatMul", {"x", "w2"}, {"u"}, {}, "up"});
+    if (scaled) {
+      g.nodes.push_back({"Mul", {"g", "k"}, {"gk"}, {}, "scale"});
+      g.nodes.push_back({"Sigmoid", {"gk"}, {"s"}, {}, "sig"});
+    } else {
+      g.nodes.push_back({"Sigmoid", {"g"}, {"s"}, {}, "sig"});
+    }
+    g.nodes.push_back({"Mul", {"s", "g"}, {"a"}, {}, "silu"});
+    g.nodes.push_back({"Mul", {"a", "u"}, {"y"}, {}, "gate"});
+    g.inputs.push_back({"x", DType::kFloat, {3, 7, 16}});
+    g.outputs.push_back({"y", DType::kFloat, {3, 7, 24}});
+    g.initializers.emplace_back("w1", random_tensor(Shape{16, 24}, 61));
+    g.initializers.emplace_back("w2", random_tensor(Shape{16, 24}, 62));
+    g.initializers.emplace_back("k", Tensor::scalar<float>(1.702f));
+    const std::string m = encode_model(g, 17);
+    Tensor x = random_tensor(Shape{3, 7, 16}, 63);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= 4.0f;
+    const LevelRuns r = run_both_levels(m, x);
+    EXPECT_EQ(r.ops, (std::vector<std::string>{"MatMul", "MatMul", "QuickGelu", "Mul"}));
+    for (size_t i = 0; i < r.plain.size(); ++i) EXPECT_NEAR(r.optimized[i], r.plain[i], 1e-5 * (1 + std::fabs(r.plain[i]))) << i;
+  }
+  // Sigmoid's output also read elsewhere (a graph output): not fused.
+  GraphSpec g;
+  g.nodes.push_back({"Sigmoid", {"x"}, {"s"}, {}, "sig"});
+  g.nodes.push_back({"Mul", {"x", "s"}, {"y"}, {}, "silu"});
+  g.inputs.push_back({"x", DType::kFloat, {4, 9}});
+  g.outputs.push_back({"y", DType::kFloat, {4, 9}});
+  g.outputs.push_back({"s", DType::kFloat, {4, 9}});
+  const LevelRuns r = run_both_levels(encode_model(g, 17), random_tensor(Shape{4, 9}, 64));
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"Sigmoid", "Mul"}));
+}
+
 TEST(Optimizer, FusesGeluWhoseConstantIsSqrt2InHalfPrecision) {
   // A float16 / bfloat16 model run in float32 (half_in_float) carries sqrt(2) rounded to its type
   // (1.4140625 in float16, 1.4140625 in bfloat16 too): still the exact GELU, fused; an unrelated
