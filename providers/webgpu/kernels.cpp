@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "ops/image.hpp"
+#include "ops/nn.hpp"
 #include "webgpu_ep.hpp"
 
 namespace onyx::webgpu {
@@ -643,6 +644,68 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 )";
 
+// ConvTranspose (1-d as 2-d with height 1), one output element per invocation: the sum over the
+// input positions and taps that land on it (oy = iy * sh - ph + ky * dh). Weights
+// [cin, cout / group, kh, kw]. Words: 0 n, 1 cout, 2 cout_g, 3 cin, 4 h, 5 w, 6 cin_g, 7 oh, 8 ow,
+// 9 kh, 10 kw, 11 sh, 12 sw, 13 ph, 14 pw (i32 bits), 15 dh, 16 dw, 17 has_bias.
+const char* const kConvTransposeBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  if (i >= pu(0u)) { return; }
+  let OW = pu(8u);
+  let OH = pu(7u);
+  let M = pu(1u);
+  let ox = i32(i % OW);
+  let oy = i32((i / OW) % OH);
+  let co = (i / (OW * OH)) % M;
+  let b = i / (OW * OH * M);
+  let cout_g = pu(2u);
+  let cin_g = pu(6u);
+  let g = co / cout_g;
+  let m = co % cout_g;
+  let H = i32(pu(4u));
+  let W = i32(pu(5u));
+  let KH = pu(9u);
+  let KW = pu(10u);
+  let sh = i32(pu(11u));
+  let sw = i32(pu(12u));
+  let ph = bitcast<i32>(pu(13u));
+  let pw = bitcast<i32>(pu(14u));
+  let dh = i32(pu(15u));
+  let dw = i32(pu(16u));
+  let plane = u32(H * W);
+  let wstep = cout_g * KH * KW;
+  var acc = 0.0;
+  if (pu(17u) != 0u) { acc = bias[co]; }
+  for (var ky = 0u; ky < KH; ky++) {
+    let ty = oy + ph - i32(ky) * dh;
+    if (ty < 0 || ty % sh != 0) { continue; }
+    let iy = ty / sh;
+    if (iy >= H) { continue; }
+    for (var kx = 0u; kx < KW; kx++) {
+      let tx = ox + pw - i32(kx) * dw;
+      if (tx < 0 || tx % sw != 0) { continue; }
+      let ix = tx / sw;
+      if (ix >= W) { continue; }
+      var xi = (b * pu(3u) + g * cin_g) * plane + u32(iy * W + ix);
+      var wi = ((g * cin_g) * cout_g + m) * KH * KW + ky * KW + kx;
+      for (var ci = 0u; ci < cin_g; ci++) {
+        acc += x[xi] * w[wi];
+        xi += plane;
+        wi += wstep;
+      }
+    }
+  }
+  y[i] = acc;
+}
+)";
+
 /// A kernel's full source: the prelude, then its body (built once).
 #define WG_SOURCE(fn, body)                                        \
   const char* fn() {                                               \
@@ -666,6 +729,7 @@ WG_SOURCE(where_wgsl, kWhereBody)
 WG_SOURCE(batch_norm_wgsl, kBatchNormBody)
 WG_SOURCE(pad_wgsl, kPadBody)
 WG_SOURCE(resize_wgsl, kResizeBody)
+WG_SOURCE(conv_transpose_wgsl, kConvTransposeBody)
 #undef WG_SOURCE
 
 }  // namespace
@@ -2170,6 +2234,78 @@ std::unique_ptr<Kernel> create_resize(const KernelCreateInfo& info, const std::s
 }
 
 // ---------------------------------------------------------------------------------------------
+// ConvTranspose (1-d and 2-d)
+
+/// 1-d and 2-d ConvTranspose (group, strides, dilations, pads or auto_pad, output_padding or
+/// output_shape, through ops/nn's conv_transpose_geometry), one output element per invocation.
+class ConvTransposeKernel final : public WgKernel {
+ public:
+  ConvTransposeKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
+      : WgKernel(info, std::move(d), 0), group_(info.node.attr_int("group", 1)) {}
+  void run(KernelContext& ctx, Stream& s) const override {
+    const Shape xs = ctx.input(0).shape(), ws = ctx.input(1).shape();
+    const auto bad = [&](const std::string& what) {
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": ", what, " (x ", xs.to_string(), ", w ", ws.to_string(),
+           ")");
+    };
+    if ((xs.size() != 3 && xs.size() != 4) || ws.size() != xs.size())
+      bad("1-d or 2-d transposed convolution takes 3-d or 4-d x and w of one rank");
+    if (group_ < 1 || xs[1] % group_ || ws[0] != xs[1]) bad(str("channels do not match group ", group_));
+    const bool one_d = xs.size() == 3;
+    const Shape in_sp = one_d ? Shape{xs[2]} : Shape{xs[2], xs[3]};
+    const Shape k_sp = one_d ? Shape{ws[2]} : Shape{ws[2], ws[3]};
+    const WindowGeometry g = conv_transpose_geometry(ctx.node(), in_sp, k_sp);
+    const int64_t cin = xs[1], cin_g = cin / group_, cout_g = ws[1], cout = cout_g * group_;
+    std::vector<int64_t> ys{xs[0], cout};
+    for (int64_t v : g.out) {
+      if (v < 0) bad("the output size is negative");
+      ys.push_back(v);
+    }
+    Tensor& y = out(ctx, 0, Shape(ys));
+    check_size(label(), y.numel());
+    check_size(label(), ctx.input(0).numel());
+    check_size(label(), ctx.input(1).numel());
+    const bool bias = ctx.has_input(2);
+    if (bias && ctx.input(2).numel() != cout) bad("the bias has the wrong length");
+    if (y.numel() == 0) return;
+    const size_t a = one_d ? 0 : 1;  // the width's index in the geometry
+    const int64_t h = one_d ? 1 : xs[2], wd = xs.back(), oh = one_d ? 1 : g.out[0], ow = g.out[a];
+    const int64_t kh = one_d ? 1 : ws[2], kw = ws.back();
+    const int64_t sh = one_d ? 1 : g.stride[0], sw = g.stride[a];
+    const int64_t ph = one_d ? 0 : g.pad_begin[0], pw = g.pad_begin[a];
+    const int64_t dh = one_d ? 1 : g.dilation[0], dw = g.dilation[a];
+    for (int64_t v : {ph, pw})
+      if (std::abs(v) > int64_t(0x3fffffff)) bad(str("pad ", v, " is out of range"));
+    if (sh < 1 || sw < 1 || dh < 1 || dw < 1) bad("strides and dilations must be positive");
+    Params p;
+    p.u(y.numel()).u(cout).u(cout_g).u(cin).u(h).u(wd).u(cin_g).u(oh).u(ow);
+    p.u(kh).u(kw).u(sh).u(sw).u(static_cast<uint32_t>(static_cast<int32_t>(ph)));
+    p.u(static_cast<uint32_t>(static_cast<int32_t>(pw))).u(dh).u(dw).u(bias ? 1 : 0);
+    const BufRef w = in(ctx, 1);
+    s.dispatch_1d("conv_transpose", conv_transpose_wgsl(), p,
+                  {in(ctx, 0), w, bias ? in(ctx, 2) : w, device_ref(y, "output")}, u32_of(y.numel()));
+  }
+
+ private:
+  int64_t group_;
+};
+
+bool check_conv_transpose(const ClaimInfo& c, Decline* why) {
+  const int r = in_rank(c, 0);
+  if ((r != 3 && r != 4) || in_rank(c, 1) != r)
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("webgpu runs 1-d and 2-d transposed convolutions only (3-d or 4-d x and w); x has rank ", r));
+  const std::string pad = c.node.attr_string("auto_pad", "NOTSET");
+  if (pad != "NOTSET" && pad != "SAME_UPPER" && pad != "SAME_LOWER" && pad != "VALID")
+    return decline(why, DeclineCode::kUnsupportedAttribute, str("auto_pad ", pad));
+  return true;
+}
+
+std::unique_ptr<Kernel> create_conv_transpose(const KernelCreateInfo& info, const std::shared_ptr<Device>& d) {
+  return std::make_unique<ConvTransposeKernel>(info, d);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Manifest
 
 const std::vector<OpDef>& manifest() {
@@ -2187,6 +2323,7 @@ const std::vector<OpDef>& manifest() {
     d.push_back({"LogSoftmax", 1, kMaxOpset, 0, &check_softmax, &create_softmax});
     d.push_back({"Transpose", 1, kMaxOpset, 0, nullptr, &create_transpose});
     d.push_back({"Conv", 1, kMaxOpset, 0, &check_conv, &create_conv});
+    d.push_back({"ConvTranspose", 1, kMaxOpset, 0, &check_conv_transpose, &create_conv_transpose});
     d.push_back({"GlobalAveragePool", 1, kMaxOpset, 0, &check_global_pool, &create_global_pool});
     // From opset 8 (MaxPool) / 7 (AveragePool): earlier versions lack attributes the kernel reads.
     d.push_back({"MaxPool", 8, kMaxOpset, 0, &check_pool, &create_pool});

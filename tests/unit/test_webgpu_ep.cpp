@@ -1031,3 +1031,67 @@ TEST(WebGpu, ResizeWithScalesComputedAtRunTime) {
     EXPECT_TRUE(close(a[0], b[0], 1e-4, 1e-5));
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// ConvTranspose
+
+namespace {
+
+/// ConvTranspose of x with constant weights w ([cin, cout / group, k...]) and bias when asked;
+/// output dims left to inference.
+GraphSpec conv_transpose_graph(Shape x, Shape w, int64_t group, bool bias, std::vector<AttrSpec> attrs) {
+  GraphSpec g;
+  std::vector<std::string> in{"x", "w"};
+  g.initializers.emplace_back("w", random_tensor(w, 7));
+  if (bias) {
+    g.initializers.emplace_back("b", random_tensor(Shape{w[1] * group}, 8));
+    in.push_back("b");
+  }
+  attrs.push_back(attr_int("group", group));
+  g.nodes.push_back(node("ConvTranspose", in, {"y"}, std::move(attrs)));
+  g.inputs.push_back({"x", DType::kFloat, x.to_vector()});
+  g.outputs.push_back({"y", DType::kFloat, std::vector<int64_t>(x.size(), -1)});
+  return g;
+}
+
+}  // namespace
+
+TEST(WebGpu, ConvTranspose2d) {
+  REQUIRE_WEBGPU();
+  // Plain, strided with pads, grouped with dilations, output_padding.
+  check(conv_transpose_graph({1, 3, 5, 4}, {3, 2, 3, 3}, 1, true, {}));
+  check(conv_transpose_graph({2, 4, 5, 7}, {4, 3, 3, 2}, 1, false,
+                             {attr_ints("strides", {2, 3}), attr_ints("pads", {1, 0, 2, 1})}));
+  check(conv_transpose_graph({1, 6, 4, 5}, {6, 2, 3, 3}, 3, true,
+                             {attr_ints("dilations", {2, 1}), attr_ints("strides", {1, 2}), attr_ints("pads", {0, 1, 1, 0})}));
+  check(conv_transpose_graph({2, 4, 3, 5}, {4, 5, 3, 3}, 2, true,
+                             {attr_ints("strides", {3, 2}), attr_ints("output_padding", {2, 1})}));
+  // Depthwise-like: group = channels.
+  check(conv_transpose_graph({1, 5, 6, 6}, {5, 1, 4, 4}, 5, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}));
+  // output_shape (the pads follow from it, a larger one padding the end), and auto_pad.
+  check(conv_transpose_graph({1, 2, 4, 4}, {2, 3, 3, 3}, 1, true,
+                             {attr_ints("strides", {2, 2}), attr_ints("output_shape", {10, 9})}));
+  for (const char* pad : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+    SCOPED_TRACE(pad);
+    check(conv_transpose_graph({1, 3, 5, 6}, {3, 2, 4, 3}, 1, false,
+                               {attr_ints("strides", {2, 2}), attr_string("auto_pad", pad)}));
+  }
+}
+
+TEST(WebGpu, ConvTranspose1dAndDeclined3d) {
+  REQUIRE_WEBGPU();
+  check(conv_transpose_graph({2, 3, 7}, {3, 4, 3}, 1, true, {}));
+  check(conv_transpose_graph({1, 4, 9}, {4, 3, 5}, 2, true,
+                             {attr_ints("strides", {3}), attr_ints("dilations", {2}), attr_ints("pads", {2, 1}),
+                              attr_ints("output_padding", {1})}));
+  check(conv_transpose_graph({1, 2, 6}, {2, 2, 2}, 1, false, {attr_ints("strides", {2}), attr_ints("output_shape", {13})}));
+  // 3-d is declined with the reason.
+  Session s = webgpu_session(encode_model(conv_transpose_graph({1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}, 1, false, {}), 17), false);
+  const Placement pl = s.placement();
+  const auto* n = find_node(pl, "ConvTranspose");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->ep, "cpu");
+  ASSERT_FALSE(n->declined.empty());
+  EXPECT_NE(n->declined[0].message.find("1-d and 2-d transposed convolutions only"), std::string::npos)
+      << n->declined[0].message;
+}
