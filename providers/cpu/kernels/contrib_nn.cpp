@@ -303,12 +303,7 @@ void gemm_fast_gelu_compute(const int&, KernelContext& ctx) {
 
 // ---- normalisations ---------------------------------------------------------------------------
 
-/// Sum of v's lanes and of a tail.
-inline float hsum(vf v) {
-  float s = 0;
-  for (int i = 0; i < kL; ++i) s += v[i];
-  return s;
-}
+using vmath::hsum;
 
 /// Mean and 1 / sqrt(variance + eps) of a row (simplified: mean 0 and the root mean square).
 void row_stats(const float* x, int64_t n, float eps, bool simplified, float* mean, float* inv_std) {

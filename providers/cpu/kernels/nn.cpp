@@ -5,6 +5,7 @@
 
 #include "kernels/common.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/vmath.hpp"
 #include "ops/nn.hpp"
 
 namespace onyx::cpu {
@@ -174,16 +175,29 @@ void layer_norm_compute(const int&, KernelContext& ctx) {
           for (int64_t row = r0; row < r1; ++row) {
             const float* xr = px + row * cols;
             float* yr = py + row * cols;
-            float s = 0;
-            for (int64_t j = 0; j < cols; ++j) s += xr[j];
-            const float mu = s / static_cast<float>(cols);
-            float ss = 0;
-            for (int64_t j = 0; j < cols; ++j) ss += (xr[j] - mu) * (xr[j] - mu);
-            const float inv_std = 1.0f / std::sqrt(ss / static_cast<float>(cols) + static_cast<float>(eps));
-            if (pb)
-              for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - mu) * inv_std * ps[j] + pb[j];
-            else
-              for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - mu) * inv_std * ps[j];
+            // Two passes over the row (in L1): the mean, then the squared deviations from it
+            // (not E[x^2] - mean^2, which cancels when the mean is large against the spread).
+            using vmath::vf;
+            constexpr int64_t L = vmath::kLanes;
+            vf vs = vf{};
+            for (int64_t j = 0; j < cols; j += L) vs += vmath::load_n(xr + j, std::min(L, cols - j));
+            const float mu = vmath::hsum(vs) / static_cast<float>(cols);
+            const vf vmu = vmath::splat(mu);
+            vf vss = vf{};
+            int64_t j = 0;
+            for (; j + L <= cols; j += L) {
+              const vf d = vmath::load(xr + j) - vmu;
+              vss += d * d;
+            }
+            for (; j < cols; ++j) vss[0] += (xr[j] - mu) * (xr[j] - mu);
+            const float inv_std = 1.0f / std::sqrt(vmath::hsum(vss) / static_cast<float>(cols) + static_cast<float>(eps));
+            const vf vis = vmath::splat(inv_std);
+            for (int64_t k = 0; k < cols; k += L) {
+              const int64_t c = std::min(L, cols - k);
+              vf v = (vmath::load_n(xr + k, c) - vmu) * vis * vmath::load_n(ps + k, c);
+              if (pb) v += vmath::load_n(pb + k, c);
+              vmath::store_n(yr + k, v, c);
+            }
             if (mean) set_double(*mean, row, mu);
             if (inv) set_double(*inv, row, inv_std);
           }

@@ -32,6 +32,12 @@ inline void store(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 inline vf vmin(vf a, vf b) { return a < b ? a : b; }
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 inline vf vabs(vf a) { return a < 0 ? -a : a; }
+/// The sum of v's lanes, in lane order.
+inline float hsum(vf v) {
+  float s = 0;
+  for (int i = 0; i < kLanes; ++i) s += v[i];
+  return s;
+}
 
 /// The larger of best and v per lane, a NaN in v winning and a NaN in best kept (max pooling's
 /// running maximum). With AVX (8 lanes) as compares and a blend: the compiler would fuse the two
