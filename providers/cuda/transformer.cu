@@ -224,6 +224,8 @@ __global__ void attn_core_kernel(AttnCoreArgs a, float* scratch) {
       const int64_t pos = past_of(a.seqlens, a.first_prompt, b, a.S) + s, tot = static_cast<int64_t>(a.seqlens[b]) + 1;
       k1 = (pos < tot - 1 ? pos : tot - 1) + 1;
       k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0;
+    } else if (a.causal && !a.qk) {
+      k1 = a.P + s + 1 < a.T ? a.P + s + 1 : a.T;  // causality leaves out the later keys (as ORT's softmax)
     }
     const int64_t nk = k1 - k0;
     if (nk <= 0) {
@@ -254,7 +256,10 @@ __global__ void attn_core_kernel(AttnCoreArgs a, float* scratch) {
         if (a.softcap > 0.f) v = tanhf(v / a.softcap) * a.softcap;
       } else {
         if (qk) qk[j] = v;
-        if ((a.causal && j > a.P + s) || mask_hides(a, b, s, j)) v += a.mask_filter;
+        if (a.causal && j > a.P + s)
+          v = -INFINITY;  // left out of the softmax (only when the raw scores keep every key)
+        else if (mask_hides(a, b, s, j))
+          v += a.mask_filter;
       }
       if (bias) v += bias[j];
       sc[jj] = v;

@@ -122,6 +122,33 @@ def mha_cases(rng):
     yield mha_case(rng, "test_ms_mha_large_step", 2, 1, 768, 12, P=100, bias=True)
 
 
+def masking_cases():
+    """Rows that padding hides every key of, and a mask_filter_value near the scores, with and
+    without causality: ORT adds mask_filter_value where padding hides a key and leaves the keys after
+    a row's position out of its softmax. (An rng of their own: the cases above keep their data.)"""
+    rng = np.random.default_rng(2026)
+    B, S, Hd, N = 2, 6, 16, 2
+    left = np.ones([B, S], np.int32)
+    left[0, :3] = 0  # left padding: rows 0-2 of batch 0 see padded keys only
+    yield attention_case(rng, "test_ms_attention_left_padding_causal", B, S, Hd, N, mask=left, unidirectional=1)
+    yield attention_case(rng, "test_ms_attention_left_padding", B, S, Hd, N, mask=left)
+    yield attention_case(rng, "test_ms_attention_mask_filter_small_causal", B, S, Hd, N, mask=raw_mask(rng, [B, S]),
+                         mask_filter=-2.0, unidirectional=1)
+    yield attention_case(rng, "test_ms_attention_causal_mask_filter_small", B, S, Hd, N, mask_filter=-2.0, unidirectional=1)
+    yield attention_case(rng, "test_ms_attention_lengths_causal_past", B, 3, Hd, N, P=4, mask=lengths_mask(rng, B, 7, True),
+                         unidirectional=1)
+    long = np.ones([B, 80], np.int32)  # 80 query rows: two blocks of them in the CPU kernel
+    long[0, 70:] = 0
+    long[1, :5] = 0
+    yield attention_case(rng, "test_ms_attention_long_padding_causal", B, 80, Hd, N, mask=long, unidirectional=1)
+    yield mha_case(rng, "test_ms_mha_left_padding_causal", B, S, Hd, N, kpm=left, unidirectional=1)
+    middle = np.ones([B, S], np.int32)
+    middle[0, 2:4] = 0
+    yield mha_case(rng, "test_ms_mha_padding_causal_bias", B, S, Hd, N, kpm=middle, attn_bias=randn(rng, [1, N, S, S]),
+                   unidirectional=1)
+
+
 def cases(rng):
     yield from attention_cases(rng)
     yield from mha_cases(rng)
+    yield from masking_cases()

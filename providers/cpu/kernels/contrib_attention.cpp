@@ -5,13 +5,14 @@
 // Both gather the keys and values of every head into [B, N, T, H] buffers (the present outputs
 // when asked for: past first, then the new ones; else a workspace), then run one attention core:
 // per (batch, head, block of query rows), the scores of the block against every key on the fp32
-// GEMM, the mask as ONNX Runtime applies it (mask_filter_value added once to a key that padding
-// or causality hides; then the attention bias), softmax, and the weighted sum of values on the
-// GEMM, written straight into the output's [B, S, N * Hv] layout. Causal attention without another
-// mask stops each block at its last visible key.
+// GEMM, the mask as ONNX Runtime applies it (mask_filter_value added where padding hides a key;
+// then the attention bias), softmax over the keys causality leaves, and the weighted sum of values
+// on the GEMM, written straight into the output's [B, S, N * Hv] layout. Causal attention stops
+// each block at its last row's last key.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/common.hpp"
 #include "kernels/gemm.hpp"
@@ -123,7 +124,20 @@ void run_attention(const AttnProblem& p, ThreadPool& pool) {
         for (int64_t s = 0; s < S; ++s) std::fill_n(p.y + b * p.y_sb + n * p.y_sn + s * p.y_ss, p.Hv, 0.0f);
     return;
   }
-  const bool trim = p.causal && p.mask.kind == KeyMask::kNone && !p.bias && !p.qk;  // keys past the block's last visible one weigh 0
+  // A padding mask the same for every query row (key lengths, [B, T]) as an additive row per
+  // batch: 0, or mask_filter_value where it hides the key.
+  const bool per_batch = p.mask.kind == KeyMask::kEnds || p.mask.kind == KeyMask::kEndsStarts || p.mask.kind == KeyMask::kRaw2d;
+  std::vector<float> pad;
+  if (per_batch) {
+    pad.assign(static_cast<size_t>(p.B * T), 0.0f);
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t j = 0; j < T; ++j)
+        if (p.mask.hides(b, 0, j, p.B, S, T, p.P)) pad[b * T + j] = p.mask_filter;
+  }
+  // Causal attention leaves out the keys after a row's position (ONNX Runtime's softmax takes only
+  // the keys up to it), so each block reads the keys up to its last row's position only; the raw
+  // scores output (qk) has every key.
+  const bool trim = p.causal && !p.qk;
   const int64_t block = std::clamp<int64_t>(16384 / T, 1, 64);
   const int64_t blocks = (S + block - 1) / block;
   parallel_range(pool, p.B * p.N * blocks, block * T * (p.H + p.Hv + 8), [&](int64_t t0, int64_t t1) {
@@ -132,6 +146,7 @@ void run_attention(const AttnProblem& p, ThreadPool& pool) {
       const int64_t blk = t % blocks, n = (t / blocks) % p.N, b = t / (blocks * p.N);
       const int64_t s0 = blk * block, rows = std::min(block, S - s0);
       const int64_t tk = trim ? std::min(T, p.P + s0 + rows) : T;  // keys this block reads
+      const float* pad_row = per_batch ? pad.data() + b * T : nullptr;
       const float* kb = p.k + (b * p.N + n) * T * p.H;
       const float* vb = p.v + (b * p.N + n) * T * p.Hv;
       const float* qb = p.q + b * p.q_sb + n * p.q_sn + s0 * p.q_ss;
@@ -143,17 +158,27 @@ void run_attention(const AttnProblem& p, ThreadPool& pool) {
         const int64_t s = s0 + r;
         float* row = sc + r * tk;
         if (p.qk) std::memcpy(p.qk + ((b * p.N + n) * S + s) * T, row, sizeof(float) * tk);
-        if (p.causal || p.mask.kind != KeyMask::kNone)
-          for (int64_t j = 0; j < tk; ++j)
-            if ((p.causal && j > p.P + s) || p.mask.hides(b, s, j, p.B, S, T, p.P)) row[j] += p.mask_filter;
+        // As ONNX Runtime: mask_filter_value added where the padding mask hides a key, the
+        // attention bias, and a softmax over the keys causality leaves (those up to the row's
+        // position); the others weigh 0.
+        const int64_t visible = p.causal ? std::clamp<int64_t>(p.P + s + 1, 0, tk) : tk;
+        if (pad_row) {
+          for (int64_t j = 0; j < visible; ++j) row[j] += pad_row[j];
+        } else if (p.mask.kind != KeyMask::kNone) {
+          for (int64_t j = 0; j < visible; ++j)
+            if (p.mask.hides(b, s, j, p.B, S, T, p.P)) row[j] += p.mask_filter;
+        }
         if (p.bias) {
           const float* br = p.bias + b * p.ab_b + n * p.ab_n + s * p.ab_s;
-          for (int64_t j = 0; j < tk; ++j) row[j] += br[j];
+          for (int64_t j = 0; j < visible; ++j) row[j] += br[j];
         }
-        const float m = row_max_plain(row, tk);
-        exp_le0_row(row, m, row, tk);
-        const float inv = 1.0f / row_sum(row, tk);
-        for (int64_t j = 0; j < tk; ++j) row[j] *= inv;
+        if (visible > 0) {
+          const float m = row_max_plain(row, visible);
+          exp_le0_row(row, m, row, visible);
+          const float inv = 1.0f / row_sum(row, visible);
+          for (int64_t j = 0; j < visible; ++j) row[j] *= inv;
+        }
+        std::fill(row + visible, row + tk, 0.0f);
       }
       sgemm(false, false, rows, p.Hv, tk, 1.0f, sc, tk, vb, p.Hv, 0.0f, p.y + b * p.y_sb + n * p.y_sn + s0 * p.y_ss, p.y_ss, nullptr);
     }

@@ -328,7 +328,9 @@ TEST(CudaTransformerEmulated, AttentionMatchesTheCpuEp) {
   // com.microsoft Attention as MsAttentionKernel drives it: the packed projection (cuBLASLt on the
   // GPU, plain C++ here), the keys and values gathered into present, the core; every mask form.
   const int64_t B = 2, S = 3, In = 10, N = 2, H = 4, Dt = 3 * N * H, D = N * H;
-  for (int form = 0; form < 6; ++form) {
+  // (Form 6: a [B, T] mask that hides the first two keys of batch 0, with causality: its first
+  // rows see padded keys only.)
+  for (int form = 0; form < 7; ++form) {
     for (bool past : {false, true}) {
       SCOPED_TRACE(str("mask form ", form, past ? " with past" : ""));
       const int64_t P = past ? 2 : 0, T = P + S, M = 6;
@@ -338,14 +340,20 @@ TEST(CudaTransformerEmulated, AttentionMatchesTheCpuEp) {
       MaskKind kind = MaskKind::kNone;
       if (form == 1) mask = i32(Shape{B}, {static_cast<int32_t>(T - 1), 2}), kind = MaskKind::kEnds;
       if (form == 2) mask = i32(Shape{2 * B}, {static_cast<int32_t>(T), 2, 1, 0}), kind = MaskKind::kEndsStarts;
-      if (form >= 3) {
+      if (form >= 3 && form <= 5) {
         const Shape ms = form == 3 ? Shape{B, T} : form == 4 ? Shape{B, S, T} : Shape{B, 1, M, M};
         std::vector<int32_t> mv(static_cast<size_t>(ms.numel()));
         for (size_t i = 0; i < mv.size(); ++i) mv[i] = (i * 5 + 1) % 4 != 0;
         mask = i32(ms, mv);
         kind = form == 3 ? MaskKind::kRaw2d : form == 4 ? MaskKind::kRaw3d : MaskKind::kRaw4d;
       }
-      const bool causal = form == 0 || form == 5;
+      if (form == 6) {
+        std::vector<int32_t> mv(static_cast<size_t>(B * T), 1);
+        mv[0] = mv[1] = 0;
+        mask = i32(Shape{B, T}, mv);
+        kind = MaskKind::kRaw2d;
+      }
+      const bool causal = form == 0 || form == 5 || form == 6;
       const auto want = cpu_node("Attention", "com.microsoft",
                                  {{"x", x}, {"w", w}, {"bias", bias}, {form ? "mask" : "", mask}, {past ? "past" : "", pst}},
                                  {"y", "present"}, {attr_int("num_heads", N), attr_int("unidirectional", causal ? 1 : 0)});
