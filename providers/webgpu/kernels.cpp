@@ -125,16 +125,16 @@ const char* const kMatMulBody = R"(
 @group(0) @binding(3) var<storage, read> C: array<f32>;
 @group(0) @binding(4) var<storage, read_write> Y: array<f32>;
 
-var<workgroup> ta: array<array<f32, 16>, 16>;
-var<workgroup> tb: array<array<f32, 16>, 16>;
+// Step k of the tile at [k * 16 + r]: the 4 rows (or columns) r, r + 16, r + 32, r + 48.
+var<workgroup> ta: array<vec4<f32>, 512>;
+var<workgroup> tb: array<vec4<f32>, 512>;
 
 @compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
   let M = pu(0u);
   let N = pu(1u);
   let K = pu(2u);
-  let row = wid.y * 16u + lid.y;
-  let col = wid.x * 16u + lid.x;
   let batch = wid.z;
   var rem = batch;
   var oa = 0u;
@@ -150,25 +150,108 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let sak = pu(17u);
   let sbk = pu(18u);
   let sbn = pu(19u);
-  var acc = 0.0;
-  let tiles = (K + 15u) / 16u;
-  for (var t = 0u; t < tiles; t++) {
-    let ka = t * 16u + lid.x;
-    var va = 0.0;
-    if (row < M && ka < K) { va = A[oa + row * sam + ka * sak]; }
-    ta[lid.y][lid.x] = va;
-    let kb = t * 16u + lid.y;
-    var vb = 0.0;
-    if (kb < K && col < N) { vb = B[ob + kb * sbk + col * sbn]; }
-    tb[lid.y][lid.x] = vb;
+  let m0 = wid.y * 64u;
+  let n0 = wid.x * 64u;
+  // Loads per step of 32: A's k0 + li % 32 of rows li / 32 + 8 l; B's k0 + 8 (li / 64) + l of
+  // column li % 64.
+  let lk = li % 32u;
+  let lm = li / 32u;
+  let ln = li % 64u;
+  let lq = (li / 64u) * 8u;
+  let col = n0 + ln;
+  var acc: array<vec4<f32>, 4>;
+  for (var i = 0u; i < 4u; i++) { acc[i] = vec4<f32>(0.0); }
+  for (var k0 = 0u; k0 < K; k0 += 32u) {
+    for (var l = 0u; l < 8u; l++) {
+      let m = lm + 8u * l;
+      let k = k0 + lk;
+      var v = 0.0;
+      if (m0 + m < M && k < K) { v = A[oa + (m0 + m) * sam + k * sak]; }
+      ta[lk * 16u + m % 16u][m / 16u] = v;
+    }
+    for (var l = 0u; l < 8u; l++) {
+      let k = k0 + lq + l;
+      var v = 0.0;
+      if (col < N && k < K) { v = B[ob + k * sbk + col * sbn]; }
+      tb[(lq + l) * 16u + ln % 16u][ln / 16u] = v;
+    }
     workgroupBarrier();
-    for (var k = 0u; k < 16u; k++) { acc += ta[lid.y][k] * tb[k][lid.x]; }
+    for (var s = 0u; s < 32u; s++) {
+      let a = ta[s * 16u + lid.y];
+      let b = tb[s * 16u + lid.x];
+      acc[0] += a.x * b;
+      acc[1] += a.y * b;
+      acc[2] += a.z * b;
+      acc[3] += a.w * b;
+    }
     workgroupBarrier();
   }
-  if (row < M && col < N) {
-    var v = pf(20u) * acc;
-    if (pu(22u) != 0u) { v += pf(21u) * C[row * pu(23u) + col * pu(24u)]; }
-    Y[(batch * M + row) * N + col] = v;
+  for (var i = 0u; i < 4u; i++) {
+    let row = m0 + lid.y + 16u * i;
+    if (row >= M) { continue; }
+    for (var j = 0u; j < 4u; j++) {
+      let c = n0 + lid.x + 16u * j;
+      if (c >= N) { continue; }
+      var v = pf(20u) * acc[i][j];
+      if (pu(22u) != 0u) { v += pf(21u) * C[row * pu(23u) + c * pu(24u)]; }
+      Y[(batch * M + row) * N + c] = v;
+    }
+  }
+}
+)";
+
+// MatMul / Gemm with few rows (M <= 8, a matrix-vector product per row): no workgroup memory,
+// each invocation computes 4 adjacent columns of one row straight from the operands. Words as
+// kMatMulBody's; 25 the column groups per row (ceil(N / 4)).
+const char* const kMatRowsBody = R"(
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(3) var<storage, read> C: array<f32>;
+@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = flat_id(gid);
+  let M = pu(0u);
+  let N = pu(1u);
+  let K = pu(2u);
+  let groups = pu(25u);
+  let q = i % groups;
+  let row = (i / groups) % M;
+  let batch = i / (groups * M);
+  if (batch >= pu(26u)) { return; }
+  var rem = batch;
+  var oa = 0u;
+  var ob = 0u;
+  for (var d = i32(pu(3u)) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let c = rem % pu(4u + k);
+    rem = rem / pu(4u + k);
+    oa += c * pu(8u + k);
+    ob += c * pu(12u + k);
+  }
+  let sak = pu(17u);
+  let sbk = pu(18u);
+  let sbn = pu(19u);
+  let c0 = q * 4u;
+  // Columns past N read column c0 again (in range) and are not stored.
+  let c1 = select(c0, c0 + 1u, c0 + 1u < N);
+  let c2 = select(c0, c0 + 2u, c0 + 2u < N);
+  let c3 = select(c0, c0 + 3u, c0 + 3u < N);
+  let pb = vec4<u32>(c0, c1, c2, c3) * sbn + vec4<u32>(ob);
+  var pa = oa + row * pu(16u);
+  var acc = vec4<f32>(0.0);
+  for (var k = 0u; k < K; k++) {
+    let kb = k * sbk;
+    acc += A[pa] * vec4<f32>(B[pb.x + kb], B[pb.y + kb], B[pb.z + kb], B[pb.w + kb]);
+    pa += sak;
+  }
+  for (var j = 0u; j < 4u; j++) {
+    let c = c0 + j;
+    if (c >= N) { break; }
+    var v = pf(20u) * acc[j];
+    if (pu(22u) != 0u) { v += pf(21u) * C[row * pu(23u) + c * pu(24u)]; }
+    Y[(batch * M + row) * N + c] = v;
   }
 }
 )";
@@ -262,6 +345,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         acc += x[xc + u32(ih * W + iw)] * w[wc + kh * KW + kw];
       }
     }
+  }
+  switch pu(18u) {
+    case 1u: { acc = max(acc, 0.0); }
+    case 2u: { acc = min(max(acc, pf(19u)), pf(20u)); }
+    default: { }
   }
   y[i] = acc;
 }
@@ -706,6 +794,125 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 )";
 
+// Conv as an implicit GEMM per image and group: Y[m, p] = sum_k W[m, k] * X[k, p] over the
+// group's output channels m, output pixels p and K = cin_g * kh * kw (X gathered from the input
+// as it is loaded: zero outside the padded input). A 256-invocation work group computes a tile of
+// 64 channels x 64 pixels, each invocation 4 x 4 of them (rows ty + 16 i, columns tx + 16 j),
+// over K in steps of 32 staged in workgroup memory as vec4s (one read gives an invocation's four
+// rows or columns); bias and the activation in the epilogue.
+// Words: 0 cout_g, 1 P = oh * ow, 2 K, 3 group, 4 cin, 5 h, 6 w, 7 cin_g, 8 oh, 9 ow, 10 kh,
+// 11 kw, 12 sh, 13 sw, 14 ph, 15 pw, 16 dh, 17 dw, 18 has_bias, 19 activation (0 none, 1 Relu,
+// 2 Clip), 20 lo, 21 hi.
+const char* const kConvGemmBody = R"(
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+
+// Step k of the tile at [k * 16 + r]: the 4 channels (or pixels) r, r + 16, r + 32, r + 48.
+var<workgroup> ta: array<vec4<f32>, 512>;
+var<workgroup> tb: array<vec4<f32>, 512>;
+
+fn act(v: f32) -> f32 {
+  switch pu(19u) {
+    case 1u: { return max(v, 0.0); }
+    case 2u: { return min(max(v, pf(20u)), pf(21u)); }
+    default: { return v; }
+  }
+}
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let M = pu(0u);
+  let P = pu(1u);
+  let K = pu(2u);
+  let G = pu(3u);
+  let H = i32(pu(5u));
+  let W = i32(pu(6u));
+  let OW = pu(9u);
+  let KH = pu(10u);
+  let KW = pu(11u);
+  let dh = i32(pu(16u));
+  let dw = i32(pu(17u));
+  let n = wid.z / G;
+  let g = wid.z % G;
+  let m0 = wid.y * 64u;
+  let p0 = wid.x * 64u;
+  let plane = u32(H * W);
+  let xbase = (n * pu(4u) + g * pu(7u)) * plane;
+  let wbase = g * M * K;
+  // Loads per step of 32: weights k0 + li % 32 of rows li / 32 + 8 l; inputs k0 + 8 (li / 64) + l
+  // of pixel li % 64 (walking channel / tap without divisions).
+  let lk = li % 32u;
+  let lm = li / 32u;
+  let lp = li % 64u;
+  let lq = (li / 64u) * 8u;
+  let p = p0 + lp;
+  let pin = p < P;
+  let iy0 = i32(p / OW) * i32(pu(12u)) - i32(pu(14u));
+  let ix0 = i32(p % OW) * i32(pu(13u)) - i32(pu(15u));
+  let tslot = lp % 16u;
+  let tcomp = lp / 16u;
+  var acc: array<vec4<f32>, 4>;
+  for (var i = 0u; i < 4u; i++) { acc[i] = vec4<f32>(0.0); }
+  for (var k0 = 0u; k0 < K; k0 += 32u) {
+    for (var l = 0u; l < 8u; l++) {
+      let m = lm + 8u * l;
+      let k = k0 + lk;
+      var v = 0.0;
+      if (m0 + m < M && k < K) { v = w[wbase + (m0 + m) * K + k]; }
+      ta[lk * 16u + m % 16u][m / 16u] = v;
+    }
+    var k = k0 + lq;
+    var c = k / (KH * KW);
+    let r = k % (KH * KW);
+    var ky = r / KW;
+    var kx = r % KW;
+    for (var l = 0u; l < 8u; l++) {
+      var v = 0.0;
+      if (pin && k < K) {
+        let iy = iy0 + i32(ky) * dh;
+        let ix = ix0 + i32(kx) * dw;
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W) { v = x[xbase + c * plane + u32(iy * W + ix)]; }
+      }
+      tb[(lq + l) * 16u + tslot][tcomp] = v;
+      k += 1u;
+      kx += 1u;
+      if (kx == KW) {
+        kx = 0u;
+        ky += 1u;
+        if (ky == KH) {
+          ky = 0u;
+          c += 1u;
+        }
+      }
+    }
+    workgroupBarrier();
+    for (var s = 0u; s < 32u; s++) {
+      let a = ta[s * 16u + lid.y];
+      let b = tb[s * 16u + lid.x];
+      acc[0] += a.x * b;
+      acc[1] += a.y * b;
+      acc[2] += a.z * b;
+      acc[3] += a.w * b;
+    }
+    workgroupBarrier();
+  }
+  let ybase = (n * G + g) * M * P;
+  for (var i = 0u; i < 4u; i++) {
+    let m = m0 + lid.y + 16u * i;
+    if (m >= M) { continue; }
+    var bv = 0.0;
+    if (pu(18u) != 0u) { bv = bias[g * M + m]; }
+    for (var j = 0u; j < 4u; j++) {
+      let q = p0 + lid.x + 16u * j;
+      if (q < P) { y[ybase + m * P + q] = act(acc[i][j] + bv); }
+    }
+  }
+}
+)";
+
 /// A kernel's full source: the prelude, then its body (built once).
 #define WG_SOURCE(fn, body)                                        \
   const char* fn() {                                               \
@@ -715,9 +922,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 WG_SOURCE(unary_wgsl, kUnaryBody)
 WG_SOURCE(binary_wgsl, kBinaryBody)
 WG_SOURCE(matmul_wgsl, kMatMulBody)
+WG_SOURCE(mat_rows_wgsl, kMatRowsBody)
 WG_SOURCE(softmax_wgsl, kSoftmaxBody)
 WG_SOURCE(transpose_wgsl, kTransposeBody)
 WG_SOURCE(conv_wgsl, kConvBody)
+WG_SOURCE(conv_gemm_wgsl, kConvGemmBody)
 WG_SOURCE(global_pool_wgsl, kGlobalPoolBody)
 WG_SOURCE(pool_wgsl, kPoolBody)
 WG_SOURCE(reduce_wgsl, kReduceBody)
@@ -913,11 +1122,27 @@ struct MatDesc {
   int64_t scm = 0, scn = 0;
 };
 
-void record_matmul(Stream& s, const std::string& label, const MatDesc& m, const BufRef& A, const BufRef& B,
+void record_matmul(Stream& s, const std::string& label, const MatDesc& given, const BufRef& A, const BufRef& B,
                    const BufRef& C, const BufRef& Y) {
+  MatDesc m = given;
   int64_t items = 1;
   for (int64_t d : m.batch) items *= d;
   check_size(label, items * m.M * m.N);
+  // B the same matrix for every batch and A's batches consecutive row-major matrices: one product
+  // of items * M rows (the encoder's [32, 1, 768] x [768, 2304] becomes [32, 768] x [768, 2304]).
+  bool stacked = !m.batch.empty() && !m.has_c && m.sam == m.K && m.sak == 1;
+  int64_t step = m.M * m.K;
+  for (size_t k = m.batch.size(); stacked && k-- > 0;) {
+    stacked = m.sb_batch[k] == 0 && (m.batch[k] == 1 || m.sa_batch[k] == step);
+    step *= m.batch[k];
+  }
+  if (stacked) {
+    m.M *= items;
+    items = 1;
+    m.batch.clear();
+    m.sa_batch.clear();
+    m.sb_batch.clear();
+  }
   if (m.batch.size() > 4) fail(ErrorCode::kNotImplemented, "webgpu: ", label, ": more than 4 batch dimensions");
   Params p;
   p.u(m.M).u(m.N).u(m.K).u(static_cast<int64_t>(m.batch.size()));
@@ -926,7 +1151,16 @@ void record_matmul(Stream& s, const std::string& label, const MatDesc& m, const 
   for (size_t k = 0; k < 4; ++k) p.u(k < m.sb_batch.size() ? m.sb_batch[k] : 0);
   p.u(m.sam).u(m.sak).u(m.sbk).u(m.sbn).f(m.alpha).f(m.beta).u(m.has_c ? 1 : 0).u(m.scm).u(m.scn);
   if (items == 0 || m.M == 0 || m.N == 0) return;
-  s.dispatch("matmul", matmul_wgsl(), p, {A, B, C, Y}, u32_of((m.N + 15) / 16), u32_of((m.M + 15) / 16), u32_of(items));
+  if (m.M <= 8) {
+    // Few rows: 4 columns of one row per invocation, no shared tiles.
+    const int64_t groups = (m.N + 3) / 4;
+    p.u(groups).u(items);
+    s.dispatch_1d("mat_rows", mat_rows_wgsl(), p, {A, B, C, Y}, static_cast<uint64_t>(items * m.M * groups));
+    return;
+  }
+  if (items > 65535)
+    fail(ErrorCode::kNotImplemented, "webgpu: ", label, ": ", items, " products exceed 65535 work groups");
+  s.dispatch("matmul", matmul_wgsl(), p, {A, B, C, Y}, u32_of((m.N + 63) / 64), u32_of((m.M + 63) / 64), u32_of(items));
 }
 
 class MatMulKernel final : public WgKernel {
@@ -1176,7 +1410,16 @@ class ConvKernel final : public WgKernel {
         strides_(ints_or(info.node, "strides", {1, 1})),
         dil_(ints_or(info.node, "dilations", {1, 1})),
         pads_(ints_or(info.node, "pads", {0, 0, 0, 0})),
-        kshape_(info.node.attr_ints("kernel_shape")) {}
+        kshape_(info.node.attr_ints("kernel_shape")) {
+    // FusedConv (the optimizer's Conv + Relu / Clip): the activation in the epilogue.
+    const std::string a = info.node.attr_string("activation", "");
+    act_ = a == "Relu" ? 1 : a == "Clip" ? 2 : 0;
+    if (act_ == 2) {
+      const std::vector<float> prm = info.node.attr_floats("activation_params");
+      lo_ = prm.size() > 0 ? prm[0] : -std::numeric_limits<float>::max();
+      hi_ = prm.size() > 1 ? prm[1] : std::numeric_limits<float>::max();
+    }
+  }
   void run(KernelContext& ctx, Stream& s) const override {
     const Shape xs = ctx.input(0).shape(), ws = ctx.input(1).shape();
     const auto bad = [&](const std::string& what) {
@@ -1197,11 +1440,29 @@ class ConvKernel final : public WgKernel {
     check_size(label(), ctx.input(0).numel());
     const bool bias = ctx.has_input(2);
     if (bias && ctx.input(2).numel() != ws[0]) bad("the bias has the wrong length");
+    if (y.numel() == 0) return;
+    const BufRef w = in(ctx, 1);
+    const int64_t cin_g = ws[1], cout_g = ws[0] / group_;
+    if (cin_g > 1) {
+      // Implicit GEMM: 64 x 64 tiles of output channels x pixels per work group, per image and group.
+      const int64_t k = cin_g * ws[2] * ws[3];
+      const int64_t tiles_z = xs[0] * group_;
+      if (tiles_z > 65535 || (cout_g + 63) / 64 > 65535 || (oh * ow + 63) / 64 > 65535)
+        bad("the tiled kernel's grid exceeds 65535 work groups along an axis");
+      check_size(label(), ctx.input(1).numel());
+      Params p;
+      p.u(cout_g).u(oh * ow).u(k).u(group_).u(xs[1]).u(xs[2]).u(xs[3]).u(cin_g).u(oh).u(ow).u(ws[2]).u(ws[3]);
+      p.u(strides_[0]).u(strides_[1]).u(pads_[0]).u(pads_[1]).u(dil_[0]).u(dil_[1]).u(bias ? 1 : 0).u(act_);
+      p.f(lo_).f(hi_);
+      s.dispatch("conv_gemm", conv_gemm_wgsl(), p, {in(ctx, 0), w, bias ? in(ctx, 2) : w, device_ref(y, "output")},
+                 u32_of((oh * ow + 63) / 64), u32_of((cout_g + 63) / 64), u32_of(tiles_z));
+      return;
+    }
+    // Depthwise (one input channel per group): direct, one output element per invocation.
     Params p;
     p.u(y.numel()).u(xs[1]).u(xs[2]).u(xs[3]).u(ws[0]).u(oh).u(ow).u(ws[2]).u(ws[3]);
     p.u(strides_[0]).u(strides_[1]).u(dil_[0]).u(dil_[1]).u(pads_[0]).u(pads_[1]).u(bias ? 1 : 0);
-    p.u(ws[1]).u(ws[0] / group_);
-    const BufRef w = in(ctx, 1);
+    p.u(ws[1]).u(cout_g).u(act_).f(lo_).f(hi_);
     s.dispatch_1d("conv", conv_wgsl(), p, {in(ctx, 0), w, bias ? in(ctx, 2) : w, device_ref(y, "output")},
                   u32_of(y.numel()));
   }
@@ -1209,6 +1470,8 @@ class ConvKernel final : public WgKernel {
  private:
   int64_t group_;
   std::vector<int64_t> strides_, dil_, pads_, kshape_;
+  uint32_t act_ = 0;
+  float lo_ = 0, hi_ = 0;
 };
 
 bool check_conv(const ClaimInfo& c, Decline* why) {
@@ -1228,6 +1491,10 @@ bool check_conv(const ClaimInfo& c, Decline* why) {
       if (v < 1) return decline(why, DeclineCode::kUnsupportedAttribute, str(a, " must be positive"));
   for (int64_t v : n.attr_ints("pads"))
     if (v < 0) return decline(why, DeclineCode::kUnsupportedAttribute, "negative pads");
+  const std::string act = n.attr_string("activation", "");
+  if (!act.empty() && act != "Relu" && act != "Clip")
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("fused activation '", act, "' (webgpu fuses Relu and Clip)"));
   return true;
 }
 
@@ -2324,6 +2591,8 @@ const std::vector<OpDef>& manifest() {
     d.push_back({"Transpose", 1, kMaxOpset, 0, nullptr, &create_transpose});
     d.push_back({"Conv", 1, kMaxOpset, 0, &check_conv, &create_conv});
     d.push_back({"ConvTranspose", 1, kMaxOpset, 0, &check_conv_transpose, &create_conv_transpose});
+    // The optimizer's Conv + Relu / Clip, taken so that the activation runs in the epilogue.
+    d.push_back({"FusedConv", 1, 1, 0, &check_conv, &create_conv, "onyx"});
     d.push_back({"GlobalAveragePool", 1, kMaxOpset, 0, &check_global_pool, &create_global_pool});
     // From opset 8 (MaxPool) / 7 (AveragePool): earlier versions lack attributes the kernel reads.
     d.push_back({"MaxPool", 8, kMaxOpset, 0, &check_pool, &create_pool});

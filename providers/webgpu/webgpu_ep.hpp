@@ -32,13 +32,14 @@ std::unique_ptr<ExecutionProvider> create_webgpu_ep(const EpCreateContext& ctx);
 
 /// One line of the manifest.
 struct OpDef {
-  const char* op;  // ai.onnx only
+  const char* op;
   int since, until;
   /// Inputs read on the host (constant operands such as Clip's bounds): no copy, no upload.
   uint32_t host_inputs;
   /// Op-specific checks (attributes, ranks, input counts); null = none.
   bool (*check)(const ClaimInfo&, Decline*);
   std::unique_ptr<Kernel> (*create)(const KernelCreateInfo&, const std::shared_ptr<Device>&);
+  const char* domain = "";  // "" = ai.onnx; "onyx" for the optimizer's fused ops
 };
 const std::vector<OpDef>& manifest();
 

@@ -334,6 +334,17 @@ TEST(WebGpu, MatMulShapes) {
   check(matmul_graph({2, 5, 19}, {19}, {2, 5}));
   check(matmul_graph({19}, {19}, {}));
   check(matmul_graph({70, 130}, {130, 45}, {70, 45}), 17, 1e-4, 1e-4);
+  // Several 64 x 64 tiles each way with a partial last one, K not a multiple of 32.
+  check(matmul_graph({2, 131, 75}, {2, 75, 67}, {2, 131, 67}), 17, 1e-4, 1e-4);
+  // Few rows (M <= 8): the row kernel, N not a multiple of 4.
+  check(matmul_graph({3, 5, 40}, {3, 40, 13}, {3, 5, 13}));
+  check(matmul_graph({1, 70}, {70, 131}, {1, 131}, true));
+  // B shared by every batch, A's batches stacked into one product: to 8 rows, and past them.
+  check(matmul_graph({4, 2, 1, 33}, {33, 21}, {4, 2, 1, 21}, true));
+  check(matmul_graph({6, 3, 37}, {37, 70}, {6, 3, 70}, true), 17, 1e-4, 1e-4);
+  check(matmul_graph({2, 1, 3, 37}, {1, 37, 70}, {2, 1, 3, 70}), 17, 1e-4, 1e-4);
+  // A broadcast over B's batches: not stacked.
+  check(matmul_graph({9, 37}, {3, 37, 10}, {3, 9, 10}));
 }
 
 TEST(WebGpu, GemmAttributes) {
@@ -349,21 +360,27 @@ TEST(WebGpu, GemmAttributes) {
                                          {true, true, {1, 11}, 1.0f, 0.25f},
                                          {false, false, {}, 2.0f, 1.0f},
                                          {false, true, {0}, 1.0f, 1.0f}}) {
-    SCOPED_TRACE(std::to_string(k.ta) + std::to_string(k.tb) + " c rank " + std::to_string(k.c.size()));
-    const int64_t M = 7, N = 11, K = 23;
-    GraphSpec g;
-    std::vector<std::string> in{"a", "b"};
-    if (k.c.size() != 1 || k.c[0] != 0) {
-      g.initializers.emplace_back("c", random_tensor(Shape(k.c), 3));
-      in.push_back("c");
+    for (const int64_t M : {7, 70}) {  // the row kernel, the tiled one
+      SCOPED_TRACE(std::to_string(k.ta) + std::to_string(k.tb) + " c rank " + std::to_string(k.c.size()) + " M " +
+                   std::to_string(M));
+      const int64_t N = M == 7 ? 11 : 75, K = M == 7 ? 23 : 41;
+      std::vector<int64_t> cd = k.c;
+      if (M != 7 && cd.size() == 2) cd = {cd[0] == 7 ? M : 1, cd[1] == 11 ? N : 1};
+      if (M != 7 && cd.size() == 1 && cd[0] == 11) cd = {N};
+      GraphSpec g;
+      std::vector<std::string> in{"a", "b"};
+      if (k.c.size() != 1 || k.c[0] != 0) {
+        g.initializers.emplace_back("c", random_tensor(Shape(cd), 3));
+        in.push_back("c");
+      }
+      g.nodes.push_back(node("Gemm", in, {"y"},
+                             {attr_int("transA", k.ta), attr_int("transB", k.tb), attr_float("alpha", k.alpha),
+                              attr_float("beta", k.beta)}));
+      g.inputs.push_back({"a", DType::kFloat, k.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}});
+      g.inputs.push_back({"b", DType::kFloat, k.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}});
+      g.outputs.push_back({"y", DType::kFloat, {M, N}});
+      check(g, 17, 1e-4, 1e-4);
     }
-    g.nodes.push_back(node("Gemm", in, {"y"},
-                           {attr_int("transA", k.ta), attr_int("transB", k.tb), attr_float("alpha", k.alpha),
-                            attr_float("beta", k.beta)}));
-    g.inputs.push_back({"a", DType::kFloat, k.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}});
-    g.inputs.push_back({"b", DType::kFloat, k.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}});
-    g.outputs.push_back({"y", DType::kFloat, {M, N}});
-    check(g);
   }
 }
 
@@ -922,8 +939,8 @@ GraphSpec resize_graph(Shape x, std::vector<float> scales, std::vector<int64_t> 
 TEST(WebGpu, ResizeModesAndCoordinateTransforms) {
   REQUIRE_WEBGPU();
   for (const char* mode : {"nearest", "linear", "cubic"}) {
-    for (const char* coord : {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                              "asymmetric"}) {
+    for (const char* coord :
+         {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"}) {
       SCOPED_TRACE(std::string(mode) + " " + coord);
       const std::vector<AttrSpec> a{attr_string("mode", mode), attr_string("coordinate_transformation_mode", coord)};
       // Upsampling by scales, odd sizes.
@@ -933,8 +950,9 @@ TEST(WebGpu, ResizeModesAndCoordinateTransforms) {
     }
   }
   // tf_half_pixel_for_nn (nearest only).
-  check(resize_graph({1, 2, 7, 5}, {}, {1, 2, 4, 9},
-                     {attr_string("mode", "nearest"), attr_string("coordinate_transformation_mode", "tf_half_pixel_for_nn")}),
+  check(resize_graph(
+            {1, 2, 7, 5}, {}, {1, 2, 4, 9},
+            {attr_string("mode", "nearest"), attr_string("coordinate_transformation_mode", "tf_half_pixel_for_nn")}),
         19);
 }
 
@@ -1006,7 +1024,8 @@ TEST(WebGpu, ResizeCropAxesAntialiasAndOldOpsets) {
   }
   GraphSpec u;
   u.inputs.push_back({"x", DType::kFloat, {1, 2, 3, 4}});
-  u.nodes.push_back(node("Upsample", {"x"}, {"y"}, {attr_floats("scales", {1, 1, 2, 2}), attr_string("mode", "nearest")}));
+  u.nodes.push_back(
+      node("Upsample", {"x"}, {"y"}, {attr_floats("scales", {1, 1, 2, 2}), attr_string("mode", "nearest")}));
   u.outputs.push_back({"y", DType::kFloat, {1, 2, 6, 8}});
   check(u, 7);
 }
@@ -1062,12 +1081,14 @@ TEST(WebGpu, ConvTranspose2d) {
   check(conv_transpose_graph({1, 3, 5, 4}, {3, 2, 3, 3}, 1, true, {}));
   check(conv_transpose_graph({2, 4, 5, 7}, {4, 3, 3, 2}, 1, false,
                              {attr_ints("strides", {2, 3}), attr_ints("pads", {1, 0, 2, 1})}));
-  check(conv_transpose_graph({1, 6, 4, 5}, {6, 2, 3, 3}, 3, true,
-                             {attr_ints("dilations", {2, 1}), attr_ints("strides", {1, 2}), attr_ints("pads", {0, 1, 1, 0})}));
+  check(conv_transpose_graph(
+      {1, 6, 4, 5}, {6, 2, 3, 3}, 3, true,
+      {attr_ints("dilations", {2, 1}), attr_ints("strides", {1, 2}), attr_ints("pads", {0, 1, 1, 0})}));
   check(conv_transpose_graph({2, 4, 3, 5}, {4, 5, 3, 3}, 2, true,
                              {attr_ints("strides", {3, 2}), attr_ints("output_padding", {2, 1})}));
   // Depthwise-like: group = channels.
-  check(conv_transpose_graph({1, 5, 6, 6}, {5, 1, 4, 4}, 5, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}));
+  check(conv_transpose_graph({1, 5, 6, 6}, {5, 1, 4, 4}, 5, true,
+                             {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}));
   // output_shape (the pads follow from it, a larger one padding the end), and auto_pad.
   check(conv_transpose_graph({1, 2, 4, 4}, {2, 3, 3, 3}, 1, true,
                              {attr_ints("strides", {2, 2}), attr_ints("output_shape", {10, 9})}));
@@ -1084,9 +1105,11 @@ TEST(WebGpu, ConvTranspose1dAndDeclined3d) {
   check(conv_transpose_graph({1, 4, 9}, {4, 3, 5}, 2, true,
                              {attr_ints("strides", {3}), attr_ints("dilations", {2}), attr_ints("pads", {2, 1}),
                               attr_ints("output_padding", {1})}));
-  check(conv_transpose_graph({1, 2, 6}, {2, 2, 2}, 1, false, {attr_ints("strides", {2}), attr_ints("output_shape", {13})}));
+  check(conv_transpose_graph({1, 2, 6}, {2, 2, 2}, 1, false,
+                             {attr_ints("strides", {2}), attr_ints("output_shape", {13})}));
   // 3-d is declined with the reason.
-  Session s = webgpu_session(encode_model(conv_transpose_graph({1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}, 1, false, {}), 17), false);
+  Session s =
+      webgpu_session(encode_model(conv_transpose_graph({1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}, 1, false, {}), 17), false);
   const Placement pl = s.placement();
   const auto* n = find_node(pl, "ConvTranspose");
   ASSERT_NE(n, nullptr);
@@ -1094,4 +1117,55 @@ TEST(WebGpu, ConvTranspose1dAndDeclined3d) {
   ASSERT_FALSE(n->declined.empty());
   EXPECT_NE(n->declined[0].message.find("1-d and 2-d transposed convolutions only"), std::string::npos)
       << n->declined[0].message;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tiled Conv (implicit GEMM for cin / group > 1) and FusedConv
+
+TEST(WebGpu, ConvTiledShapes) {
+  REQUIRE_WEBGPU();
+  // Channel and pixel counts that are not multiples of the 64 x 64 tile, K not a multiple of 16.
+  check(conv_graph({2, 5, 13, 11}, {67, 5, 3, 3}, true, {attr_ints("pads", {1, 1, 1, 1})}, {2, 67, 13, 11}));
+  check(conv_graph({1, 3, 17, 19}, {9, 3, 7, 7}, true, {attr_ints("strides", {2, 2}), attr_ints("pads", {3, 3, 3, 3})},
+                   {1, 9, 9, 10}));
+  // 1x1 with many input channels, more than one tile each way.
+  check(conv_graph({1, 70, 9, 9}, {130, 70, 1, 1}, false, {}, {1, 130, 9, 9}), 17, 1e-4, 1e-4);
+  // Groups with two or more channels each, asymmetric pads, strides and dilations.
+  check(conv_graph({2, 12, 10, 9}, {9, 4, 3, 2}, true,
+                   {attr_int("group", 3), attr_ints("pads", {2, 0, 1, 1}), attr_ints("strides", {2, 3}),
+                    attr_ints("dilations", {2, 1})},
+                   {2, 9, 5, 3}));
+  check(conv_graph({1, 8, 6, 7}, {16, 2, 3, 3}, false, {attr_int("group", 4), attr_ints("dilations", {2, 2})},
+                   {1, 16, 2, 3}));
+  // A window as large as the input: one output pixel.
+  check(conv_graph({3, 4, 5, 5}, {6, 4, 5, 5}, true, {}, {3, 6, 1, 1}));
+}
+
+TEST(WebGpu, FusedConvActivations) {
+  REQUIRE_WEBGPU();
+  for (const char* act : {"Relu", "Clip"}) {
+    for (int64_t group : {1, 6}) {  // tiled and depthwise
+      SCOPED_TRACE(std::string(act) + " group " + std::to_string(group));
+      GraphSpec g = conv_graph({1, 6, 9, 8}, {6, 6 / group, 3, 3}, true,
+                               {attr_int("group", group), attr_ints("pads", {1, 1, 1, 1})}, {1, 6, 9, 8});
+      g.outputs[0].name = "c";
+      g.nodes[0].outputs[0] = "c";
+      if (std::string(act) == "Relu") {
+        g.nodes.push_back(node("Relu", {"c"}, {"y"}));
+      } else {
+        g.initializers.emplace_back("lo", Tensor::from_vector<float>(Shape{}, {-0.2f}));
+        g.initializers.emplace_back("hi", Tensor::from_vector<float>(Shape{}, {0.3f}));
+        g.nodes.push_back(node("Clip", {"c", "lo", "hi"}, {"y"}));
+      }
+      g.outputs[0].name = "y";
+      check(g);
+      // The optimizer fused the pair into one FusedConv node on the EP.
+      Session s = webgpu_session(encode_model(g, 17));
+      const Placement pl = s.placement();
+      const auto* n = find_node(pl, "FusedConv");
+      ASSERT_NE(n, nullptr) << pl.summary;
+      EXPECT_EQ(n->ep, "webgpu");
+      EXPECT_EQ(find_node(pl, act), nullptr);
+    }
+  }
 }
