@@ -1407,9 +1407,7 @@ class ConvKernel final : public WgKernel {
   ConvKernel(const KernelCreateInfo& info, std::shared_ptr<Device> d)
       : WgKernel(info, std::move(d), 0),
         group_(info.node.attr_int("group", 1)),
-        strides_(ints_or(info.node, "strides", {1, 1})),
-        dil_(ints_or(info.node, "dilations", {1, 1})),
-        pads_(ints_or(info.node, "pads", {0, 0, 0, 0})),
+        attrs_(WindowAttrs::of(info.node, false)),
         kshape_(info.node.attr_ints("kernel_shape")) {
     // FusedConv (the optimizer's Conv + Relu / Clip): the activation in the epilogue.
     const std::string a = info.node.attr_string("activation", "");
@@ -1426,16 +1424,26 @@ class ConvKernel final : public WgKernel {
       fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": ", what, " (x ", xs.to_string(), ", w ", ws.to_string(),
            ")");
     };
-    if (xs.size() != 4 || ws.size() != 4) bad("2-d convolution takes 4-d x and w");
+    if ((xs.size() != 3 && xs.size() != 4) || ws.size() != xs.size())
+      bad("1-d or 2-d convolution takes 3-d or 4-d x and w of one rank");
     if (group_ < 1 || xs[1] % group_ || ws[0] % group_ || ws[1] * group_ != xs[1])
       bad(str("channels do not match group ", group_));
-    if (!kshape_.empty() && (kshape_[0] != ws[2] || kshape_[1] != ws[3])) bad("kernel_shape differs from w");
-    const int64_t eh = dil_[0] * (ws[2] - 1) + 1, ew = dil_[1] * (ws[3] - 1) + 1;
-    const int64_t oh = (xs[2] + pads_[0] + pads_[2] - eh) / strides_[0] + 1;
-    const int64_t ow = (xs[3] + pads_[1] + pads_[3] - ew) / strides_[1] + 1;
-    if (xs[2] + pads_[0] + pads_[2] < eh || xs[3] + pads_[1] + pads_[3] < ew)
-      bad("the window is larger than the input");
-    Tensor& y = out(ctx, 0, Shape{xs[0], ws[0], oh, ow});
+    // A 1-d convolution is a 2-d one of height 1.
+    const bool one_d = xs.size() == 3;
+    const Shape in_sp = one_d ? Shape{xs[2]} : Shape{xs[2], xs[3]};
+    const Shape k_sp = one_d ? Shape{ws[2]} : Shape{ws[2], ws[3]};
+    if (!kshape_.empty() && Shape(kshape_) != k_sp) bad("kernel_shape differs from w");
+    const WindowGeometry g = window_geometry(attrs_, ctx.node(), in_sp, k_sp);
+    const size_t a = one_d ? 0 : 1;  // the width's index in the geometry
+    const int64_t h = one_d ? 1 : xs[2], wd = xs.back(), kh = one_d ? 1 : ws[2], kw = ws.back();
+    const int64_t oh = one_d ? 1 : g.out[0], ow = g.out[a];
+    const int64_t sh = one_d ? 1 : g.stride[0], sw = g.stride[a], dh = one_d ? 1 : g.dilation[0], dw = g.dilation[a];
+    const int64_t ph = one_d ? 0 : g.pad_begin[0], pw = g.pad_begin[a];
+    if (oh < 1 || ow < 1) bad("the window is larger than the input");
+    if (ph < 0 || pw < 0 || sh < 1 || sw < 1 || dh < 1 || dw < 1) bad("negative pads, strides or dilations");
+    std::vector<int64_t> ys{xs[0], ws[0]};
+    for (int64_t v : g.out) ys.push_back(v);
+    Tensor& y = out(ctx, 0, Shape(ys));
     check_size(label(), y.numel());
     check_size(label(), ctx.input(0).numel());
     const bool bias = ctx.has_input(2);
@@ -1445,14 +1453,14 @@ class ConvKernel final : public WgKernel {
     const int64_t cin_g = ws[1], cout_g = ws[0] / group_;
     if (cin_g > 1) {
       // Implicit GEMM: 64 x 64 tiles of output channels x pixels per work group, per image and group.
-      const int64_t k = cin_g * ws[2] * ws[3];
+      const int64_t k = cin_g * kh * kw;
       const int64_t tiles_z = xs[0] * group_;
       if (tiles_z > 65535 || (cout_g + 63) / 64 > 65535 || (oh * ow + 63) / 64 > 65535)
         bad("the tiled kernel's grid exceeds 65535 work groups along an axis");
       check_size(label(), ctx.input(1).numel());
       Params p;
-      p.u(cout_g).u(oh * ow).u(k).u(group_).u(xs[1]).u(xs[2]).u(xs[3]).u(cin_g).u(oh).u(ow).u(ws[2]).u(ws[3]);
-      p.u(strides_[0]).u(strides_[1]).u(pads_[0]).u(pads_[1]).u(dil_[0]).u(dil_[1]).u(bias ? 1 : 0).u(act_);
+      p.u(cout_g).u(oh * ow).u(k).u(group_).u(xs[1]).u(h).u(wd).u(cin_g).u(oh).u(ow).u(kh).u(kw);
+      p.u(sh).u(sw).u(ph).u(pw).u(dh).u(dw).u(bias ? 1 : 0).u(act_);
       p.f(lo_).f(hi_);
       s.dispatch("conv_gemm", conv_gemm_wgsl(), p, {in(ctx, 0), w, bias ? in(ctx, 2) : w, device_ref(y, "output")},
                  u32_of((oh * ow + 63) / 64), u32_of((cout_g + 63) / 64), u32_of(tiles_z));
@@ -1460,8 +1468,8 @@ class ConvKernel final : public WgKernel {
     }
     // Depthwise (one input channel per group): direct, one output element per invocation.
     Params p;
-    p.u(y.numel()).u(xs[1]).u(xs[2]).u(xs[3]).u(ws[0]).u(oh).u(ow).u(ws[2]).u(ws[3]);
-    p.u(strides_[0]).u(strides_[1]).u(dil_[0]).u(dil_[1]).u(pads_[0]).u(pads_[1]).u(bias ? 1 : 0);
+    p.u(y.numel()).u(xs[1]).u(h).u(wd).u(ws[0]).u(oh).u(ow).u(kh).u(kw);
+    p.u(sh).u(sw).u(dh).u(dw).u(ph).u(pw).u(bias ? 1 : 0);
     p.u(ws[1]).u(cout_g).u(act_).f(lo_).f(hi_);
     s.dispatch_1d("conv", conv_wgsl(), p, {in(ctx, 0), w, bias ? in(ctx, 2) : w, device_ref(y, "output")},
                   u32_of(y.numel()));
@@ -1469,21 +1477,24 @@ class ConvKernel final : public WgKernel {
 
  private:
   int64_t group_;
-  std::vector<int64_t> strides_, dil_, pads_, kshape_;
+  WindowAttrs attrs_;  // read once
+  std::vector<int64_t> kshape_;
   uint32_t act_ = 0;
   float lo_ = 0, hi_ = 0;
 };
 
 bool check_conv(const ClaimInfo& c, Decline* why) {
   const Node& n = c.node;
-  if (in_rank(c, 0) != 4 || in_rank(c, 1) != 4)
-    return decline(why, DeclineCode::kUnsupportedAttribute, "webgpu runs 2-d convolutions only (4-d x and w)");
-  const std::string pad = n.attr_string("auto_pad", "NOTSET");
-  if (pad != "NOTSET")
+  const int r = in_rank(c, 0);
+  if ((r != 3 && r != 4) || in_rank(c, 1) != r)
     return decline(why, DeclineCode::kUnsupportedAttribute,
-                   str("auto_pad ", pad, " is not supported (explicit pads only)"));
+                   str("webgpu runs 1-d and 2-d convolutions only (3-d or 4-d x and w); x has rank ", r));
+  const std::string pad = n.attr_string("auto_pad", "NOTSET");
+  if (pad != "NOTSET" && pad != "SAME_UPPER" && pad != "SAME_LOWER" && pad != "VALID")
+    return decline(why, DeclineCode::kUnsupportedAttribute, str("auto_pad ", pad));
+  const size_t sp = static_cast<size_t>(r - 2);
   const auto size_is = [&](const char* a, size_t k) { return !n.has_attr(a) || n.attr_ints(a).size() == k; };
-  if (!size_is("strides", 2) || !size_is("dilations", 2) || !size_is("pads", 4) || !size_is("kernel_shape", 2))
+  if (!size_is("strides", sp) || !size_is("dilations", sp) || !size_is("pads", 2 * sp) || !size_is("kernel_shape", sp))
     return decline(why, DeclineCode::kUnsupportedAttribute,
                    "strides, dilations, pads or kernel_shape of the wrong length");
   for (const char* a : {"strides", "dilations"})

@@ -418,14 +418,31 @@ TEST(WebGpu, Conv2dAndGlobalPool) {
   GraphSpec gap = unary_graph("GlobalAveragePool", {2, 5, 7, 3});
   gap.outputs[0].dims = {2, 5, 1, 1};
   check(gap);
-  // auto_pad SAME_UPPER is declined with the reason.
-  GraphSpec same = conv_graph({1, 2, 5, 5}, {3, 2, 3, 3}, false, {attr_string("auto_pad", "SAME_UPPER")}, {1, 3, 5, 5});
-  Session s = webgpu_session(encode_model(same, 17), false);
+  // auto_pad, on the tiled and the depthwise kernels.
+  for (const char* pad : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+    SCOPED_TRACE(pad);
+    check(conv_graph({1, 2, 6, 5}, {3, 2, 4, 3}, false, {attr_string("auto_pad", pad), attr_ints("strides", {2, 1})},
+                     {1, 3, -1, -1}));
+    check(conv_graph({1, 3, 7, 6}, {3, 1, 2, 3}, true, {attr_string("auto_pad", pad), attr_int("group", 3)},
+                     {1, 3, -1, -1}));
+  }
+  // 3-d is declined with the reason.
+  GraphSpec three = conv_graph({1, 2, 4, 4, 4}, {3, 2, 3, 3, 3}, false, {}, {1, 3, 2, 2, 2});
+  Session s = webgpu_session(encode_model(three, 17), false);
   const Placement pl = s.placement();
   const auto* n = find_node(pl, "Conv");
   ASSERT_NE(n, nullptr);
   ASSERT_FALSE(n->declined.empty());
-  EXPECT_NE(n->declined[0].message.find("auto_pad"), std::string::npos) << n->declined[0].message;
+  EXPECT_NE(n->declined[0].message.find("1-d and 2-d convolutions only"), std::string::npos) << n->declined[0].message;
+}
+
+TEST(WebGpu, Conv1d) {
+  REQUIRE_WEBGPU();
+  check(conv_graph({2, 4, 13}, {6, 4, 3}, true, {attr_ints("pads", {1, 2})}, {2, 6, 14}));
+  check(conv_graph({1, 6, 17}, {4, 3, 3}, false,
+                   {attr_int("group", 2), attr_ints("strides", {2}), attr_ints("dilations", {3})}, {1, 4, 6}));
+  check(conv_graph({1, 5, 9}, {5, 1, 4}, true, {attr_int("group", 5), attr_string("auto_pad", "SAME_UPPER")},
+                   {1, 5, 9}));
 }
 
 TEST(WebGpu, Pooling2d) {
