@@ -1,9 +1,11 @@
 // The WebGPU EP's kernels (float32): unary maps, broadcasting binary arithmetic, MatMul / Gemm on
-// a 16x16-tiled kernel, Softmax / LogSoftmax over the last axis, convolution, pooling,
-// reductions, LayerNormalization, BatchNormalization (inference), Transpose, Pad, views, and Gather / Slice / Concat / Expand / Where /
-// Cast (their integer and bool operands read on the host). Each kernel is WGSL source held
-// here as a raw string; its pipeline is created once per device, and every shape-dependent value
-// travels in the kernel's uniform parameter block (binding 0: 32 words, see Params).
+// a 64x64-tiled register-blocked kernel (a row kernel for few rows), Softmax / LogSoftmax over the
+// last axis, convolution (an implicit GEMM, direct when depthwise) and ConvTranspose, pooling,
+// reductions, LayerNormalization, BatchNormalization (inference), Transpose, Pad, Resize, views,
+// and Gather / Slice / Concat / Expand / Where / Cast (their integer and bool operands read on the
+// host). Each kernel is WGSL source held here as a raw string; its pipeline is created once per
+// device, and every shape-dependent value travels in the kernel's uniform parameter block
+// (binding 0: 32 words, see Params).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -1395,12 +1397,7 @@ std::unique_ptr<Kernel> create_transpose(const KernelCreateInfo& info, const std
 }
 
 // ---------------------------------------------------------------------------------------------
-// Conv (2-d, direct) and GlobalAveragePool
-
-std::vector<int64_t> ints_or(const Node& n, const char* name, std::vector<int64_t> dflt) {
-  const std::vector<int64_t> v = n.attr_ints(name);
-  return v.empty() ? dflt : v;
-}
+// Conv (1-d and 2-d: implicit GEMM, or direct when depthwise) and GlobalAveragePool
 
 class ConvKernel final : public WgKernel {
  public:
@@ -1553,49 +1550,60 @@ class PoolKernel final : public WgKernel {
         max_(info.node.op_type == "MaxPool"),
         include_pad_(info.node.attr_int("count_include_pad", 0) != 0),
         kshape_(info.node.attr_ints("kernel_shape")),
-        strides_(ints_or(info.node, "strides", {1, 1})),
-        dil_(ints_or(info.node, "dilations", {1, 1})),
-        pads_(ints_or(info.node, "pads", {0, 0, 0, 0})) {}
+        attrs_(WindowAttrs::of(info.node, true)) {}
   void run(KernelContext& ctx, Stream& s) const override {
     const Tensor& x = ctx.input(0);
     const Shape& xs = x.shape();
-    if (xs.size() != 4) fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": 2-d pooling takes a 4-d input");
+    if ((xs.size() != 3 && xs.size() != 4) || kshape_.size() + 2 != xs.size())
+      fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": 1-d or 2-d pooling takes a 3-d or 4-d input");
     // The output's shape as inference planned it (ceil_mode included).
     if (!ctx.output_ready(0)) fail(ErrorCode::kRuntime, "webgpu: ", label(), ": the output's shape is unknown");
     const Shape ys = ctx.output(0).shape();
-    if (ys.size() != 4 || ys[0] != xs[0] || ys[1] != xs[1])
+    if (ys.size() != xs.size() || ys[0] != xs[0] || ys[1] != xs[1])
       fail(ErrorCode::kRuntime, "webgpu: ", label(), ": unexpected output shape ", ys.to_string());
+    // A 1-d window is a 2-d one of height 1; pads (auto_pad included) from the shared geometry.
+    const bool one_d = xs.size() == 3;
+    const Shape in_sp = one_d ? Shape{xs[2]} : Shape{xs[2], xs[3]};
+    const WindowGeometry g = window_geometry(attrs_, ctx.node(), in_sp, Shape(kshape_));
+    const size_t a = one_d ? 0 : 1;
+    const int64_t h = one_d ? 1 : xs[2], oh = one_d ? 1 : ys[2], kh = one_d ? 1 : kshape_[0];
+    const int64_t sh = one_d ? 1 : g.stride[0], dh = one_d ? 1 : g.dilation[0], ph = one_d ? 0 : g.pad_begin[0];
+    if (g.pad_begin[a] < 0 || ph < 0) fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": negative pads");
     Tensor& y = out(ctx, 0, ys);
     check_size(label(), x.numel());
     check_size(label(), y.numel());
+    if (y.numel() == 0) return;
     Params p;
-    p.u(y.numel()).u(xs[2]).u(xs[3]).u(ys[2]).u(ys[3]).u(kshape_[0]).u(kshape_[1]).u(strides_[0]).u(strides_[1]);
-    p.u(dil_[0]).u(dil_[1]).u(pads_[0]).u(pads_[1]).u(max_ ? 1 : 0).u(include_pad_ ? 1 : 0).u(xs[0] * xs[1]);
+    p.u(y.numel()).u(h).u(xs.back()).u(oh).u(ys.back()).u(kh).u(kshape_.back()).u(sh).u(g.stride[a]);
+    p.u(dh).u(g.dilation[a]).u(ph).u(g.pad_begin[a]).u(max_ ? 1 : 0).u(include_pad_ ? 1 : 0).u(xs[0] * xs[1]);
     s.dispatch_1d("pool", pool_wgsl(), p, {in(ctx, 0), device_ref(y, "output")}, u32_of(y.numel()));
   }
 
  private:
   bool max_, include_pad_;
-  std::vector<int64_t> kshape_, strides_, dil_, pads_;
+  std::vector<int64_t> kshape_;
+  WindowAttrs attrs_;  // read once
 };
 
 bool check_pool(const ClaimInfo& c, Decline* why) {
   const Node& n = c.node;
-  if (in_rank(c, 0) != 4)
-    return decline(why, DeclineCode::kUnsupportedAttribute, "webgpu runs 2-d pooling only (4-d input)");
+  const int r = in_rank(c, 0);
+  if (r != 3 && r != 4)
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str("webgpu runs 1-d and 2-d pooling only (3-d or 4-d input); the input has rank ", r));
   if (n.has_output(1))
     return decline(why, DeclineCode::kUnsupportedAttribute, "MaxPool's Indices output is not supported");
   const std::string pad = n.attr_string("auto_pad", "NOTSET");
-  if (pad != "NOTSET")
-    return decline(why, DeclineCode::kUnsupportedAttribute,
-                   str("auto_pad ", pad, " is not supported (explicit pads only)"));
+  if (pad != "NOTSET" && pad != "SAME_UPPER" && pad != "SAME_LOWER" && pad != "VALID")
+    return decline(why, DeclineCode::kUnsupportedAttribute, str("auto_pad ", pad));
   if (n.attr_int("storage_order", 0) != 0)
     return decline(why, DeclineCode::kUnsupportedAttribute, "storage_order 1 is not supported");
   if (n.op_type == "AveragePool" && n.attr_int("ceil_mode", 0) != 0)
     return decline(why, DeclineCode::kUnsupportedAttribute, "AveragePool with ceil_mode is not supported");
   const auto size_is = [&](const char* a, size_t k) { return !n.has_attr(a) || n.attr_ints(a).size() == k; };
-  if (n.attr_ints("kernel_shape").size() != 2 || !size_is("strides", 2) || !size_is("dilations", 2) ||
-      !size_is("pads", 4))
+  const size_t sp = static_cast<size_t>(r - 2);
+  if (n.attr_ints("kernel_shape").size() != sp || !size_is("strides", sp) || !size_is("dilations", sp) ||
+      !size_is("pads", 2 * sp))
     return decline(why, DeclineCode::kUnsupportedAttribute,
                    "kernel_shape, strides, dilations or pads of the wrong length");
   for (const char* a : {"kernel_shape", "strides", "dilations"})

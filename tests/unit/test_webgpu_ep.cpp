@@ -441,8 +441,8 @@ TEST(WebGpu, Conv1d) {
   check(conv_graph({2, 4, 13}, {6, 4, 3}, true, {attr_ints("pads", {1, 2})}, {2, 6, 14}));
   check(conv_graph({1, 6, 17}, {4, 3, 3}, false,
                    {attr_int("group", 2), attr_ints("strides", {2}), attr_ints("dilations", {3})}, {1, 4, 6}));
-  check(conv_graph({1, 5, 9}, {5, 1, 4}, true, {attr_int("group", 5), attr_string("auto_pad", "SAME_UPPER")},
-                   {1, 5, 9}));
+  check(
+      conv_graph({1, 5, 9}, {5, 1, 4}, true, {attr_int("group", 5), attr_string("auto_pad", "SAME_UPPER")}, {1, 5, 9}));
 }
 
 TEST(WebGpu, Pooling2d) {
@@ -470,6 +470,26 @@ TEST(WebGpu, Pooling2d) {
     GraphSpec g = unary_graph(k.op, {2, 3, 11, 9}, k.attrs);
     g.outputs[0].dims = k.y;
     check(g);
+  }
+}
+
+TEST(WebGpu, PoolingAutoPadAnd1d) {
+  REQUIRE_WEBGPU();
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (const char* pad : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+      SCOPED_TRACE(std::string(op) + " " + pad);
+      GraphSpec g =
+          unary_graph(op, {2, 3, 10, 7},
+                      {attr_ints("kernel_shape", {3, 2}), attr_ints("strides", {2, 2}), attr_string("auto_pad", pad)});
+      g.outputs[0].dims = {2, 3, -1, -1};
+      check(g);
+    }
+    SCOPED_TRACE(std::string(op) + " 1-d");
+    std::vector<AttrSpec> a{attr_ints("kernel_shape", {3}), attr_ints("pads", {1, 2}), attr_ints("strides", {2})};
+    if (std::string(op) == "AveragePool") a.push_back(attr_int("count_include_pad", 1));
+    GraphSpec one = unary_graph(op, {2, 3, 13}, a);
+    one.outputs[0].dims = {2, 3, 7};
+    check(one);
   }
 }
 
