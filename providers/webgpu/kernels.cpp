@@ -2613,9 +2613,10 @@ const std::vector<OpDef>& manifest() {
     // The optimizer's Conv + Relu / Clip, taken so that the activation runs in the epilogue.
     d.push_back({"FusedConv", 1, 1, 0, &check_conv, &create_conv, "onyx"});
     d.push_back({"GlobalAveragePool", 1, kMaxOpset, 0, &check_global_pool, &create_global_pool});
-    // From opset 8 (MaxPool) / 7 (AveragePool): earlier versions lack attributes the kernel reads.
-    d.push_back({"MaxPool", 8, kMaxOpset, 0, &check_pool, &create_pool});
-    d.push_back({"AveragePool", 7, kMaxOpset, 0, &check_pool, &create_pool});
+    // From opset 1: the attributes later versions added (dilations, ceil_mode, storage_order,
+    // count_include_pad) read as their defaults, which are the earlier versions' behaviour.
+    d.push_back({"MaxPool", 1, kMaxOpset, 0, &check_pool, &create_pool});
+    d.push_back({"AveragePool", 1, kMaxOpset, 0, &check_pool, &create_pool});
     for (const auto& r : kReduce) d.push_back({r.name, 1, kMaxOpset, 0b10, &check_reduce, &create_reduce});
     d.push_back({"LayerNormalization", 17, kMaxOpset, 0, &check_layer_norm, &create_layer_norm});
     // From opset 6 (opsets 6 and 7 have the attribute spatial, taken when 1, its default).

@@ -490,6 +490,10 @@ TEST(WebGpu, PoolingAutoPadAnd1d) {
     GraphSpec one = unary_graph(op, {2, 3, 13}, a);
     one.outputs[0].dims = {2, 3, 7};
     check(one);
+    // Before opset 7 / 8: the later attributes' defaults.
+    GraphSpec old = unary_graph(op, {1, 2, 9, 8}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})});
+    old.outputs[0].dims = {1, 2, 9, 8};
+    check(old, 6);
   }
 }
 
