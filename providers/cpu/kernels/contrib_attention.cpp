@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/attention_rows.hpp"
 #include "kernels/common.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/manifest.hpp"
@@ -150,10 +151,15 @@ void run_attention(const AttnProblem& p, ThreadPool& pool) {
       const float* kb = p.k + (b * p.N + n) * T * p.H;
       const float* vb = p.v + (b * p.N + n) * T * p.Hv;
       const float* qb = p.q + b * p.q_sb + n * p.q_sn + s0 * p.q_ss;
-      if (p.H > 0)
-        sgemm(false, true, rows, tk, p.H, p.scale, qb, p.q_ss, kb, p.H, 0.0f, sc, tk, nullptr);
-      else
+      // A few query rows (a decode step): the scores and the weighted sums row by row, straight
+      // from the keys and values (a GEMM would pack them to read them once).
+      const bool by_rows = rows < 4;
+      if (p.H == 0)
         std::fill_n(sc, rows * tk, 0.0f);
+      else if (by_rows)
+        for (int64_t r = 0; r < rows; ++r) attn_rows::key_scores(qb + r * p.q_ss, kb, tk, p.H, p.scale, sc + r * tk);
+      else
+        sgemm(false, true, rows, tk, p.H, p.scale, qb, p.q_ss, kb, p.H, 0.0f, sc, tk, nullptr);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t s = s0 + r;
         float* row = sc + r * tk;
@@ -180,7 +186,11 @@ void run_attention(const AttnProblem& p, ThreadPool& pool) {
         }
         std::fill(row + visible, row + tk, 0.0f);
       }
-      sgemm(false, false, rows, p.Hv, tk, 1.0f, sc, tk, vb, p.Hv, 0.0f, p.y + b * p.y_sb + n * p.y_sn + s0 * p.y_ss, p.y_ss, nullptr);
+      float* yb = p.y + b * p.y_sb + n * p.y_sn + s0 * p.y_ss;
+      if (by_rows)
+        for (int64_t r = 0; r < rows; ++r) attn_rows::weighted_values(sc + r * tk, vb, tk, p.Hv, yb + r * p.y_ss);
+      else
+        sgemm(false, false, rows, p.Hv, tk, 1.0f, sc, tk, vb, p.Hv, 0.0f, yb, p.y_ss, nullptr);
     }
   });
 }
@@ -269,17 +279,19 @@ class MsAttentionKernel final : public Kernel {
                              : reinterpret_cast<float*>(thread_workspace(Workspace::kAttentionKv, static_cast<size_t>(B * N * T * (H + Hv)) * sizeof(float)));
     float* kbuf = kv;
     float* vbuf = kv + B * N * T * H;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < N; ++h) {
-        float* kd = kbuf + (b * N + h) * T * H;
-        float* vd = vbuf + (b * N + h) * T * Hv;
+    parallel_range(ctx.pool(), B * N, T * (H + Hv), [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t b = t / N, h = t % N;
+        float* kd = kbuf + t * T * H;
+        float* vd = vbuf + t * T * Hv;
         if (P) {
-          std::memcpy(kd, past->data<float>() + (b * N + h) * P * H, sizeof(float) * P * H);
-          std::memcpy(vd, past->data<float>() + ((B + b) * N + h) * P * H, sizeof(float) * P * Hv);
+          std::memcpy(kd, past->data<float>() + t * P * H, sizeof(float) * P * H);
+          std::memcpy(vd, past->data<float>() + (B * N + t) * P * H, sizeof(float) * P * Hv);
         }
         copy_rows(qkv + b * S * Dt + dq + h * H, Dt, kd + P * H, S, H);
         copy_rows(qkv + b * S * Dt + dq + dk + h * Hv, Dt, vd + P * Hv, S, Hv);
       }
+    });
     AttnProblem p = attrs_.problem(B, S, T, P, H, Hv);
     p.q = qkv, p.q_sb = S * Dt, p.q_ss = Dt, p.q_sn = H;
     p.k = kbuf, p.v = vbuf;
@@ -375,8 +387,8 @@ class MhaKernel final : public Kernel {
                                      : reinterpret_cast<float*>(thread_workspace(Workspace::kAttentionKv, static_cast<size_t>(B * N * T * (H + Hv)) * sizeof(float)));
       float* kd = want_k ? ctx.output(1).data<float>() : ws;
       float* vd = want_v ? ctx.output(2).data<float>() : (ws ? ws + B * N * T * H : nullptr);
-      gather_heads(pk, k, bnsh, pb ? pb + D : nullptr, kd, B, N, P, L, H, D);
-      gather_heads(pv, v, bnsh, pb ? pb + 2 * D : nullptr, vd, B, N, P, L, Hv, Dv);
+      gather_heads(pk, k, bnsh, pb ? pb + D : nullptr, kd, B, N, P, L, H, D, ctx.pool());
+      gather_heads(pv, v, bnsh, pb ? pb + 2 * D : nullptr, vd, B, N, P, L, Hv, Dv, ctx.pool());
       kbuf = kd;
       vbuf = vd;
     }
@@ -394,15 +406,16 @@ class MhaKernel final : public Kernel {
   /// dst [B, N, P + L, W]: past's rows, then the new ones (x [B, L, N * W] plus the bias, or
   /// x [B, N, L, W] as it is).
   static void gather_heads(const Tensor* past, const Tensor* x, bool bnsh, const float* bias, float* dst, int64_t B, int64_t N, int64_t P,
-                           int64_t L, int64_t W, int64_t stride) {
+                           int64_t L, int64_t W, int64_t stride, ThreadPool& pool) {
     const int64_t T = P + L;
     const float* px = x->data<float>();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < N; ++h) {
-        float* d = dst + (b * N + h) * T * W;
-        if (P) std::memcpy(d, past->data<float>() + (b * N + h) * P * W, sizeof(float) * P * W);
+    parallel_range(pool, B * N, T * W, [&](int64_t t0, int64_t t1) {  // over (batch, head)
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t b = t / N, h = t % N;
+        float* d = dst + t * T * W;
+        if (P) std::memcpy(d, past->data<float>() + t * P * W, sizeof(float) * P * W);
         if (bnsh) {
-          std::memcpy(d + P * W, px + (b * N + h) * L * W, sizeof(float) * L * W);
+          std::memcpy(d + P * W, px + t * L * W, sizeof(float) * L * W);
           continue;
         }
         copy_rows(px + b * L * stride + h * W, stride, d + P * W, L, W);
@@ -410,6 +423,7 @@ class MhaKernel final : public Kernel {
           for (int64_t r = 0; r < L; ++r)
             for (int64_t j = 0; j < W; ++j) d[(P + r) * W + j] += bias[h * W + j];
       }
+    });
   }
 
   const Node& node_;

@@ -21,6 +21,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/attention_rows.hpp"
 #include "kernels/common.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/manifest.hpp"
@@ -404,43 +405,9 @@ void GqaKernel::run(KernelContext& ctx) const {
         const T* kr = ck + (b * Nkv + kh) * L * H;
         const T* vr = cv + (b * Nkv + kh) * L * H;
         const int64_t n = std::max<int64_t>(e - a, 0);
-        // Scores: kLanes keys at a time, one accumulator per key, reduced by a transpose.
-        int64_t j = 0;
-        if (H % kLanes == 0) {
-          for (; j + kLanes <= n; j += kLanes) {
-            vf m[kLanes];
-            for (int l = 0; l < kLanes; ++l) m[l] = vf{};
-            for (int64_t x = 0; x < H; x += kLanes) {
-              const vf qx = vmath::load(qv + x);
-              for (int l = 0; l < kLanes; ++l) m[l] += qmath::load_float(kr + (a + j + l) * H + x) * qx;
-            }
-            vmath::transpose(m);
-            vf s = m[0];
-            for (int l = 1; l < kLanes; ++l) s += m[l];
-            vmath::store(sc + j, s * scale);
-          }
-        }
-        for (; j < n; ++j) {
-          const T* kj = kr + (a + j) * H;
-          vf s{};
-          int64_t x = 0;
-          for (; x + kLanes <= H; x += kLanes) s += vmath::load(qv + x) * qmath::load_float(kj + x);
-          float d = 0;
-          for (int l = 0; l < kLanes; ++l) d += s[l];
-          for (; x < H; ++x) d += qv[x] * to_f(kj[x]);
-          sc[j] = d * scale;
-        }
+        attn_rows::key_scores(qv, kr + a * H, n, H, scale, sc);
         softmax_row(at, sc, a, n, a, e, g.total, row_ctx(b, h, 0));
-        // Output: the probability-weighted sum of the values.
-        for (int64_t x = 0; x < H; ++x) acc[x] = 0;
-        for (j = 0; j < n; ++j) {
-          const float p = sc[j];
-          const T* vj = vr + (a + j) * H;
-          const vf pv = vmath::splat(p);
-          int64_t x = 0;
-          for (; x + kLanes <= H; x += kLanes) vmath::store(acc + x, vmath::load(acc + x) + pv * qmath::load_float(vj + x));
-          for (; x < H; ++x) acc[x] += p * to_f(vj[x]);
-        }
+        attn_rows::weighted_values(sc, vr + a * H, n, H, acc);  // the probability-weighted sum of the values
         from_float_row(acc, py + b * N * H + h * H, H);
       }
     });
