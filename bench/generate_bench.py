@@ -19,8 +19,10 @@ Models (made once by tests/models/make_transformer_models.py --size full, cached
 Each model runs at each thread count with a --prompt-len token prompt (random ids below 32000 from
 --seed) and --new-tokens new tokens, --runs times in one process (medians over the runs after the
 first): onyx generate, ONNX Runtime's loop, and for GroupQueryAttention models onyx generate
---share-buffer. With --repeat N each measurement is made N times and the best kept (a busy machine
-only slows a run down). The tokens of every onyx run must be ORT's; a mismatch is reported.
+--share-buffer. --repeat N makes N rounds, each running every runtime once in turn: the table gives
+each runtime's best round (a busy machine only slows a run down) and, as the ratio, the median over
+rounds of each round's onyx / ORT ratio (a slow spell of a shared machine falls on both sides of a
+round). The tokens of every onyx run must be ORT's; a mismatch is reported.
 
 --profile also writes one prefill step's inputs and one decode step's (past length prompt + new
 tokens / 2) under .cache/bench-decoders/NAME/steps and times them per op type: onyx bench --profile
@@ -101,63 +103,73 @@ def run_json(cmd):
 
 
 def measure(a, model, prompt, threads, who):
+    """One process of `who` (ort, onyx, onyx-sb): its medians over --runs generations."""
     ids = ",".join(map(str, prompt))
     common = ["--prompt-ids", ids, "--max-new-tokens", str(a.new_tokens), "--threads", str(threads), "--runs", str(a.runs)]
     if who == "ort":
         cmd = [sys.executable, ORT_GENERATE, model] + common
     else:
         cmd = [a.onyx, "generate", model] + common + ["--json"] + (["--share-buffer"] if who == "onyx-sb" else [])
-    best = None
-    for _ in range(a.repeat):
-        r = run_json(cmd)
-        r = {"ttft_ms": r["time_to_first_token_ms"], "tps": r["decode_tokens_per_s"], "tokens": r["tokens"],
-             "all": [(r["time_to_first_token_ms"], r["decode_tokens_per_s"])]}
-        if best is None:
-            best = r
-        else:
-            best["all"] += r["all"]
-            best["ttft_ms"] = min(best["ttft_ms"], r["ttft_ms"])
-            best["tps"] = max(best["tps"], r["tps"])
-    return best
+    r = run_json(cmd)
+    return {"ttft_ms": r["time_to_first_token_ms"], "tps": r["decode_tokens_per_s"], "tokens": r["tokens"]}
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
 def timing_table(a, prompt):
+    """Per model and thread count, --repeat rounds, each running every runtime once in turn (so a
+    slow spell of the machine falls on both sides of a round): the best time of each runtime, and
+    the median over rounds of each round's onyx / ORT ratio."""
     rows, notes = [], []
     for name in a.models:
         d = os.path.join(a.dir, name)
         model = os.path.join(d, "model.onnx")
         whos = ["ort", "onyx"] + (["onyx-sb"] if is_gqa(d) else [])
         for t in a.threads:
+            rounds = {who: [] for who in whos}
+            for k in range(a.repeat):
+                for who in whos:
+                    t0 = time.time()
+                    r = measure(a, model, prompt, t, who)
+                    rounds[who].append(r)
+                    log(f"{name} t={t} round {k + 1} {who}: ttft {r['ttft_ms']:.1f} ms, {r['tps']:.2f} tok/s "
+                        f"({time.time() - t0:.0f} s)")
+                    if who != "ort" and r["tokens"] != rounds["ort"][k]["tokens"]:
+                        same = next((i for i, (x, y) in enumerate(zip(r["tokens"], rounds["ort"][k]["tokens"])) if x != y), None)
+                        notes.append(f"TOKENS DIFFER: {name} t={t} {who} from token {same}: "
+                                     f"onyx {r['tokens']} ORT {rounds['ort'][k]['tokens']}")
             res = {}
             for who in whos:
-                t0 = time.time()
-                res[who] = measure(a, model, prompt, t, who)
-                log(f"{name} t={t} {who}: ttft {res[who]['ttft_ms']:.1f} ms, {res[who]['tps']:.2f} tok/s "
-                    f"({time.time() - t0:.0f} s; all {res[who]['all']})")
-                if who != "ort" and res[who]["tokens"] != res["ort"]["tokens"]:
-                    same = next((i for i, (x, y) in enumerate(zip(res[who]["tokens"], res["ort"]["tokens"])) if x != y), None)
-                    notes.append(f"TOKENS DIFFER: {name} t={t} {who} from token {same}: "
-                                 f"onyx {res[who]['tokens']} ORT {res['ort']['tokens']}")
+                rs = rounds[who]
+                res[who] = {"ttft_ms": min(r["ttft_ms"] for r in rs), "tps": max(r["tps"] for r in rs), "tokens": rs[0]["tokens"],
+                            "same": all(r["tokens"] == rounds["ort"][0]["tokens"] for r in rs)}
+                if who != "ort":  # paired: this runtime against ORT's run of the same round
+                    res[who]["ttft_x"] = median([o["ttft_ms"] / r["ttft_ms"] for o, r in zip(rounds["ort"], rs)])
+                    res[who]["tps_x"] = median([r["tps"] / o["tps"] for o, r in zip(rounds["ort"], rs)])
             rows.append((name, t, res))
     return rows, notes
 
 
 def print_table(a, rows, notes):
     print(f"prompt {a.prompt_len} tokens (seed {a.seed}), {a.new_tokens} new tokens, --runs {a.runs} "
-          f"(medians after the first), best of {a.repeat}; x = onyx speed / ORT speed (> 1: onyx faster)")
+          f"(medians after the first), {a.repeat} round(s); times: the best round; x = onyx speed / ORT speed "
+          f"(> 1: onyx faster), the median over rounds of each round's ratio")
     print(f"{'model':22} {'thr':>3} | {'TTFT ms onyx':>12} {'ORT':>8} {'x':>5} | {'decode tok/s onyx':>17} {'ORT':>7} "
           f"{'x':>5} | {'share-buffer TTFT':>17} {'tok/s':>7} {'x':>5} | tokens")
     for name, t, r in rows:
         o, ort = r["onyx"], r["ort"]
-        line = (f"{name:22} {t:>3} | {o['ttft_ms']:12.1f} {ort['ttft_ms']:8.1f} {ort['ttft_ms'] / o['ttft_ms']:5.2f} | "
-                f"{o['tps']:17.2f} {ort['tps']:7.2f} {o['tps'] / ort['tps']:5.2f} | ")
+        line = (f"{name:22} {t:>3} | {o['ttft_ms']:12.1f} {ort['ttft_ms']:8.1f} {o['ttft_x']:5.2f} | "
+                f"{o['tps']:17.2f} {ort['tps']:7.2f} {o['tps_x']:5.2f} | ")
         if "onyx-sb" in r:
             sb = r["onyx-sb"]
-            line += f"{sb['ttft_ms']:17.1f} {sb['tps']:7.2f} {sb['tps'] / ort['tps']:5.2f} | "
+            line += f"{sb['ttft_ms']:17.1f} {sb['tps']:7.2f} {sb['tps_x']:5.2f} | "
         else:
             line += f"{'-':>17} {'-':>7} {'-':>5} | "
-        same = all(r[w]["tokens"] == ort["tokens"] for w in r)
-        line += "same" if same else "DIFFER"
+        line += "same" if all(r[w]["same"] for w in r) else "DIFFER"
         print(line)
     by = {(n, t): r for n, t, r in rows}
     for q in ("llama_full_int4", "llama_full_int4_acc4"):
@@ -282,7 +294,7 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=6, help="generations per process; medians after the first")
-    ap.add_argument("--repeat", type=int, default=1, help="measure each case this many times, keep the best")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds per case, each running every runtime once in turn")
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
