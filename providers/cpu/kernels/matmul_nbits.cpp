@@ -574,32 +574,50 @@ void gemv_int8(const Packed& w, const QuantA& qa, int64_t row0, int64_t p0, int6
 }
 
 /// Rows [k0, k0 + kc) x columns [c0, c0 + cols) of the dequantized W in the GEMM's B panel layout.
+/// A group holds rows 4g .. 4g + 3 and never crosses a block (block sizes are multiples of 4): its
+/// words are loaded once for its four rows.
 template <bool kNib>
 void dequant_panels(const Packed& w, int64_t k0, int64_t kc, int64_t c0, int64_t cols, float* dst) {
-  const int64_t np = (cols + P - 1) / P;
+  const int64_t np = (cols + P - 1) / P, k1 = k0 + kc;
   for (int64_t q = 0; q < np; ++q) {
     const int64_t p = c0 / P + q;
     const uint8_t* qp = w.panel(p);
     float* d = dst + q * P * kc;
     int64_t blk = -1;
     VF s0 = vf_zero(), s1 = vf_zero(), z0 = vf_zero(), z1 = vf_zero();
-    for (int64_t k = k0; k < k0 + kc; ++k) {
-      if (k / w.bs != blk) {
-        blk = k / w.bs;
-        const float* m = w.block_meta(p, blk);
-        s0 = vf_load(m);
-        s1 = vf_load(m + W);
-        z0 = vf_load(m + P);
-        z1 = vf_load(m + P + W);
-      }
+    auto meta = [&](int64_t k) {
+      if (k / w.bs == blk) return;
+      blk = k / w.bs;
+      const float* m = w.block_meta(p, blk);
+      s0 = vf_load(m);
+      s1 = vf_load(m + W);
+      z0 = vf_load(m + P);
+      z1 = vf_load(m + P + W);
+    };
+    auto put = [&](int64_t k, VF fl, VF fh) {
+      vf_store(d + (k - k0) * P, vf_mul(vf_sub(fl, z0), s0));
+      vf_store(d + (k - k0) * P + W, vf_mul(vf_sub(fh, z1), s1));
+    };
+    auto single = [&](int64_t k) {  // one row of a group
+      meta(k);
       VI lo, hi;
       load_group<kNib>(qp + (k / 4) * w.group_bytes, lo, hi);
       const int sh = 8 * static_cast<int>(k % 4);
       const VI mask = vi_set1(0xFF);
-      const VF fl = vf_from_int(vi_and(vi_srl(lo, sh), mask)), fh = vf_from_int(vi_and(vi_srl(hi, sh), mask));
-      vf_store(d + (k - k0) * P, vf_mul(vf_sub(fl, z0), s0));
-      vf_store(d + (k - k0) * P + W, vf_mul(vf_sub(fh, z1), s1));
+      put(k, vf_from_int(vi_and(vi_srl(lo, sh), mask)), vf_from_int(vi_and(vi_srl(hi, sh), mask)));
+    };
+    int64_t k = k0;
+    for (; k < k1 && k % 4 != 0; ++k) single(k);
+    for (; k + 4 <= k1; k += 4) {
+      meta(k);
+      VI lo, hi;
+      load_group<kNib>(qp + (k / 4) * w.group_bytes, lo, hi);
+      put(k, row_of<0>(lo), row_of<0>(hi));
+      put(k + 1, row_of<1>(lo), row_of<1>(hi));
+      put(k + 2, row_of<2>(lo), row_of<2>(hi));
+      put(k + 3, row_of<3>(lo), row_of<3>(hi));
     }
+    for (; k < k1; ++k) single(k);
   }
 }
 
