@@ -212,11 +212,20 @@ struct Broadcast {
         }
       }
     };
-    const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, len));
-    if (total < 65536 || rows == 1)
+    if (total < 65536) {
       body(0, rows);
-    else
-      pool.parallel_for(rows, grain, body);
+    } else if (rows == 1) {
+      // One long row (operands of one shape, merged): pieces of it, each its own call of f.
+      constexpr int64_t kPiece = 16384;
+      pool.parallel_for((len + kPiece - 1) / kPiece, 1, [&](int64_t p0, int64_t p1) {
+        const int64_t e0 = p0 * kPiece, e1 = std::min(len, p1 * kPiece);
+        std::array<int64_t, N> off{};
+        for (size_t k = 0; k < N; ++k) off[k] = e0 * istr[k];
+        f(e0, off, e1 - e0, istr);
+      });
+    } else {
+      pool.parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, len)), body);
+    }
   }
 };
 
