@@ -117,7 +117,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 )";
 
-// Y[b] = alpha * A[b] B[b] + beta * C over 16x16 output tiles (one work group each, z = batch).
+// The 64 x 64 output tile of the matrix kernels (kMatMulBody, kConvGemmBody), 256 invocations: a
+// step of 32 of the tile's rows (ta) and columns (tb) in workgroup memory, step k at [k * 16 + r]
+// holding the 4 rows (or columns) r, r + 16, r + 32, r + 48 as a vec4; each invocation's 4 x 4
+// outputs (rows lid.y + 16 i, columns lid.x + 16 j) in acc.
+const char* const kTileCore = R"(
+var<workgroup> ta: array<vec4<f32>, 512>;
+var<workgroup> tb: array<vec4<f32>, 512>;
+var<private> acc: array<vec4<f32>, 4>;
+
+// acc += the products of the step the work group has just loaded, between the barriers that
+// complete its loads and keep the next step's from overwriting it.
+fn tile_step(lid: vec3<u32>) {
+  workgroupBarrier();
+  for (var s = 0u; s < 32u; s++) {
+    let a = ta[s * 16u + lid.y];
+    let b = tb[s * 16u + lid.x];
+    acc[0] += a.x * b;
+    acc[1] += a.y * b;
+    acc[2] += a.z * b;
+    acc[3] += a.w * b;
+  }
+  workgroupBarrier();
+}
+)";
+
+// Y[b] = alpha * A[b] B[b] + beta * C over 64 x 64 output tiles (kTileCore; one work group each, z = batch).
 // Words: 0 M, 1 N, 2 K, 3 batch rank, 4..7 batch dims, 8..11 A's batch strides, 12..15 B's,
 // 16 A's row stride, 17 A's depth stride, 18 B's depth stride, 19 B's column stride, 20 alpha,
 // 21 beta, 22 has C, 23 C's row stride, 24 C's column stride.
@@ -126,10 +151,6 @@ const char* const kMatMulBody = R"(
 @group(0) @binding(2) var<storage, read> B: array<f32>;
 @group(0) @binding(3) var<storage, read> C: array<f32>;
 @group(0) @binding(4) var<storage, read_write> Y: array<f32>;
-
-// Step k of the tile at [k * 16 + r]: the 4 rows (or columns) r, r + 16, r + 32, r + 48.
-var<workgroup> ta: array<vec4<f32>, 512>;
-var<workgroup> tb: array<vec4<f32>, 512>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
@@ -161,7 +182,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let ln = li % 64u;
   let lq = (li / 64u) * 8u;
   let col = n0 + ln;
-  var acc: array<vec4<f32>, 4>;
   for (var i = 0u; i < 4u; i++) { acc[i] = vec4<f32>(0.0); }
   for (var k0 = 0u; k0 < K; k0 += 32u) {
     for (var l = 0u; l < 8u; l++) {
@@ -177,16 +197,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       if (col < N && k < K) { v = B[ob + k * sbk + col * sbn]; }
       tb[(lq + l) * 16u + ln % 16u][ln / 16u] = v;
     }
-    workgroupBarrier();
-    for (var s = 0u; s < 32u; s++) {
-      let a = ta[s * 16u + lid.y];
-      let b = tb[s * 16u + lid.x];
-      acc[0] += a.x * b;
-      acc[1] += a.y * b;
-      acc[2] += a.z * b;
-      acc[3] += a.w * b;
-    }
-    workgroupBarrier();
+    tile_step(lid);
   }
   for (var i = 0u; i < 4u; i++) {
     let row = m0 + lid.y + 16u * i;
@@ -811,10 +822,6 @@ const char* const kConvGemmBody = R"(
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
-// Step k of the tile at [k * 16 + r]: the 4 channels (or pixels) r, r + 16, r + 32, r + 48.
-var<workgroup> ta: array<vec4<f32>, 512>;
-var<workgroup> tb: array<vec4<f32>, 512>;
-
 fn act(v: f32) -> f32 {
   switch pu(19u) {
     case 1u: { return max(v, 0.0); }
@@ -856,7 +863,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let ix0 = i32(p % OW) * i32(pu(13u)) - i32(pu(15u));
   let tslot = lp % 16u;
   let tcomp = lp / 16u;
-  var acc: array<vec4<f32>, 4>;
   for (var i = 0u; i < 4u; i++) { acc[i] = vec4<f32>(0.0); }
   for (var k0 = 0u; k0 < K; k0 += 32u) {
     for (var l = 0u; l < 8u; l++) {
@@ -890,16 +896,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
       }
     }
-    workgroupBarrier();
-    for (var s = 0u; s < 32u; s++) {
-      let a = ta[s * 16u + lid.y];
-      let b = tb[s * 16u + lid.x];
-      acc[0] += a.x * b;
-      acc[1] += a.y * b;
-      acc[2] += a.z * b;
-      acc[3] += a.w * b;
-    }
-    workgroupBarrier();
+    tile_step(lid);
   }
   let ybase = (n * G + g) * M * P;
   for (var i = 0u; i < 4u; i++) {
@@ -923,12 +920,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 WG_SOURCE(unary_wgsl, kUnaryBody)
 WG_SOURCE(binary_wgsl, kBinaryBody)
-WG_SOURCE(matmul_wgsl, kMatMulBody)
+WG_SOURCE(matmul_wgsl, std::string(kTileCore) + kMatMulBody)
 WG_SOURCE(mat_rows_wgsl, kMatRowsBody)
 WG_SOURCE(softmax_wgsl, kSoftmaxBody)
 WG_SOURCE(transpose_wgsl, kTransposeBody)
 WG_SOURCE(conv_wgsl, kConvBody)
-WG_SOURCE(conv_gemm_wgsl, kConvGemmBody)
+WG_SOURCE(conv_gemm_wgsl, std::string(kTileCore) + kConvGemmBody)
 WG_SOURCE(global_pool_wgsl, kGlobalPoolBody)
 WG_SOURCE(pool_wgsl, kPoolBody)
 WG_SOURCE(reduce_wgsl, kReduceBody)
