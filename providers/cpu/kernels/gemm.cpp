@@ -986,7 +986,9 @@ void run(const Operands& o, ThreadPool* pool) {
   };
   const bool a_fits = !o.pa && !o.a_gather && static_cast<double>(mpad) * static_cast<double>(o.k) <= kSharedAFloats;
   if (threads <= 1 || work < 4e5) {
-    if (packed_too_wide(o.pb, o.k, o.n) && a_fits && mpan > 1) {
+    // B in column blocks (a big pre-packed B, or one a BPacker makes block by block: 4-bit weights
+    // dequantized into panels) would have A packed again for every block: packed once instead.
+    if ((packed_too_wide(o.pb, o.k, o.n) || (o.pack_b && o.n > kNC)) && a_fits && mpan > 1) {
       Operands once = o;
       pack_all_a(once, nullptr);
       gemm_region(once, 0, o.m, 0, o.n);
