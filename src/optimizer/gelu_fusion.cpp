@@ -124,10 +124,10 @@ int fuse_silu(Graph& g, PassContext& ctx) {
       if (sig->inputs[0] != x) {  // Sigmoid(alpha * x)
         const Node* scale = view.sole_producer(sig->inputs[0]);
         if (!scale || scale->op_type != "Mul" || scale->inputs.size() != 2) continue;
-        int side = -1;
-        for (int j = 0; j < 2 && side < 0; ++j)
-          if (scale->inputs[j] == x && scalar_float_constant(g, scale->inputs[1 - j], 1, &alpha)) side = j;
-        if (side < 0) continue;
+        bool scaled = false;
+        for (int j = 0; j < 2 && !scaled; ++j)
+          scaled = scale->inputs[j] == x && scalar_float_constant(g, scale->inputs[1 - j], 1, &alpha);
+        if (!scaled) continue;
         members.push_back(scale);
       }
       Node fused;

@@ -326,16 +326,7 @@ void row_stats(const float* x, int64_t n, float eps, bool simplified, float* mea
   *inv_std = 1.0f / std::sqrt(var + eps);
 }
 
-/// y = (x - mean) * inv_std * gamma [+ beta] over one row.
-void normalize_row(const float* x, float* y, int64_t n, float mean, float inv_std, const float* gamma, const float* beta) {
-  const vf m = vmath::splat(mean), is = vmath::splat(inv_std);
-  for (int64_t j = 0; j < n; j += kL) {
-    const int64_t c = std::min(kL, n - j);
-    vf v = (vmath::load_n(x + j, c) - m) * is * vmath::load_n(gamma + j, c);
-    if (beta) v += vmath::load_n(beta + j, c);
-    vmath::store_n(y + j, v, c);
-  }
-}
+using vmath::normalize_row;
 
 struct SkipNormState {
   bool simplified = false;

@@ -36,11 +36,7 @@ namespace {
 using vmath::kLanes;
 using vmath::vf;
 
-template <class T>
-inline float to_f(T v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return Float16::to_float(v.bits);
-}
+using attn_rows::to_f;
 template <class T>
 inline T from_f(float v) {
   if constexpr (std::is_same_v<T, float>) return v;

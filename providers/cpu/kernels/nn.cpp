@@ -191,13 +191,7 @@ void layer_norm_compute(const int&, KernelContext& ctx) {
             }
             for (; j < cols; ++j) vss[0] += (xr[j] - mu) * (xr[j] - mu);
             const float inv_std = 1.0f / std::sqrt(vmath::hsum(vss) / static_cast<float>(cols) + static_cast<float>(eps));
-            const vf vis = vmath::splat(inv_std);
-            for (int64_t k = 0; k < cols; k += L) {
-              const int64_t c = std::min(L, cols - k);
-              vf v = (vmath::load_n(xr + k, c) - vmu) * vis * vmath::load_n(ps + k, c);
-              if (pb) v += vmath::load_n(pb + k, c);
-              vmath::store_n(yr + k, v, c);
-            }
+            vmath::normalize_row(xr, yr, cols, mu, inv_std, ps, pb);
             if (mean) set_double(*mean, row, mu);
             if (inv) set_double(*inv, row, inv_std);
           }

@@ -255,15 +255,7 @@ class QBinaryKernel final : public Kernel {
           if (!st[1]) std::memset(z + 1, static_cast<int>(static_cast<uint8_t>(z[0])), static_cast<size_t>(n - 1));
         }
       };
-      if (bc.rank == 1) {
-        // One row (same shapes, or a single value against a tensor): split it over the pool.
-        const std::array<int64_t, 2> st{bc.strides[0][0], bc.strides[1][0]};
-        parallel_range(ctx.pool(), bc.dims[0], 2, [&](int64_t i0, int64_t i1) {
-          row(i0, {i0 * st[0], i0 * st[1]}, i1 - i0, st);
-        });
-      } else {
-        bc.run(ctx.pool(), c.numel(), row);
-      }
+      bc.run(ctx.pool(), c.numel(), row);  // (one long row, same shapes or a single value: split too)
     }, mul_ ? "QLinearMul" : "QLinearAdd");
   }
 

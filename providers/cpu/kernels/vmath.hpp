@@ -264,4 +264,17 @@ inline void map(const float* x, float* y, int64_t n, F f) {
   }
 }
 
+/// y = (x - mean) * inv_std * gamma [+ beta] over one row of n values (a normalisation's affine
+/// step: LayerNormalization, the skip and simplified normalisations).
+inline void normalize_row(const float* x, float* y, int64_t n, float mean, float inv_std, const float* gamma,
+                          const float* beta) {
+  const vf m = splat(mean), is = splat(inv_std);
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const int64_t c = n - j < kLanes ? n - j : kLanes;
+    vf v = (load_n(x + j, c) - m) * is * load_n(gamma + j, c);
+    if (beta) v += load_n(beta + j, c);
+    store_n(y + j, v, c);
+  }
+}
+
 }  // namespace onyx::cpu::vmath
