@@ -2442,17 +2442,7 @@ class ResizeKernel final : public WgKernel {
     resize_geometry(node, a_, xs, scales.empty() ? nullptr : scales.data(), static_cast<int64_t>(scales.size()),
                     sizes.empty() ? nullptr : sizes.data(), static_cast<int64_t>(sizes.size()), out_shape, axis_scale);
     std::vector<double> roi_s(r, 0.0), roi_e(r, 1.0);
-    if (a_.coord == ResizeCoord::kTfCropAndResize) {
-      const std::vector<int64_t> axes = resize_axes(node, a_, r);
-      const size_t na = axes.size();
-      if (roi.size() != 2 * na)
-        fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": tf_crop_and_resize needs 'roi' with ", 2 * na,
-             " values, got ", roi.size());
-      for (size_t i = 0; i < na; ++i) {
-        roi_s[static_cast<size_t>(axes[i])] = roi[i];
-        roi_e[static_cast<size_t>(axes[i])] = roi[na + i];
-      }
-    }
+    if (a_.coord == ResizeCoord::kTfCropAndResize) resize_roi(node, a_, r, roi, roi_s, roi_e);
     for (size_t k = 0; k < r; ++k)
       if (xs[k] == 0 && out_shape[k] > 0)
         fail(ErrorCode::kInvalidArgument, "webgpu: ", label(), ": axis ", k, " of the input is empty");

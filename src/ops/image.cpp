@@ -123,6 +123,21 @@ std::vector<int64_t> resize_axes(const Node& n, const ResizeAttrs& a, size_t ran
   return axes;
 }
 
+void resize_roi(const Node& n, const ResizeAttrs& a, size_t rank, const std::vector<double>& roi,
+                std::vector<double>& roi_s, std::vector<double>& roi_e) {
+  roi_s.assign(rank, 0.0);
+  roi_e.assign(rank, 1.0);
+  const std::vector<int64_t> axes = resize_axes(n, a, rank);
+  const size_t na = axes.size();
+  if (roi.size() != 2 * na)
+    fail(ErrorCode::kInvalidArgument, n.label(), ": tf_crop_and_resize needs 'roi' with ", 2 * na, " values, got ",
+         roi.size());
+  for (size_t i = 0; i < na; ++i) {
+    roi_s[static_cast<size_t>(axes[i])] = roi[i];
+    roi_e[static_cast<size_t>(axes[i])] = roi[na + i];
+  }
+}
+
 void resize_geometry(const Node& n, const ResizeAttrs& a, const Shape& in, const float* scales, int64_t nscales,
                      const int64_t* sizes, int64_t nsizes, Shape& out, std::vector<double>& axis_scale) {
   const size_t r = in.size();

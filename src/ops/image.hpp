@@ -52,6 +52,12 @@ ResizeAttrs parse_resize_attrs(const Node& node);
 /// The axes scales/sizes/roi refer to, normalized against `rank` (all axes when not given).
 std::vector<int64_t> resize_axes(const Node& node, const ResizeAttrs& a, size_t rank);
 
+/// tf_crop_and_resize's region per input axis, [roi_s[k], roi_e[k]] (0 and 1 on the axes not
+/// resized), from the `roi` values (starts of the resized axes, then their ends). Throws naming
+/// the node when their count does not match the axes.
+void resize_roi(const Node& node, const ResizeAttrs& a, size_t rank, const std::vector<double>& roi,
+                std::vector<double>& roi_s, std::vector<double>& roi_e);
+
 /// Output shape and the per-axis scale used by the coordinate transform, for a concrete input
 /// shape. `scales` / `sizes` are the given (non-empty) values, or nullptr; exactly one must be
 /// given. Throws naming the node on invalid values.

@@ -323,16 +323,10 @@ void resize_compute(const ResizeState& st, KernelContext& ctx) {
   if (r > kMaxRank) fail(ErrorCode::kNotImplemented, "Resize supports rank <= ", kMaxRank);
   std::vector<double> roi_s(r, 0.0), roi_e(r, 1.0);
   if (a.coord == ResizeCoord::kTfCropAndResize) {
-    const Tensor* roi = ctx.optional_input(a.roi_input);
-    const std::vector<int64_t> axes = resize_axes(node, a, r);
-    const int64_t na = static_cast<int64_t>(axes.size());
-    if (!roi || roi->numel() != 2 * na)
-      fail(ErrorCode::kInvalidArgument, "tf_crop_and_resize needs 'roi' with ", 2 * na, " values, got ",
-           roi ? roi->numel() : 0);
-    for (int64_t i = 0; i < na; ++i) {
-      roi_s[axes[i]] = roi->element_as_double(i);
-      roi_e[axes[i]] = roi->element_as_double(na + i);
-    }
+    std::vector<double> roi;
+    if (const Tensor* t = ctx.optional_input(a.roi_input))
+      for (int64_t k = 0; k < t->numel(); ++k) roi.push_back(t->element_as_double(k));
+    resize_roi(node, a, r, roi, roi_s, roi_e);
   }
   const std::string label = node.label();
   if (a.mode == ResizeMode::kNearest) {
