@@ -1,12 +1,12 @@
 // onyx's own CUDA kernels: elementwise (unary, binary with broadcast, Where, Cast) and data
 // movement (strided copies, Gather, GatherElements, Pad, fill), CumSum, and Resize's separable
 // passes. One kernel per element type with the op chosen at run
-// time keeps the number of instantiations (and nvcc's time) small.
-#include <cuda_fp16.h>
-
+// time keeps the number of instantiations (and nvcc's time) small. The math kernels take float,
+// float16 and bfloat16 storage (half.hpp), computing in fp32 registers.
 #include <cstring>
 
 #include "dialect.hpp"
+#include "half.hpp"
 #include "launch.hpp"
 
 namespace onyx::cuda {
@@ -67,9 +67,10 @@ __device__ __forceinline__ float unary_f(UnaryOp op, float x, float a, float b) 
   return x;
 }
 
-__global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n, float a, float b) {
+template <class T>
+__global__ void unary_kernel(UnaryOp op, const T* x, T* y, int64_t n, float a, float b) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x)
-    y[i] = unary_f(op, x[i], a, b);
+    st(y, i, unary_f(op, ld(x, i), a, b));
 }
 
 __global__ void not_kernel(const uint8_t* x, uint8_t* y, int64_t n) {
@@ -152,6 +153,26 @@ __global__ void binary_kernel(BinaryOp op, const T* a, Strided sa, const T* b, S
   }
 }
 
+/// 16-bit floats: both operands widened to fp32, the result rounded back (or a bool).
+template <class T, bool kCompare>
+__global__ void binary_half_kernel(BinaryOp op, const T* a, Strided sa, const T* b, Strided sb, void* y, int64_t n, bool flat) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    const float x = to_f(flat ? a[i] : a[offset_of(sa, i)]);
+    const float z = to_f(flat ? b[i] : b[offset_of(sb, i)]);
+    if constexpr (kCompare) static_cast<uint8_t*>(y)[i] = compare(op, x, z);
+    else st(static_cast<T*>(y), i, arith(op, x, z));
+  }
+}
+
+template <class T>
+void binary_half(BinaryOp op, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y, int64_t n, cudaStream_t s) {
+  const bool flat = is_flat(sa, n) && is_flat(sb, n);
+  if (op >= BinaryOp::kEqual)
+    ONYX_LAUNCH(grid_for(n), kBlock, s, binary_half_kernel<T, true>)(op, static_cast<const T*>(a), sa, static_cast<const T*>(b), sb, y, n, flat);
+  else
+    ONYX_LAUNCH(grid_for(n), kBlock, s, binary_half_kernel<T, false>)(op, static_cast<const T*>(a), sa, static_cast<const T*>(b), sb, y, n, flat);
+}
+
 template <class T>
 void binary_t(BinaryOp op, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y, int64_t n,
               cudaStream_t s) {
@@ -216,11 +237,12 @@ __global__ void pad_kernel(const T* x, T* y, PadGeometry g, PadMode mode, T valu
   }
 }
 
-__global__ void resize_pass_kernel(const float* src, float* dst, int64_t in, int64_t out, int64_t inner, int taps,
-                                   const int64_t* idx, const float* w, int64_t n) {
+template <class T>
+__global__ void resize_pass_kernel(const T* src, T* dst, int64_t in, int64_t out, int64_t inner, int taps, const int64_t* idx,
+                                   const float* w, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     const int64_t ii = i % inner, o = (i / inner) % out, oo = i / (inner * out);
-    const float* base = src + oo * in * inner + ii;
+    const T* base = src + oo * in * inner + ii;
     const int64_t* ix = idx + o * taps;
     if (!w) {
       dst[i] = base[ix[0] * inner];
@@ -228,8 +250,8 @@ __global__ void resize_pass_kernel(const float* src, float* dst, int64_t in, int
     }
     const float* wt = w + o * taps;
     float acc = 0.f;
-    for (int t = 0; t < taps; ++t) acc += wt[t] * base[ix[t] * inner];
-    dst[i] = acc;
+    for (int t = 0; t < taps; ++t) acc += wt[t] * ld(base, ix[t] * inner);
+    st(dst, i, acc);
   }
 }
 
@@ -286,7 +308,8 @@ struct Num {
 __device__ __forceinline__ Num load(Ty t, const void* p, int64_t k) {
   switch (t) {
     case Ty::kF32: return {static_cast<const float*>(p)[k], 0, false};
-    case Ty::kF16: return {__half2float(static_cast<const __half*>(p)[k]), 0, false};
+    case Ty::kF16: return {to_f(static_cast<const f16*>(p)[k]), 0, false};
+    case Ty::kBF16: return {to_f(static_cast<const bf16*>(p)[k]), 0, false};
     case Ty::kF64: return {static_cast<const double*>(p)[k], 0, false};
     case Ty::kI8: return {0, static_cast<const int8_t*>(p)[k], true};
     case Ty::kU8: return {0, static_cast<const uint8_t*>(p)[k], true};
@@ -309,7 +332,8 @@ __device__ __forceinline__ void store(Ty t, void* p, int64_t k, const Num& v) {
   const double d = v.is_int ? static_cast<double>(v.i) : v.d;
   switch (t) {
     case Ty::kF32: static_cast<float*>(p)[k] = static_cast<float>(d); break;
-    case Ty::kF16: static_cast<__half*>(p)[k] = __float2half(static_cast<float>(d)); break;
+    case Ty::kF16: static_cast<f16*>(p)[k] = from_f<f16>(static_cast<float>(d)); break;
+    case Ty::kBF16: static_cast<bf16*>(p)[k] = from_f<bf16>(static_cast<float>(d)); break;
     case Ty::kF64: static_cast<double*>(p)[k] = d; break;
     case Ty::kI8: static_cast<int8_t*>(p)[k] = to_int<int8_t>(v); break;
     case Ty::kU8: static_cast<uint8_t*>(p)[k] = to_int<uint8_t>(v); break;
@@ -327,9 +351,12 @@ __global__ void cast_kernel(Ty from, const void* x, Ty to, void* y, int64_t n) {
 
 }  // namespace
 
-void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, cudaStream_t s) {
+void unary(Ty ty, UnaryOp op, const void* x, void* y, int64_t n, float a, float b, cudaStream_t s) {
   if (n <= 0) return;
-  ONYX_LAUNCH(grid_for(n), kBlock, s, unary_kernel)(op, x, y, n, a, b);
+  by_float_type(ty, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(grid_for(n), kBlock, s, unary_kernel<T>)(op, static_cast<const T*>(x), static_cast<T*>(y), n, a, b);
+  });
 }
 
 void not_bool(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t s) {
@@ -342,6 +369,8 @@ void binary(BinaryOp op, Ty ty, const void* a, const Strided& sa, const void* b,
   if (n <= 0) return;
   switch (ty) {
     case Ty::kF32: binary_t<float>(op, a, sa, b, sb, y, n, s); break;
+    case Ty::kF16: binary_half<f16>(op, a, sa, b, sb, y, n, s); break;
+    case Ty::kBF16: binary_half<bf16>(op, a, sa, b, sb, y, n, s); break;
     case Ty::kI32: binary_t<int32_t>(op, a, sa, b, sb, y, n, s); break;
     case Ty::kI64: binary_t<int64_t>(op, a, sa, b, sb, y, n, s); break;
     case Ty::kBool:
@@ -400,11 +429,15 @@ void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void*
   });
 }
 
-void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
-                     const int64_t* idx, const float* w, cudaStream_t s) {
+void resize_pass(Ty ty, const void* src, void* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
+                 const int64_t* idx, const float* w, cudaStream_t s) {
   const int64_t n = outer * out * inner;
   if (n <= 0) return;
-  ONYX_LAUNCH(grid_for(n), kBlock, s, resize_pass_kernel)(src, dst, in, out, inner, taps, idx, w, n);
+  by_float_type(ty, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(grid_for(n), kBlock, s, resize_pass_kernel<T>)(static_cast<const T*>(src), static_cast<T*>(dst), in, out, inner, taps,
+                                                               idx, w, n);
+  });
 }
 
 void gather_elements(const void* data, const void* indices, bool idx64, void* out, size_t elem, const GatherElementsArgs& a,
@@ -437,7 +470,7 @@ void cumsum(Ty ty, const void* x, void* y, int64_t outer, int64_t len, int64_t i
 void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   if (from == to) {
-    size_t elem = (from == Ty::kF64 || from == Ty::kI64) ? 8 : (from == Ty::kF32 || from == Ty::kI32) ? 4 : (from == Ty::kF16 || from == Ty::kI16) ? 2 : 1;
+    size_t elem = (from == Ty::kF64 || from == Ty::kI64) ? 8 : (from == Ty::kF32 || from == Ty::kI32) ? 4 : (from == Ty::kF16 || from == Ty::kBF16 || from == Ty::kI16) ? 2 : 1;
     copy_d2d_async(y, x, static_cast<size_t>(n) * elem, s);
     return;
   }

@@ -66,7 +66,7 @@ class UnaryKernel final : public CudaKernel {
         s.b = static_cast<float>(v[0]);
       }
     }
-    unary_f32(s.op, static_cast<const float*>(dev(ctx, 0)), dptr<float>(y), x.numel(), s.a, s.b, stream(ctx));
+    unary(to_ty(x.dtype()), s.op, dev(ctx, 0), y.raw_data(), x.numel(), s.a, s.b, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 
@@ -113,9 +113,12 @@ class VariadicKernel final : public CudaKernel {
         binary(op_, ty, y.raw_data(), yv, dev(ctx, i), broadcast_view(in(ctx, i).shape(), y.shape()), y.raw_data(), y.numel(), stream(ctx));
     }
     if (mean_ && n > 1) {
-      Tensor scale = shared_->allocate(DType::kFloat, Shape{});
+      // 1 / count in the output's type (a 16-bit pattern for float16 / bfloat16).
+      Tensor scale = shared_->allocate(y.dtype(), Shape{});
       const float inv = 1.0f / static_cast<float>(n);
-      fill(scale.raw_data(), &inv, sizeof inv, 1, stream(ctx));
+      const uint16_t inv16 = y.dtype() == DType::kBFloat16 ? BFloat16::from_float(inv) : Float16::from_float(inv);
+      if (y.dtype() == DType::kFloat) fill(scale.raw_data(), &inv, sizeof inv, 1, stream(ctx));
+      else fill(scale.raw_data(), &inv16, sizeof inv16, 1, stream(ctx));
       binary(BinaryOp::kMul, ty, y.raw_data(), yv, scale.raw_data(), broadcast_view(Shape{}, y.shape()), y.raw_data(), y.numel(),
              stream(ctx));
     }
@@ -273,8 +276,8 @@ class RearrangeKernel final : public CudaKernel {
   bool crd_;
 };
 
-/// Resize (opset 10+) and Upsample-9, float32: the CPU EP's per-axis plans (ops/image),
-/// uploaded, then one separable pass per resized axis.
+/// Resize (opset 10+) and Upsample-9, float32, float16 and bfloat16: the CPU EP's per-axis plans
+/// (ops/image), uploaded, then one separable pass per resized axis (fp32 weights and sums).
 class ResizeKernel final : public CudaKernel {
  public:
   ResizeKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, std::move(s)), a_(parse_resize_attrs(info.node)) {}
@@ -306,7 +309,7 @@ class ResizeKernel final : public CudaKernel {
       bytes += plans[k].idx.size() * sizeof(int64_t) + (plans[k].w.size() * sizeof(float) + 7) / 8 * 8;
     }
     if (active.empty()) {
-      strided_copy(dev(ctx, 0), contiguous(x.shape()), y.raw_data(), contiguous(y.shape()), sizeof(float), y.numel(), rs.stream);
+      strided_copy(dev(ctx, 0), contiguous(x.shape()), y.raw_data(), contiguous(y.shape()), dtype_size(x.dtype()), y.numel(), rs.stream);
       ONYX_CUDA_LAUNCHED();
       return;
     }
@@ -324,24 +327,25 @@ class ResizeKernel final : public CudaKernel {
     }
     ONYX_CUDA_CHECK(cudaMemcpyAsync(tables.get(), stage, bytes, cudaMemcpyHostToDevice, rs.stream));
     Shape cur = x.shape();
-    const float* src = devf(ctx, 0);
+    const Ty ty = to_ty(x.dtype());
+    const void* src = dev(ctx, 0);
     Tensor step[2];
     for (size_t i = 0; i < active.size(); ++i) {
       const size_t k = active[i];
       const ResizeAxisPlan<float>& p = plans[k];
       Shape next = cur;
       next[k] = out_shape[k];
-      float* dst;
+      void* dst;
       if (i + 1 == active.size()) {
-        dst = dptr<float>(y);
+        dst = y.raw_data();
       } else {
-        step[i % 2] = shared_->allocate(DType::kFloat, next);
-        dst = dptr<float>(step[i % 2]);
+        step[i % 2] = shared_->allocate(x.dtype(), next);
+        dst = step[i % 2].raw_data();
       }
       const char* t = static_cast<const char*>(tables.get()) + at[i];
       const auto* idx = reinterpret_cast<const int64_t*>(t);
       const auto* w = p.w.empty() ? nullptr : reinterpret_cast<const float*>(t + p.idx.size() * sizeof(int64_t));
-      resize_pass_f32(src, dst, prod(cur, 0, k), cur[k], out_shape[k], prod(cur, k + 1, r), p.taps, idx, w, rs.stream);
+      resize_pass(ty, src, dst, prod(cur, 0, k), cur[k], out_shape[k], prod(cur, k + 1, r), p.taps, idx, w, rs.stream);
       ONYX_CUDA_LAUNCHED();
       src = dst;
       cur = next;
@@ -514,7 +518,7 @@ class SoftmaxKernel final : public CudaKernel {
     const int64_t outer = prod(x.shape(), 0, axis);
     const int64_t len = coerce_ ? prod(x.shape(), axis, x.rank()) : (r ? x.shape()[axis] : 1);
     const int64_t inner = coerce_ ? 1 : prod(x.shape(), axis + 1, x.rank());
-    softmax_f32(devf(ctx, 0), dptr<float>(y), outer, len, inner, log_, stream(ctx));
+    softmax(to_ty(x.dtype()), dev(ctx, 0), y.raw_data(), outer, len, inner, log_, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 
@@ -536,14 +540,14 @@ class LayerNormKernel final : public CudaKernel {
     if (scale.numel() != cols)
       fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": Scale of shape ", scale.shape().to_string(),
            " must have one value per normalised element");
-    const float* bias = nullptr;
+    const void* bias = nullptr;
     if (has(ctx, 2)) {
       if (in(ctx, 2).numel() != cols) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": B must have one value per normalised element");
-      bias = devf(ctx, 2);
+      bias = dev(ctx, 2);
     }
     float* mean = ctx.output_ready(1) ? dptr<float>(out(ctx, 1, node_)) : nullptr;
     float* inv = ctx.output_ready(2) ? dptr<float>(out(ctx, 2, node_)) : nullptr;
-    layernorm_f32(devf(ctx, 0), devf(ctx, 1), bias, dptr<float>(y), mean, inv, rows, cols, eps_, false, stream(ctx));
+    layernorm(to_ty(x.dtype()), dev(ctx, 0), dev(ctx, 1), bias, y.raw_data(), mean, inv, rows, cols, eps_, false, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 
@@ -576,11 +580,25 @@ class GroupNormKernel final : public CudaKernel {
              per_channel_ ? " channels)" : " groups)");
     if (y.numel() == 0) return;
     const int64_t row = c / groups * spatial;
-    layernorm_f32(devf(ctx, 0), nullptr, nullptr, dptr<float>(y), nullptr, nullptr, n * groups, row, eps_, false, stream(ctx));
+    const Ty ty = to_ty(x.dtype());
+    layernorm(ty, dev(ctx, 0), nullptr, nullptr, y.raw_data(), nullptr, nullptr, n * groups, row, eps_, false, stream(ctx));
+    // The affine step takes float scale and bias: 16-bit ones are widened first (c values).
+    Tensor wide[2];
+    const float* sb[2];
+    for (size_t i = 1; i < 3; ++i) {
+      const Tensor& t = in(ctx, i);
+      if (t.dtype() == DType::kFloat) {
+        sb[i - 1] = devf(ctx, i);
+        continue;
+      }
+      wide[i - 1] = shared_->allocate(DType::kFloat, t.shape());
+      cast(to_ty(t.dtype()), dev(ctx, i), Ty::kF32, wide[i - 1].raw_data(), t.numel(), stream(ctx));
+      sb[i - 1] = dptr<float>(wide[i - 1]);
+    }
     if (per_channel_)
-      channel_scale_bias_f32(dptr<float>(y), devf(ctx, 1), devf(ctx, 2), n, c, spatial, stream(ctx));
+      channel_scale_bias(ty, y.raw_data(), sb[0], sb[1], n, c, spatial, stream(ctx));
     else
-      channel_scale_bias_f32(dptr<float>(y), devf(ctx, 1), devf(ctx, 2), n, groups, row, stream(ctx));
+      channel_scale_bias(ty, y.raw_data(), sb[0], sb[1], n, groups, row, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 
@@ -626,7 +644,7 @@ class ReduceKernel final : public CudaKernel {
     }
     if (y.numel() == 0) return;
     if (n_red == 0) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": reducing an empty axis");
-    reduce_f32(op_, devf(ctx, 0), kept, rd, dptr<float>(y), y.numel(), n_red, stream(ctx));
+    reduce(to_ty(x.dtype()), op_, dev(ctx, 0), kept, rd, y.raw_data(), y.numel(), n_red, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 
@@ -647,7 +665,7 @@ class ArgKernel final : public CudaKernel {
     const Tensor& x = in(ctx, 0);
     Tensor& y = out(ctx, 0, node_);
     const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.rank()), "ArgMax axis");
-    arg_reduce_f32(max_, last_, devf(ctx, 0), dptr<int64_t>(y), prod(x.shape(), 0, axis), x.shape()[axis],
+    arg_reduce(to_ty(x.dtype()), max_, last_, dev(ctx, 0), dptr<int64_t>(y), prod(x.shape(), 0, axis), x.shape()[axis],
                    prod(x.shape(), axis + 1, x.rank()), stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
@@ -685,10 +703,10 @@ class AttentionKernel final : public CudaKernel {
     a.bq = batch_view(q.shape(), batch);
     a.bk = batch_view(kt.shape(), batch);
     a.bv = batch_view(v.shape(), batch);
-    a.q = devf(ctx, 0);
-    a.kt = devf(ctx, 1);
-    a.v = devf(ctx, 2);
-    a.y = dptr<float>(y);
+    a.q = dev(ctx, 0);
+    a.kt = dev(ctx, 1);
+    a.v = dev(ctx, 2);
+    a.y = y.raw_data();
     a.scale = scale_;
     if (has(ctx, 3)) {
       Shape scores = batch;
@@ -702,7 +720,7 @@ class AttentionKernel final : public CudaKernel {
       }
       a.bias_row = bv.strides[rb];
       a.bias_col = bv.strides[rb + 1];
-      a.bias = devf(ctx, 3);
+      a.bias = dev(ctx, 3);
     }
     if (y.numel() == 0) return;
     if (a.sk == 0) {  // softmax over no keys times an empty V: zeros, as the unfused graph gives
@@ -711,7 +729,7 @@ class AttentionKernel final : public CudaKernel {
     }
     const int64_t floats = attention_scratch_floats(a.batch, a.sq, a.sk);
     float* scratch = static_cast<float*>(run(ctx).workspace(static_cast<size_t>(floats) * sizeof(float)));
-    attention_f32(a, scratch, stream(ctx));
+    attention(to_ty(q.dtype()), a, scratch, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 

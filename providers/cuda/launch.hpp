@@ -12,7 +12,11 @@
 namespace onyx::cuda {
 
 /// Element types the kernels know (a subset of onyx::DType, by meaning).
-enum class Ty : int { kF32, kF16, kF64, kI8, kU8, kI16, kI32, kI64, kBool };
+enum class Ty : int { kF32, kF16, kF64, kI8, kU8, kI16, kI32, kI64, kBool, kBF16 };
+
+/// The floating-point storage types of the math kernels: float32, float16 and bfloat16 (the
+/// 16-bit ones are loaded into fp32 registers, computed in fp32 and rounded on store, half.hpp).
+inline bool is_float_storage(Ty t) { return t == Ty::kF32 || t == Ty::kF16 || t == Ty::kBF16; }
 
 enum class UnaryOp : int {
   kRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kReciprocal, kAbs, kNeg, kErf, kFloor, kCeil, kRound,
@@ -25,13 +29,17 @@ enum class BinaryOp : int {
   kAnd, kOr, kXor,                                      // bool inputs and output
 };
 
-/// y[i] = op(x[i]) over n contiguous float elements; a, b: the op's parameters (alpha/beta,
-/// Clip's min/max, Selu's gamma in b).
-void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, cudaStream_t s);
+/// y[i] = op(x[i]) over n contiguous elements of `ty` (kF32, kF16, kBF16); a, b: the op's
+/// parameters (alpha/beta, Clip's min/max, Selu's gamma in b).
+void unary(Ty ty, UnaryOp op, const void* x, void* y, int64_t n, float a, float b, cudaStream_t s);
+inline void unary_f32(UnaryOp op, const float* x, float* y, int64_t n, float a, float b, cudaStream_t s) {
+  unary(Ty::kF32, op, x, y, n, a, b, s);
+}
 /// Logical not over bools.
 void not_bool(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t s);
 /// y = op(a, b) over `out` dims (contiguous output); a and b are strided views with broadcast.
-/// `ty` is the input type (kF32, kI32, kI64; kBool for And/Or/Xor).
+/// `ty` is the input type (kF32, kF16, kBF16, kI32, kI64; kBool for And/Or/Xor); 16-bit floats
+/// are computed in fp32.
 void binary(BinaryOp op, Ty ty, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y, int64_t n,
             cudaStream_t s);
 /// y = cond ? x : z, each a strided view over the output dims; elements of `elem` bytes.
@@ -57,9 +65,13 @@ void pad(const void* x, void* y, const PadGeometry& g, PadMode mode, const void*
 /// One separable pass of Resize: src viewed as [outer, in, inner] into dst [outer, out, inner];
 /// output index o along the axis is the sum over its `taps` of w[o taps + t] * src[idx[o taps + t]]
 /// (w null: nearest, its one tap copied). The tables (ops/image's build_resize_axis) are in device
-/// memory.
-void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
-                     const int64_t* idx, const float* w, cudaStream_t s);
+/// memory; src and dst are of `ty` (kF32, kF16, kBF16), the weights float.
+void resize_pass(Ty ty, const void* src, void* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
+                 const int64_t* idx, const float* w, cudaStream_t s);
+inline void resize_pass_f32(const float* src, float* dst, int64_t outer, int64_t in, int64_t out, int64_t inner, int taps,
+                            const int64_t* idx, const float* w, cudaStream_t s) {
+  resize_pass(Ty::kF32, src, dst, outer, in, out, inner, taps, idx, w, s);
+}
 /// GatherElements: output index (i_0 .. i_r) (row-major over `out`, the indices' shape) reads
 /// data at the same index with coordinate `axis` replaced by indices[i] (negative counts from the
 /// end); one out of range sets *error to 1 and writes zero.
@@ -78,33 +90,53 @@ void cast(Ty from, const void* x, Ty to, void* y, int64_t n, cudaStream_t s);
 /// Fills n elements of `elem` bytes with the pattern at `value` (host memory, elem bytes).
 void fill(void* y, const void* value, size_t elem, int64_t n, cudaStream_t s);
 
+// The kernels below take a `ty` of kF32, kF16 or kBF16 for their data (16-bit storage is
+// computed in fp32 registers); the *_f32 forms are the float32 calls.
+
 /// Softmax / LogSoftmax over the middle axis of x viewed as [outer, axis, inner].
-void softmax_f32(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s);
+void softmax(Ty ty, const void* x, void* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s);
+inline void softmax_f32(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, bool log, cudaStream_t s) {
+  softmax(Ty::kF32, x, y, outer, axis, inner, log, s);
+}
 /// LayerNormalization over the last `cols` elements of each of `rows` rows; scale and bias (may
-/// be null) have `cols` elements. mean/inv_std (may be null) get one value per row.
-void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std, int64_t rows,
-                   int64_t cols, float eps, bool rms, cudaStream_t s);
+/// be null, of the data's type) have `cols` elements. mean/inv_std (may be null, float) get one
+/// value per row.
+void layernorm(Ty ty, const void* x, const void* scale, const void* bias, void* y, float* mean, float* inv_std, int64_t rows,
+               int64_t cols, float eps, bool rms, cudaStream_t s);
+inline void layernorm_f32(const float* x, const float* scale, const float* bias, float* y, float* mean, float* inv_std, int64_t rows,
+                          int64_t cols, float eps, bool rms, cudaStream_t s) {
+  layernorm(Ty::kF32, x, scale, bias, y, mean, inv_std, rows, cols, eps, rms, s);
+}
 
 enum class ReduceOp : int { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 /// Reduction: the output has `kept.rank` dims (the kept ones, each with its input stride), the
-/// reduced dims are iterated through `red` (dims and input strides). Float only.
-void reduce_f32(ReduceOp op, const float* x, const Strided& kept, const Strided& red, float* y, int64_t n_out,
-                int64_t n_red, cudaStream_t s);
+/// reduced dims are iterated through `red` (dims and input strides). Accumulates in fp32.
+void reduce(Ty ty, ReduceOp op, const void* x, const Strided& kept, const Strided& red, void* y, int64_t n_out, int64_t n_red,
+            cudaStream_t s);
+inline void reduce_f32(ReduceOp op, const float* x, const Strided& kept, const Strided& red, float* y, int64_t n_out,
+                       int64_t n_red, cudaStream_t s) {
+  reduce(Ty::kF32, op, x, kept, red, y, n_out, n_red, s);
+}
 /// ArgMax/ArgMin along an axis of x viewed as [outer, axis, inner], int64 output.
-void arg_reduce_f32(bool max, bool select_last, const float* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner,
-                    cudaStream_t s);
+void arg_reduce(Ty ty, bool max, bool select_last, const void* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner,
+                cudaStream_t s);
+inline void arg_reduce_f32(bool max, bool select_last, const float* x, int64_t* y, int64_t outer, int64_t axis, int64_t inner,
+                           cudaStream_t s) {
+  arg_reduce(Ty::kF32, max, select_last, x, y, outer, axis, inner, s);
+}
 /// onyx::Attention: for each batch index b (row-major over the batch dims) and query row i,
 ///   y[b, i, :] = softmax_j(scale * q[b, i, :] . kt[b, :, j] + bias[b, i, j]) x v[b, j, :].
 /// q, kt, v: per batch index the element offset of a dense [sq, d], [d, sk], [sk, dv] matrix,
 /// given as Strided views over the output's batch dims (stride 0 where an operand broadcasts;
 /// rank 0 for no batch dims). bias (may be null): its batch view plus the strides of its query
-/// and key dims (0 where it broadcasts). y is dense [batch..., sq, dv].
+/// and key dims (0 where it broadcasts). y is dense [batch..., sq, dv]. Every tensor is of the
+/// type given to attention() (the scores are fp32 scratch).
 struct AttentionArgs {
-  const float* q = nullptr;
-  const float* kt = nullptr;
-  const float* v = nullptr;
-  const float* bias = nullptr;
-  float* y = nullptr;
+  const void* q = nullptr;
+  const void* kt = nullptr;
+  const void* v = nullptr;
+  const void* bias = nullptr;
+  void* y = nullptr;
   Strided bq, bk, bv, bb;
   int64_t batch = 1, sq = 0, d = 0, sk = 0, dv = 0;
   int64_t bias_row = 0, bias_col = 0;
@@ -113,7 +145,8 @@ struct AttentionArgs {
 /// Device scratch (floats) attention_f32 needs for these sizes.
 int64_t attention_scratch_floats(int64_t batch, int64_t sq, int64_t sk);
 /// Runs it; `scratch` holds attention_scratch_floats(...) floats.
-void attention_f32(const AttentionArgs& a, float* scratch, cudaStream_t s);
+void attention(Ty ty, const AttentionArgs& a, float* scratch, cudaStream_t s);
+inline void attention_f32(const AttentionArgs& a, float* scratch, cudaStream_t s) { attention(Ty::kF32, a, scratch, s); }
 /// MaxPool / AveragePool computed directly (what cuDNN's pooling cannot express: ceil_mode,
 /// dilations, asymmetric pads, MaxPool's Indices), one thread per output element. Up to 3 spatial
 /// dims (unused ones 1); the window of output o along dim d starts at o s_d - pad_begin_d and takes
@@ -129,16 +162,31 @@ struct PoolArgs {
   bool max = true, count_include_pad = false, column_major_indices = false;
   float p = 0;  // LpPool when > 0: (sum of |x|^p over the taps inside the input)^(1/p)
 };
-void pool_f32(const float* x, float* y, int64_t* indices, const PoolArgs& a, cudaStream_t s);
+void pool(Ty ty, const void* x, void* y, int64_t* indices, const PoolArgs& a, cudaStream_t s);
+inline void pool_f32(const float* x, float* y, int64_t* indices, const PoolArgs& a, cudaStream_t s) { pool(Ty::kF32, x, y, indices, a, s); }
 
-/// y[n, c, spatial] = y * scale[c] + bias[c] in place (InstanceNormalization's affine part).
-void channel_scale_bias_f32(float* y, const float* scale, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s);
+/// y[n, c, spatial] = y * scale[c] + bias[c] in place (InstanceNormalization's affine part, and
+/// BatchNormalization folded into a per-channel scale and shift); scale and bias are float.
+void channel_scale_bias(Ty ty, void* y, const float* scale, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s);
+inline void channel_scale_bias_f32(float* y, const float* scale, const float* bias, int64_t n, int64_t c, int64_t spatial, cudaStream_t s) {
+  channel_scale_bias(Ty::kF32, y, scale, bias, n, c, spatial, s);
+}
+/// BatchNormalization (inference) from its parameters, all float: y = (x - mean[c]) * scale[c] /
+/// sqrt(var[c] + eps) + bias[c] over x [n, c, spatial] (or channels-last with spatial = 1 and n
+/// the pixel count), x and y of `ty`.
+void batch_norm(Ty ty, const void* x, void* y, const float* scale, const float* bias, const float* mean, const float* var, float eps,
+                int64_t n, int64_t c, int64_t spatial, cudaStream_t s);
 
 /// What follows a convolution in onyx::FusedConv.
 enum class ConvAct : int { kNone, kRelu, kClip };
 /// y[c-major layout: n, c, spatial] = act(y + bias[c]) in one pass: Conv/ConvTranspose's bias and
-/// FusedConv's activation (Relu, or Clip to [lo, hi]) after cuDNN's convolution. bias may be null.
-void channel_bias_act_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, ConvAct act, float lo, float hi,
-                          cudaStream_t s);
+/// FusedConv's activation (Relu, or Clip to [lo, hi]) after cuDNN's convolution. bias may be null;
+/// y and bias are of `ty`.
+void channel_bias_act(Ty ty, void* y, const void* bias, int64_t n, int64_t c, int64_t spatial, ConvAct act, float lo, float hi,
+                      cudaStream_t s);
+inline void channel_bias_act_f32(float* y, const float* bias, int64_t n, int64_t c, int64_t spatial, ConvAct act, float lo, float hi,
+                                 cudaStream_t s) {
+  channel_bias_act(Ty::kF32, y, bias, n, c, spatial, act, lo, hi, s);
+}
 
 }  // namespace onyx::cuda

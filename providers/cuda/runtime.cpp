@@ -22,6 +22,7 @@ Ty to_ty(DType t) {
   switch (t) {
     case DType::kFloat: return Ty::kF32;
     case DType::kFloat16: return Ty::kF16;
+    case DType::kBFloat16: return Ty::kBF16;
     case DType::kDouble: return Ty::kF64;
     case DType::kInt8: return Ty::kI8;
     case DType::kUInt8: return Ty::kU8;

@@ -10,6 +10,9 @@
 #include <random>
 #include <vector>
 
+#include <onyx/dtype.hpp>
+
+#include "half.hpp"
 #include "ir/graph.hpp"
 #include "launch.hpp"
 #include "model_builder.hpp"
@@ -574,4 +577,334 @@ TEST(CudaKernelsEmulated, GatherElementsAndCumSumMatchTheCpuEp) {
       cumsum(Ty::kF32, x.data(), y.data(), 2, 5, 3, ex != 0, rev != 0, kStream);
       for (int64_t i = 0; i < 30; ++i) ASSERT_NEAR(y[i], want.data<float>()[i], 1e-5) << "exclusive " << ex << " reverse " << rev << " at " << i;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// float16 and bfloat16 storage (providers/cuda/half.hpp): the conversions bit for bit against the
+// CPU runtime's own (onyx::Float16 / onyx::BFloat16), and every templated kernel family run on
+// 16-bit data against the float32 kernel given the same values (inputs rounded to the storage
+// type first), within what rounding the output to 16 bits allows.
+
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+struct Kind16 {
+  Ty ty;
+  const char* name;
+  float rtol;
+  uint16_t (*from)(float);
+  float (*to)(uint16_t);
+};
+const Kind16 kKinds16[] = {
+    {Ty::kF16, "float16", 1e-2f, &onyx::Float16::from_float, &onyx::Float16::to_float},
+    {Ty::kBF16, "bfloat16", 2e-2f, &onyx::BFloat16::from_float, &onyx::BFloat16::to_float},
+};
+
+std::vector<uint16_t> pack(const Kind16& k, const std::vector<float>& v) {
+  std::vector<uint16_t> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = k.from(v[i]);
+  return r;
+}
+std::vector<float> unpack(const Kind16& k, const std::vector<uint16_t>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = k.to(v[i]);
+  return r;
+}
+std::vector<float> rounded(const Kind16& k, std::vector<float> v) {
+  for (float& x : v) x = k.to(k.from(x));
+  return v;
+}
+/// got (16-bit results, widened) against want (the fp32 kernel on the rounded inputs): relative
+/// tolerance of the storage type, with a floor of `scale` for values near zero.
+void expect_close(const Kind16& k, const std::vector<float>& got, const std::vector<float>& want, const std::string& what,
+                  float scale = 0.05f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << k.name << " " << what << " at " << i;
+      continue;
+    }
+    if (std::isinf(want[i])) {
+      ASSERT_EQ(got[i], want[i]) << k.name << " " << what << " at " << i;
+      continue;
+    }
+    ASSERT_NEAR(got[i], want[i], k.rtol * std::max(std::abs(want[i]), scale)) << k.name << " " << what << " at " << i;
+  }
+}
+
+}  // namespace
+
+TEST(CudaKernelsEmulated, HalfConversionsAreExact) {
+  // Every float16 / bfloat16 bit pattern widens as the CPU runtime widens it, and rounds back to
+  // itself (NaN to the hardware's canonical quiet NaN 0x7fff).
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    const uint16_t h = static_cast<uint16_t>(b);
+    const float f = to_f(f16{h}), g = to_f(bf16{h});
+    const float want_f = onyx::Float16::to_float(h), want_g = onyx::BFloat16::to_float(h);
+    if (std::isnan(want_f)) {
+      ASSERT_TRUE(std::isnan(f)) << std::hex << b;
+      EXPECT_EQ(from_f<f16>(f).bits, 0x7fffu) << std::hex << b;
+    } else {
+      ASSERT_EQ(bits_of(f), bits_of(want_f)) << "float16 " << std::hex << b;
+      ASSERT_EQ(from_f<f16>(f).bits, h) << "float16 round trip " << std::hex << b;
+    }
+    if (std::isnan(want_g)) {
+      ASSERT_TRUE(std::isnan(g)) << std::hex << b;
+      EXPECT_EQ(from_f<bf16>(g).bits, 0x7fffu) << std::hex << b;
+    } else {
+      ASSERT_EQ(bits_of(g), bits_of(want_g)) << "bfloat16 " << std::hex << b;
+      ASSERT_EQ(from_f<bf16>(g).bits, h) << "bfloat16 round trip " << std::hex << b;
+    }
+  }
+  // float -> 16 bits rounds to nearest, ties to even, as the CPU runtime: a sweep over float bit
+  // patterns (every exponent: subnormal results, overflow to infinity, ties at every scale) and
+  // the exact halfway points between neighbouring 16-bit values.
+  auto check = [](float x) {
+    if (std::isnan(x)) {
+      ASSERT_EQ(from_f<f16>(x).bits, 0x7fffu);
+      ASSERT_EQ(from_f<bf16>(x).bits, 0x7fffu);
+      return;
+    }
+    ASSERT_EQ(from_f<f16>(x).bits, onyx::Float16::from_float(x)) << "float16 of " << x << " (" << std::hex << bits_of(x) << ")";
+    ASSERT_EQ(from_f<bf16>(x).bits, onyx::BFloat16::from_float(x)) << "bfloat16 of " << x << " (" << std::hex << bits_of(x) << ")";
+  };
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 4093) check(float_of(static_cast<uint32_t>(u)));
+  for (uint32_t b = 0; b < 0x7c00u; ++b) {  // float16 halfway points (and a hair either side)
+    const float lo = onyx::Float16::to_float(static_cast<uint16_t>(b)), hi = onyx::Float16::to_float(static_cast<uint16_t>(b + 1));
+    const float mid = float_of((bits_of(lo) + bits_of(hi)) / 2);  // exact: the neighbours differ in few low bits
+    const float half_way = static_cast<float>((static_cast<double>(lo) + hi) / 2);
+    for (float x : {half_way, std::nextafter(half_way, 0.f), std::nextafter(half_way, 1e30f), mid}) {
+      check(x);
+      check(-x);
+    }
+  }
+  for (uint32_t b = 0; b < 0x7f80u; b += 3) {  // bfloat16 ties: the low 16 bits exactly 0x8000
+    check(float_of((b << 16) | 0x8000u));
+    check(float_of((b << 16) | 0x8001u));
+    check(-float_of((b << 16) | 0x7fffu));
+  }
+  EXPECT_EQ(from_f<f16>(65519.f).bits, 0x7bffu);  // rounds down to the largest finite
+  EXPECT_EQ(from_f<f16>(65520.f).bits, 0x7c00u);  // the tie rounds to even: infinity
+  EXPECT_EQ(from_f<f16>(-1e-8f).bits, 0x8000u);   // below half the smallest subnormal: -0
+  EXPECT_EQ(from_f<bf16>(3.4e38f).bits, 0x7f80u);  // past the largest finite bfloat16: infinity
+}
+
+TEST(CudaKernelsEmulated, HalfUnaryAndCast) {
+  const std::vector<float> x = randoms(700, 31, -4, 4);
+  const UnaryOp ops[] = {UnaryOp::kRelu, UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kExp, UnaryOp::kErf, UnaryOp::kGelu,
+                         UnaryOp::kGeluTanh, UnaryOp::kSoftplus, UnaryOp::kHardSwish, UnaryOp::kClip, UnaryOp::kLeakyRelu,
+                         UnaryOp::kAbs, UnaryOp::kNeg, UnaryOp::kFloor, UnaryOp::kMish, UnaryOp::kSin};
+  for (const Kind16& k : kKinds16) {
+    const std::vector<float> xr = rounded(k, x);
+    const std::vector<uint16_t> xh = pack(k, x);
+    for (UnaryOp op : ops) {
+      const float a = op == UnaryOp::kClip ? -1.5f : 0.1f, b = op == UnaryOp::kClip ? 2.f : 0.f;
+      std::vector<float> want(x.size());
+      std::vector<uint16_t> got(x.size());
+      unary_f32(op, xr.data(), want.data(), static_cast<int64_t>(x.size()), a, b, kStream);
+      unary(k.ty, op, xh.data(), got.data(), static_cast<int64_t>(x.size()), a, b, kStream);
+      expect_close(k, unpack(k, got), want, "unary op " + std::to_string(int(op)));
+    }
+    // Cast to and from the 16-bit type: the CPU runtime's conversions exactly.
+    std::vector<uint16_t> c16(x.size());
+    cast(Ty::kF32, x.data(), k.ty, c16.data(), static_cast<int64_t>(x.size()), kStream);
+    EXPECT_EQ(c16, xh) << k.name;
+    std::vector<float> back(x.size());
+    cast(k.ty, xh.data(), Ty::kF32, back.data(), static_cast<int64_t>(x.size()), kStream);
+    EXPECT_EQ(back, xr) << k.name;
+    const std::vector<int64_t> ints = {-3, 0, 7, 300};
+    std::vector<uint16_t> ih(4);
+    cast(Ty::kI64, ints.data(), k.ty, ih.data(), 4, kStream);
+    EXPECT_EQ(unpack(k, ih), (std::vector<float>{-3, 0, 7, 300})) << k.name;
+  }
+  // float16 <-> bfloat16 through fp32.
+  std::vector<uint16_t> h = pack(kKinds16[0], x), g(x.size());
+  cast(Ty::kF16, h.data(), Ty::kBF16, g.data(), static_cast<int64_t>(x.size()), kStream);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(g[i], onyx::BFloat16::from_float(onyx::Float16::to_float(h[i]))) << i;
+}
+
+TEST(CudaKernelsEmulated, HalfBinaryBroadcastAndCompare) {
+  const std::vector<int64_t> out = {2, 3, 4};
+  const std::vector<float> a = randoms(24, 32, 0.5f, 3), b = randoms(3, 33, 0.5f, 3), sa = randoms(24, 34);
+  const BinaryOp ops[] = {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv, BinaryOp::kPow,
+                          BinaryOp::kMax, BinaryOp::kMin, BinaryOp::kPRelu, BinaryOp::kFmod};
+  for (const Kind16& k : kKinds16) {
+    const std::vector<float> ar = rounded(k, a), br = rounded(k, b), sr = rounded(k, sa);
+    const std::vector<uint16_t> ah = pack(k, a), bh = pack(k, b), sh = pack(k, sa);
+    for (BinaryOp op : ops) {
+      const bool signed_a = op == BinaryOp::kPRelu || op == BinaryOp::kAdd || op == BinaryOp::kMax;
+      const std::vector<float>& x = signed_a ? sr : ar;
+      const std::vector<uint16_t>& xh = signed_a ? sh : ah;
+      std::vector<float> want(24);
+      std::vector<uint16_t> got(24);
+      binary(op, Ty::kF32, x.data(), view({2, 3, 4}, out), br.data(), view({3, 1}, out), want.data(), 24, kStream);
+      binary(op, k.ty, xh.data(), view({2, 3, 4}, out), bh.data(), view({3, 1}, out), got.data(), 24, kStream);
+      expect_close(k, unpack(k, got), want, "binary op " + std::to_string(int(op)));
+    }
+    for (BinaryOp op : {BinaryOp::kEqual, BinaryOp::kLess, BinaryOp::kGreater, BinaryOp::kLessEqual, BinaryOp::kGreaterEqual}) {
+      std::vector<float> eq = ar;
+      eq[5] = br[1];  // an equal pair: (0, 1, 1) against b[1]
+      std::vector<uint16_t> eqh = pack(k, eq);
+      std::vector<uint8_t> want(24), got(24);
+      binary(op, Ty::kF32, eq.data(), view({2, 3, 4}, out), br.data(), view({3, 1}, out), want.data(), 24, kStream);
+      binary(op, k.ty, eqh.data(), view({2, 3, 4}, out), bh.data(), view({3, 1}, out), got.data(), 24, kStream);
+      EXPECT_EQ(got, want) << k.name << " compare " << int(op);
+    }
+  }
+}
+
+TEST(CudaKernelsEmulated, HalfSoftmaxLayerNormReduceArg) {
+  for (const Kind16& k : kKinds16) {
+    for (int64_t inner : {int64_t(1), int64_t(3)}) {
+      const int64_t outer = 4, axis = 70;
+      const std::vector<float> x = randoms(outer * axis * inner, 35, -5, 5);
+      const std::vector<float> xr = rounded(k, x);
+      const std::vector<uint16_t> xh = pack(k, x);
+      for (bool log : {false, true}) {
+        std::vector<float> want(x.size());
+        std::vector<uint16_t> got(x.size());
+        softmax_f32(xr.data(), want.data(), outer, axis, inner, log, kStream);
+        softmax(k.ty, xh.data(), got.data(), outer, axis, inner, log, kStream);
+        expect_close(k, unpack(k, got), want, log ? "log softmax" : "softmax", 1e-3f);
+      }
+    }
+    const int64_t rows = 3, cols = 100;
+    const std::vector<float> x = rounded(k, randoms(rows * cols, 36)), scale = rounded(k, randoms(cols, 37)), bias = rounded(k, randoms(cols, 38));
+    std::vector<float> want(x.size()), mw(rows), iw(rows), mg(rows), ig(rows);
+    std::vector<uint16_t> got(x.size());
+    layernorm_f32(x.data(), scale.data(), bias.data(), want.data(), mw.data(), iw.data(), rows, cols, 1e-5f, false, kStream);
+    const std::vector<uint16_t> xh = pack(k, x), sh = pack(k, scale), bh = pack(k, bias);
+    layernorm(k.ty, xh.data(), sh.data(), bh.data(), got.data(), mg.data(), ig.data(), rows, cols, 1e-5f, false, kStream);
+    expect_close(k, unpack(k, got), want, "layernorm", 0.25f);
+    for (int64_t r = 0; r < rows; ++r) {  // fp32 statistics of the same (rounded) values
+      EXPECT_FLOAT_EQ(mg[r], mw[r]);
+      EXPECT_FLOAT_EQ(ig[r], iw[r]);
+    }
+    layernorm_f32(x.data(), scale.data(), nullptr, want.data(), nullptr, nullptr, rows, cols, 1e-6f, true, kStream);
+    layernorm(k.ty, xh.data(), sh.data(), nullptr, got.data(), nullptr, nullptr, rows, cols, 1e-6f, true, kStream);
+    expect_close(k, unpack(k, got), want, "rms norm", 0.25f);
+    // Reduce over axes {0, 2} of [2, 3, 40].
+    const std::vector<float> t = rounded(k, randoms(240, 39, 0.1f, 2));
+    const std::vector<uint16_t> th = pack(k, t);
+    Strided kept, red;
+    kept.rank = 1, kept.dims[0] = 3, kept.strides[0] = 40;
+    red.rank = 2, red.dims[0] = 2, red.strides[0] = 120, red.dims[1] = 40, red.strides[1] = 1;
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kL1, ReduceOp::kL2,
+                        ReduceOp::kSumSquare, ReduceOp::kLogSum, ReduceOp::kLogSumExp}) {
+      std::vector<float> rw(3);
+      std::vector<uint16_t> rg(3);
+      reduce_f32(op, t.data(), kept, red, rw.data(), 3, 80, kStream);
+      reduce(k.ty, op, th.data(), kept, red, rg.data(), 3, 80, kStream);
+      expect_close(k, unpack(k, rg), rw, "reduce op " + std::to_string(int(op)));
+    }
+    // ArgMax / ArgMin: the same indices as float32 on the same values (ties included).
+    std::vector<float> am = rounded(k, randoms(30, 40));
+    am[3] = am[9] = 9.f;
+    const std::vector<uint16_t> amh = pack(k, am);
+    for (bool max : {true, false})
+      for (bool last : {false, true}) {
+        std::vector<int64_t> iwant(6), igot(6);
+        arg_reduce_f32(max, last, am.data(), iwant.data(), 2, 5, 3, kStream);
+        arg_reduce(k.ty, max, last, amh.data(), igot.data(), 2, 5, 3, kStream);
+        EXPECT_EQ(igot, iwant) << k.name << " max " << max << " last " << last;
+      }
+  }
+}
+
+TEST(CudaKernelsEmulated, HalfAttentionPoolResizeChannelPasses) {
+  for (const Kind16& k : kKinds16) {
+    // onyx::Attention: [2, 5, 8] queries, keys shared over the batch, a [2, 1, 7] bias.
+    const int64_t B = 2, sq = 5, d = 8, sk = 7, dv = 6;
+    const std::vector<float> q = rounded(k, randoms(B * sq * d, 41)), kt = rounded(k, randoms(d * sk, 42)),
+                             v = rounded(k, randoms(B * sk * dv, 43)), bias = rounded(k, randoms(B * sk, 44));
+    auto args = [&](const void* qp, const void* kp, const void* vp, const void* bp, void* yp) {
+      AttentionArgs a;
+      a.q = qp, a.kt = kp, a.v = vp, a.bias = bp, a.y = yp;
+      a.batch = B, a.sq = sq, a.d = d, a.sk = sk, a.dv = dv, a.scale = 0.35f;
+      a.bq.rank = a.bk.rank = a.bv.rank = a.bb.rank = 1;
+      a.bq.dims[0] = a.bk.dims[0] = a.bv.dims[0] = a.bb.dims[0] = B;
+      a.bq.strides[0] = sq * d, a.bk.strides[0] = 0, a.bv.strides[0] = sk * dv, a.bb.strides[0] = sk;
+      a.bias_row = 0, a.bias_col = 1;
+      return a;
+    };
+    std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(B, sq, sk))), want(B * sq * dv);
+    std::vector<uint16_t> got(want.size());
+    attention_f32(args(q.data(), kt.data(), v.data(), bias.data(), want.data()), scratch.data(), kStream);
+    const std::vector<uint16_t> qh = pack(k, q), kh = pack(k, kt), vh = pack(k, v), bh = pack(k, bias);
+    attention(k.ty, args(qh.data(), kh.data(), vh.data(), bh.data(), got.data()), scratch.data(), kStream);
+    expect_close(k, unpack(k, got), want, "attention", 0.25f);
+
+    // Direct pooling: 3x3 max with Indices and average with pads, on [1, 2, 6, 6].
+    const std::vector<float> x = rounded(k, randoms(72, 45));
+    const std::vector<uint16_t> xh = pack(k, x);
+    for (bool max : {true, false}) {
+      PoolArgs p;
+      p.planes = 2;
+      p.in[0] = p.in[1] = 6, p.out[0] = p.out[1] = 3, p.k[0] = p.k[1] = 3, p.s[0] = p.s[1] = 2;
+      p.pad_begin[0] = p.pad_begin[1] = 1, p.pad_end[0] = p.pad_end[1] = 0;
+      p.max = max;
+      std::vector<float> pw(18);
+      std::vector<uint16_t> pg(18);
+      std::vector<int64_t> iw(18), ig(18);
+      pool_f32(x.data(), pw.data(), max ? iw.data() : nullptr, p, kStream);
+      pool(k.ty, xh.data(), pg.data(), max ? ig.data() : nullptr, p, kStream);
+      expect_close(k, unpack(k, pg), pw, max ? "max pool" : "average pool");
+      if (max) {
+        EXPECT_EQ(ig, iw) << k.name;
+      }
+    }
+    // One linear Resize pass along the middle axis of [2, 4, 3] -> [2, 7, 3] (2 taps per output).
+    std::vector<int64_t> idx(14);
+    std::vector<float> w(14);
+    for (int o = 0; o < 7; ++o) {
+      const float src = o * 3.f / 6.f;
+      const int i0 = static_cast<int>(src);
+      idx[2 * o] = i0, idx[2 * o + 1] = std::min(i0 + 1, 3);
+      w[2 * o + 1] = src - i0, w[2 * o] = 1.f - (src - i0);
+    }
+    const std::vector<float> r = rounded(k, randoms(24, 46));
+    const std::vector<uint16_t> rh = pack(k, r);
+    std::vector<float> rw(42);
+    std::vector<uint16_t> rg(42);
+    resize_pass_f32(r.data(), rw.data(), 2, 4, 7, 3, 2, idx.data(), w.data(), kStream);
+    resize_pass(k.ty, rh.data(), rg.data(), 2, 4, 7, 3, 2, idx.data(), w.data(), kStream);
+    expect_close(k, unpack(k, rg), rw, "resize pass");
+
+    // The convolution's bias + Clip pass, the per-channel affine step and batch normalisation,
+    // on [2, 3, 5] (n, c, spatial).
+    const std::vector<float> y0 = rounded(k, randoms(30, 47)), cb = rounded(k, randoms(3, 48));
+    std::vector<float> yw = y0;
+    std::vector<uint16_t> yg = pack(k, y0);
+    const std::vector<uint16_t> cbh = pack(k, cb);
+    channel_bias_act_f32(yw.data(), cb.data(), 2, 3, 5, ConvAct::kClip, -1.f, 1.5f, kStream);
+    channel_bias_act(k.ty, yg.data(), cbh.data(), 2, 3, 5, ConvAct::kClip, -1.f, 1.5f, kStream);
+    expect_close(k, unpack(k, yg), yw, "channel bias + clip");
+    const std::vector<float> sc = randoms(3, 49), sh = randoms(3, 50), mean = randoms(3, 51), var = randoms(3, 52, 0.2f, 2);
+    yw = y0;
+    yg = pack(k, y0);
+    channel_scale_bias_f32(yw.data(), sc.data(), sh.data(), 2, 3, 5, kStream);
+    channel_scale_bias(k.ty, yg.data(), sc.data(), sh.data(), 2, 3, 5, kStream);
+    expect_close(k, unpack(k, yg), yw, "channel scale + bias");
+    std::vector<float> bn_ref(30), bn_f32(30);
+    std::vector<uint16_t> bn_got(30);
+    for (int64_t i = 0; i < 30; ++i) {
+      const int64_t c = (i / 5) % 3;
+      bn_ref[i] = static_cast<float>((y0[i] - mean[c]) * sc[c] / std::sqrt(var[c] + 1e-5) + sh[c]);
+    }
+    batch_norm(Ty::kF32, y0.data(), bn_f32.data(), sc.data(), sh.data(), mean.data(), var.data(), 1e-5f, 2, 3, 5, kStream);
+    for (int64_t i = 0; i < 30; ++i) ASSERT_NEAR(bn_f32[i], bn_ref[i], 1e-5f * std::max(1.f, std::abs(bn_ref[i]))) << i;
+    const std::vector<uint16_t> bnx = pack(k, y0);
+    batch_norm(k.ty, bnx.data(), bn_got.data(), sc.data(), sh.data(), mean.data(), var.data(), 1e-5f, 2, 3, 5, kStream);
+    expect_close(k, unpack(k, bn_got), bn_ref, "batch norm");
+  }
 }
