@@ -12,6 +12,8 @@
 namespace onyx::cuda {
 namespace {
 
+// "float" below: float32, float16 or bfloat16 (16-bit storage, computed in fp32 registers or on
+// tensor cores with fp32 accumulation); double is declined.
 enum class Kind {
   kUnary,      // float in, float out
   kBinary,     // arithmetic: float, int32, int64 (two inputs of one type)
@@ -82,6 +84,9 @@ const Rule* find_rule(const std::string& op) {
 }
 
 bool is_float(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kDouble || t == DType::kBFloat16; }
+/// The element types onyx's CUDA math kernels, cuBLASLt and cuDNN paths take.
+bool math_float(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16; }
+constexpr const char* kMathTypes = "float32, float16 and bfloat16";
 bool fixed_size(DType t) {
   switch (t) {
     case DType::kFloat: case DType::kFloat16: case DType::kBFloat16: case DType::kDouble: case DType::kInt8:
@@ -93,7 +98,7 @@ bool fixed_size(DType t) {
 }
 bool cast_type(DType t) {
   switch (t) {
-    case DType::kFloat: case DType::kFloat16: case DType::kDouble: case DType::kInt8: case DType::kUInt8:
+    case DType::kFloat: case DType::kFloat16: case DType::kBFloat16: case DType::kDouble: case DType::kInt8: case DType::kUInt8:
     case DType::kInt16: case DType::kInt32: case DType::kInt64: case DType::kBool:
       return true;
     default: return false;
@@ -157,13 +162,25 @@ bool check_spatial(const ClaimInfo& info, Decline* why) {
 bool check_float_op(const ClaimInfo& info, Decline* why) {
   const Node& n = info.node;
   const std::string& op = n.op_type;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
+  // The data (input 0) is float32, float16 or bfloat16, and the other tensor inputs have its
+  // type; BatchNormalization's scale / bias / mean / var may also be float32 beside 16-bit data
+  // (cuDNN and onyx's kernel take them as float).
+  const TypeInfo* x0 = in_type(info, 0);
+  const DType t0 = x0 ? x0->elem_dtype() : DType::kUndefined;
+  if (!math_float(t0))
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str(op, " input 0 is ", x0 ? dtype_name(t0) : "unknown", "; the CUDA EP runs it for ", kMathTypes, " only"));
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
     if (n.inputs[i] < 0) continue;
     const TypeInfo* t = in_type(info, i);
     const bool host_param = (op.rfind("Reduce", 0) == 0 && i == 1) || ((op == "Resize" || op == "Upsample") && i >= 1);  // axes; roi, scales, sizes
     if (host_param) continue;
-    if (!t || t->elem_dtype() != DType::kFloat)
-      return decline(why, DeclineCode::kUnsupportedType, str(op, " input ", i, " is ", t ? dtype_name(t->elem_dtype()) : "unknown", "; the CUDA EP runs it for float32 only"));
+    const DType ti = t ? t->elem_dtype() : DType::kUndefined;
+    const bool ok = ti == t0 || (op == "BatchNormalization" && t0 != DType::kFloat && math_float(ti));
+    if (!ok)
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str(op, " input ", i, " is ", t ? dtype_name(ti) : "unknown", " beside ", dtype_name(t0),
+                         " data; the CUDA EP runs it with one element type"));
   }
   if (op == "Conv" || op == "ConvTranspose" || op.find("Pool") != std::string::npos) return check_spatial(info, why);
   if (op == "BatchNormalization") {
@@ -227,6 +244,10 @@ bool claim_channels_last(const ClaimInfo& info, Decline* why, bool prefer_nhwc) 
   if (!claim_node(fi, why, false)) return false;
   if ((op == "Conv" || op == "FusedConv" || op == "ConvTranspose") && !is_constant(info.graph, n.inputs.size() > 1 ? n.inputs[1] : -1))
     return decline(why, DeclineCode::kUnsupportedAttribute, str("channels-last ", op, " needs constant weights (they are permuted once)"));
+  if (op.find("Pool") != std::string::npos && x->elem_dtype() == DType::kBFloat16)
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str("channels-last ", op, " on bfloat16 (cuDNN's legacy pooling takes float32 and float16; onyx's direct pooling "
+                       "kernel, which runs bfloat16 pooling, is channels-first)"));
   if (op == "MaxPool" || op == "AveragePool") {
     bool direct = n.attr_int("ceil_mode", 0) != 0;
     const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -308,7 +329,8 @@ bool claim_transformer(const ClaimInfo& info, Decline* why) {
     const bool ok = w == F ? got == DType::kFloat : (got == w || (op == "MatMulNBits" && i == 3 && got == DType::kFloat));
     if (!ok)
       return decline(why, DeclineCode::kUnsupportedType,
-                     str(name, " input ", i, " is ", t ? dtype_name(got) : "unknown", "; the CUDA EP runs it with float32 tensors",
+                     str(name, " input ", i, " is ", t ? dtype_name(got) : "unknown",
+                         "; the CUDA EP runs ONNX Runtime's transformer operators with float32 tensors only (no float16 / bfloat16 kernels)",
                          w == F ? "" : str(" and ", dtype_name(w), " indices")));
   }
   for (size_t i = 0; i < info.output_types.size(); ++i) {
@@ -326,11 +348,16 @@ bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
   const std::string& op = n.op_type;
   if (n.domain == kChannelsLastDomain) return claim_channels_last(info, why, prefer_nhwc);
   if (n.domain == "onyx" && op == "Attention" && n.opset == 1) {
-    // The optimizer's fused attention (it asks before fusing): float32 Q, KT, V and bias.
+    // The optimizer's fused attention (it asks before fusing): Q, KT, V and bias of one type,
+    // float32, float16 or bfloat16 (scores and sums in fp32).
+    const TypeInfo* q = in_type(info, 0);
+    const DType tq = q && q->is_tensor() ? q->elem_dtype() : DType::kUndefined;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const TypeInfo* t = in_type(info, i);
-      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
-        return decline(why, DeclineCode::kUnsupportedType, "onyx::Attention runs on float32 only");
+      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || !math_float(t->elem_dtype()) || t->elem_dtype() != tq))
+        return decline(why, DeclineCode::kUnsupportedType,
+                       str("onyx::Attention runs on ", kMathTypes, " (all inputs of one type), input ", i, " is ",
+                           t && t->is_tensor() ? dtype_name(t->elem_dtype()) : "unknown"));
       if (t && t->has_shape && t->shape.size() > static_cast<size_t>(8))
         return decline(why, DeclineCode::kUnsupportedType, "onyx::Attention on rank > 8");
     }
@@ -343,10 +370,14 @@ bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
     const bool ok = (act.empty() && op == "FusedMatMul") || act == "Relu" || (act == "Gelu" && op == "FusedMatMul") ||
                     (act == "Clip" && n.attr_floats("activation_params").size() == 2);
     if (!ok) return decline(why, DeclineCode::kUnsupportedAttribute, str("onyx::", op, " activation '", act, "'"));
+    const TypeInfo* x = in_type(info, 0);
+    const DType tx = x && x->is_tensor() ? x->elem_dtype() : DType::kUndefined;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const TypeInfo* t = in_type(info, i);
-      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || t->elem_dtype() != DType::kFloat))
-        return decline(why, DeclineCode::kUnsupportedType, str("onyx::", op, " runs on float32 only"));
+      if (n.inputs[i] >= 0 && (!t || !t->is_tensor() || !math_float(t->elem_dtype()) || t->elem_dtype() != tx))
+        return decline(why, DeclineCode::kUnsupportedType,
+                       str("onyx::", op, " runs on ", kMathTypes, " (all inputs of one type), input ", i, " is ",
+                           t && t->is_tensor() ? dtype_name(t->elem_dtype()) : "unknown"));
     }
     if (op == "FusedConv") return check_spatial(info, why);
     const TypeInfo* a = in_type(info, 0);
@@ -382,11 +413,12 @@ bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
   const DType t0 = x ? x->elem_dtype() : DType::kUndefined;
   switch (r->kind) {
     case Kind::kUnary:
-      if (t0 != DType::kFloat) return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " runs on float32 only, got ", dtype_name(t0)));
+      if (!math_float(t0))
+        return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " runs on ", kMathTypes, " only, got ", dtype_name(t0)));
       if (op == "Clip")
         for (size_t i = 1; i < 3; ++i)
-          if (n.has_input(i) && (!in_type(info, i) || in_type(info, i)->elem_dtype() != DType::kFloat))
-            return decline(why, DeclineCode::kUnsupportedType, "Clip bounds must be float32");
+          if (n.has_input(i) && (!in_type(info, i) || in_type(info, i)->elem_dtype() != t0))
+            return decline(why, DeclineCode::kUnsupportedType, str("Clip bounds must have the input's type (", dtype_name(t0), ")"));
       if (op == "Gelu" && n.attr_string("approximate", "none") != "none" && n.attr_string("approximate", "none") != "tanh")
         return decline(why, DeclineCode::kUnsupportedAttribute, "Gelu approximate=" + n.attr_string("approximate"));
       return true;
@@ -403,9 +435,11 @@ bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
         if (!b || b->elem_dtype() != t0) return decline(why, DeclineCode::kUnsupportedType, op + " with inputs of different types");
       }
       const bool float_only = r->kind == Kind::kFloatBin || op == "Sum" || op == "Mean";
-      const bool ok = float_only ? t0 == DType::kFloat : (t0 == DType::kFloat || t0 == DType::kInt32 || t0 == DType::kInt64);
-      if (!ok) return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " does not take ", dtype_name(t0)));
-      if (op == "Mod" && t0 == DType::kFloat && n.attr_int("fmod", 0) == 0)
+      const bool ok = float_only ? math_float(t0) : (math_float(t0) || t0 == DType::kInt32 || t0 == DType::kInt64);
+      if (!ok)
+        return decline(why, DeclineCode::kUnsupportedType,
+                       str("CUDA ", op, " does not take ", dtype_name(t0), " (it takes ", kMathTypes, float_only ? "" : ", int32 and int64", ")"));
+      if (op == "Mod" && math_float(t0) && n.attr_int("fmod", 0) == 0)
         return decline(why, DeclineCode::kUnsupportedAttribute, "Mod on floats needs fmod=1");
       return true;
     }
@@ -463,10 +497,11 @@ bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
       return check_float_op(info, why);
     case Kind::kScan:
       if (t0 != DType::kFloat && t0 != DType::kInt32 && t0 != DType::kInt64)
-        return decline(why, DeclineCode::kUnsupportedType, str("CUDA ", op, " does not take ", dtype_name(t0)));
+        return decline(why, DeclineCode::kUnsupportedType,
+                       str("CUDA ", op, " does not take ", dtype_name(t0), " (its kernel runs on float32, int32 and int64)"));
       return true;
     case Kind::kArg:
-      if (t0 != DType::kFloat) return decline(why, DeclineCode::kUnsupportedType, op + " runs on float32 only");
+      if (!math_float(t0)) return decline(why, DeclineCode::kUnsupportedType, str(op, " runs on ", kMathTypes, " only, got ", dtype_name(t0)));
       return true;
   }
   return decline(why, DeclineCode::kUnsupportedOp, "no CUDA kernel for " + op);

@@ -2,6 +2,9 @@
 // Conv, ConvTranspose, pooling and BatchNormalization on cuDNN 9 (its legacy descriptor API);
 // a Conv's pads that cuDNN cannot express (asymmetric, SAME_*) are a zero border copied first,
 // and pooling that cuDNN cannot express (ceil_mode, dilations, such pads, Indices) is onyx's kernel.
+// float16 and bfloat16: cuBLASLt and cuDNN with 16-bit operands (tensor cores), fp32 accumulation
+// and fp32 alpha / beta; what cuDNN's legacy API does not take in bfloat16 (pooling, batch
+// normalisation) runs on onyx's kernels, computing in fp32 registers.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -57,10 +60,22 @@ struct LtMatmul {
   bool trans_a = false, trans_b = false;  // of the row-major operands
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  float alpha = 1.f, beta = 0.f;
-  const float* bias = nullptr;  // [n], fused as the epilogue
-  bool relu = false;            // max(x, 0) in the epilogue (after the bias)
+  float alpha = 1.f, beta = 0.f;  // fp32 scale type for every data type
+  const void* bias = nullptr;     // [n] of the data type, fused as the epilogue
+  bool relu = false;              // max(x, 0) in the epilogue (after the bias)
+  cudaDataType_t type = CUDA_R_32F;  // of A, B, C and the bias
 };
+
+/// cuBLASLt's type of A, B, C, D (and the bias) for a tensor element type.
+cudaDataType_t lt_type(DType t) {
+  switch (t) {
+    case DType::kFloat: return CUDA_R_32F;
+    case DType::kFloat16: return CUDA_R_16F;
+    case DType::kBFloat16: return CUDA_R_16BF;
+    default: fail(ErrorCode::kNotImplemented, "cuda: no cuBLASLt product for ", dtype_name(t));
+  }
+}
+size_t lt_size(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 
 struct LtHandles {
   cublasLtMatmulDesc_t op = nullptr;
@@ -81,16 +96,19 @@ void set_batch(cublasLtMatrixLayout_t l, int64_t batch, int64_t stride) {
 }
 
 /// Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C (+ bias[n]), computed as the
-/// column-major C^T = op(B)^T * op(A)^T.
+/// column-major C^T = op(B)^T * op(A)^T. A, B, C and the bias are of one type (float32, float16
+/// or bfloat16); 16-bit products accumulate in fp32 on tensor cores (CUBLAS_COMPUTE_32F).
 class LtRunner {
  public:
   explicit LtRunner(bool tf32) : tf32_(tf32) {}
-  void run(RunState& rs, const LtMatmul& p, const float* A, const float* B, float* C) const {
+  void run(RunState& rs, const LtMatmul& p, const void* A, const void* B, void* C) const {
     if (p.m == 0 || p.n == 0) return;
     if (p.batch > 0x7fffffff || p.m > 0x7fffffff || p.n > 0x7fffffff || p.k > 0x7fffffff)
       fail(ErrorCode::kNotImplemented, "cuda: matrix product too large for cuBLASLt");
     LtHandles h;
-    ONYX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&h.op, tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cudaDataType_t type_ = p.type;
+    const bool f32 = type_ == CUDA_R_32F;
+    ONYX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&h.op, f32 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     // First operand of the column-major product: B's storage; second: A's.
     const cublasOperation_t op1 = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op2 = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -99,13 +117,15 @@ class LtRunner {
     if (p.bias || p.relu) {
       const cublasLtEpilogue_t epi = p.bias ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS) : CUBLASLT_EPILOGUE_RELU;
       ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-      if (p.bias)
+      if (p.bias) {
         ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+        ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type_, sizeof(type_)));
+      }
     }
     // B stored row-major as [k,n] (or [n,k] when transposed): column-major (n x k, ld n) or (k x n, ld k).
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.b, CUDA_R_32F, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n));
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.a, CUDA_R_32F, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k));
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.c, CUDA_R_32F, p.n, p.m, p.n));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.b, type_, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.a, type_, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.c, type_, p.n, p.m, p.n));
     set_batch(h.b, p.batch, p.stride_b);
     set_batch(h.a, p.batch, p.stride_a);
     set_batch(h.c, p.batch, p.stride_c);
@@ -113,16 +133,17 @@ class LtRunner {
     // The heuristic assumes 256-byte aligned operands unless told otherwise (batch offsets and
     // sliced operands may be less aligned).
     uint32_t align = 256;
+    const size_t elem = lt_size(type_);
     auto lower = [&](uint64_t x) {
-      while (align > 4 && x % align) align >>= 1;
+      while (align > elem && x % align) align >>= 1;
     };
     lower(reinterpret_cast<uintptr_t>(A));
     lower(reinterpret_cast<uintptr_t>(B));
     lower(reinterpret_cast<uintptr_t>(C));
     if (p.batch > 1) {
-      lower(static_cast<uint64_t>(p.stride_a) * 4);
-      lower(static_cast<uint64_t>(p.stride_b) * 4);
-      lower(static_cast<uint64_t>(p.stride_c) * 4);
+      lower(static_cast<uint64_t>(p.stride_a) * elem);
+      lower(static_cast<uint64_t>(p.stride_b) * elem);
+      lower(static_cast<uint64_t>(p.stride_c) * elem);
     }
     cublasLtMatmulAlgo_t algo = heuristic(rs, p, h, align);
     ONYX_CUBLAS_CHECK(cublasLtMatmul(rs.lt, h.op, &p.alpha, B, h.b, A, h.a, &p.beta, C, h.c, C, h.c, &algo, ws, kLtWorkspace, rs.stream));
@@ -131,7 +152,7 @@ class LtRunner {
  private:
   cublasLtMatmulAlgo_t heuristic(RunState& rs, const LtMatmul& p, const LtHandles& h, uint32_t align) const {
     const std::vector<int64_t> key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.bias != nullptr, p.relu, p.beta != 0.f,
-                                   p.stride_a, p.stride_b, align};
+                                   p.stride_a, p.stride_b, align, static_cast<int64_t>(p.type)};
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = cache_.find(key);
@@ -161,7 +182,8 @@ class LtRunner {
 
 class MatMulKernel final : public CudaKernel {
  public:
-  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), lt_(s->opt.use_tf32) {
+  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
+      : CudaKernel(info, s), lt_(s->opt.use_tf32) {
     if (info.node.op_type == "FusedMatMul") {  // onyx::FusedMatMul: bias (and Relu) in the epilogue
       fused_ = true;
       act_ = FusedActivation::of(info.node);
@@ -178,9 +200,11 @@ class MatMulKernel final : public CudaKernel {
     const int64_t batch_a = a.numel() / std::max<int64_t>(1, m * k), batch_b = b.numel() / std::max<int64_t>(1, k * n);
     const int64_t batch_y = y.numel() / std::max<int64_t>(1, m * n);
     RunState& rs = run(ctx);
-    const float* A = devf(ctx, 0);
-    const float* B = devf(ctx, 1);
-    float* Y = dptr<float>(y);
+    const Ty ty = to_ty(y.dtype());
+    const size_t elem = dtype_size(y.dtype());
+    const char* A = static_cast<const char*>(dev(ctx, 0));
+    const char* B = static_cast<const char*>(dev(ctx, 1));
+    char* Y = static_cast<char*>(y.raw_data());
     if (y.numel() == 0) return;
     if (k == 0) {
       if (fused_) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": FusedMatMul with K = 0");
@@ -188,6 +212,7 @@ class MatMulKernel final : public CudaKernel {
       return;
     }
     LtMatmul p;
+    p.type = lt_type(y.dtype());
     p.k = k;
     p.n = n;
     if (batch_b == 1) {
@@ -196,12 +221,12 @@ class MatMulKernel final : public CudaKernel {
       if (batch_a != batch_y) fail(ErrorCode::kInvalidArgument, node_.label(), ": batch shapes do not broadcast");
       if (fused_) {
         if (in(ctx, 2).numel() != n) fail(ErrorCode::kInvalidArgument, "cuda: ", node_.label(), ": bias must hold one value per column");
-        p.bias = devf(ctx, 2);
+        p.bias = dev(ctx, 2);
         p.relu = act_.relu();
       }
       lt_.run(rs, p, A, B, Y);
       if (act_.any() && !p.relu) {
-        unary_f32(act_.unary(), Y, Y, y.numel(), act_.lo, act_.hi, rs.stream);
+        unary(ty, act_.unary(), Y, Y, y.numel(), act_.lo, act_.hi, rs.stream);
         ONYX_CUDA_LAUNCHED();
       }
       return;
@@ -238,7 +263,7 @@ class MatMulKernel final : public CudaKernel {
         oa += idx * va.strides[d];
         ob += idx * vb.strides[d];
       }
-      lt_.run(rs, p, A + oa * m * k, B + ob * k * n, Y + i * m * n);
+      lt_.run(rs, p, A + oa * m * k * elem, B + ob * k * n * elem, Y + i * m * n * elem);
     }
   }
 
@@ -265,6 +290,7 @@ class GemmKernel final : public CudaKernel {
     Tensor& y = out0(ctx, node_);
     if (y.numel() == 0) return;
     LtMatmul p;
+    p.type = lt_type(y.dtype());
     p.trans_a = ta_;
     p.trans_b = tb_;
     p.m = ta_ ? a[1] : a[0];
@@ -272,15 +298,16 @@ class GemmKernel final : public CudaKernel {
     p.n = tb_ ? b[0] : b[1];
     p.alpha = alpha_;
     RunState& rs = run(ctx);
-    float* Y = dptr<float>(y);
+    void* Y = y.raw_data();
     const bool has_c = has(ctx, 2) && beta_ != 0.f;
     if (has_c) {
       const Tensor& c = in(ctx, 2);
       const bool row_bias = c.numel() == p.n && (c.rank() == 1 || (c.rank() == 2 && c.shape()[0] == 1)) && beta_ == 1.f;
       if (row_bias && p.k > 0) {
-        p.bias = devf(ctx, 2);
+        p.bias = dev(ctx, 2);
       } else {
-        strided_copy(dev(ctx, 2), broadcast_view(c.shape(), y.shape()), Y, contiguous(y.shape()), 4, y.numel(), rs.stream);
+        strided_copy(dev(ctx, 2), broadcast_view(c.shape(), y.shape()), Y, contiguous(y.shape()), dtype_size(y.dtype()), y.numel(),
+                     rs.stream);
         ONYX_CUDA_LAUNCHED();
         p.beta = beta_;
       }
@@ -292,11 +319,11 @@ class GemmKernel final : public CudaKernel {
       // Relu goes into the epilogue when the product is plain or has the fused bias; after a
       // general C (copied into Y, beta) it runs as its own pass, like Clip.
       p.relu = act_.relu() && p.beta == 0.f;
-      lt_.run(rs, p, devf(ctx, 0), devf(ctx, 1), Y);
+      lt_.run(rs, p, dev(ctx, 0), dev(ctx, 1), Y);
       if (p.relu) return;
     }
     if (act_.any()) {
-      unary_f32(act_.unary(), Y, Y, y.numel(), act_.lo, act_.hi, rs.stream);
+      unary(to_ty(y.dtype()), act_.unary(), Y, Y, y.numel(), act_.lo, act_.hi, rs.stream);
       ONYX_CUDA_LAUNCHED();
     }
   }
@@ -317,7 +344,7 @@ struct TensorDesc {
   ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
   /// Packed descriptor of `dims` (given in [N, C, spatial...] order, padded with trailing 1s to
   /// at least 4 dims), stored channels-first, or with channels_last as [N, spatial..., C].
-  void set(std::vector<int> dims, bool channels_last = false) {
+  void set(std::vector<int> dims, bool channels_last = false, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
     while (dims.size() < 4) dims.push_back(1);
     std::vector<int> strides(dims.size());
     const int r = static_cast<int>(dims.size());
@@ -336,7 +363,7 @@ struct TensorDesc {
         s *= dims[k];
       }
     }
-    ONYX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, r, dims.data(), strides.data()));
+    ONYX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, type, r, dims.data(), strides.data()));
   }
 };
 struct FilterDesc {
@@ -344,9 +371,9 @@ struct FilterDesc {
   FilterDesc() { ONYX_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
   ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
   /// dims in ONNX order [K, C, spatial...]; channels_last: the weights are stored [K, spatial..., C].
-  void set(std::vector<int> dims, bool channels_last = false) {
+  void set(std::vector<int> dims, bool channels_last = false, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
     while (dims.size() < 4) dims.push_back(1);
-    ONYX_CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+    ONYX_CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, type, channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
                                                 static_cast<int>(dims.size()), dims.data()));
   }
 };
@@ -406,6 +433,25 @@ bool is_channels_last(const Node& n) { return n.domain == kChannelsLastDomain; }
 
 cudnnMathType_t math_type(bool tf32) { return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; }
 
+/// cuDNN's data type for a tensor element type (its legacy API: float, half, bfloat16).
+cudnnDataType_t dnn_type(DType t) {
+  switch (t) {
+    case DType::kFloat: return CUDNN_DATA_FLOAT;
+    case DType::kFloat16: return CUDNN_DATA_HALF;
+    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+    default: fail(ErrorCode::kNotImplemented, "cuda: no cuDNN data type for ", dtype_name(t));
+  }
+}
+
+/// A float copy of BatchNormalization's parameters (cuDNN takes float scale, bias, mean and
+/// variance for 16-bit data, as onyx's kernel does): float inputs are used as they are.
+Tensor widen_host(const Tensor& t) {
+  Tensor f(DType::kFloat, t.shape());
+  float* d = f.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = static_cast<float>(t.element_as_double(i));
+  return f;
+}
+
 constexpr size_t kConvSearchWorkspace = size_t(256) << 20;
 
 /// Conv (forward) and ConvTranspose (cuDNN's backward data), algorithms chosen once per input shape.
@@ -463,9 +509,9 @@ class ConvKernel final : public CudaKernel {
         Shape stored;
         for (size_t k = 0; k < xs.size(); ++k) stored.push_back(pg.out[k]);
         xs = first_order(stored, last_);
-        padded = shared_->allocate(DType::kFloat, stored);
-        const float zero_value = 0.0f;
-        pad(X, padded.raw_data(), pg, PadMode::kConstant, &zero_value, sizeof(float), padded.numel(), rs.stream);
+        padded = shared_->allocate(x.dtype(), stored);
+        const uint32_t zero_value = 0;  // +0 in every float type's bits
+        pad(X, padded.raw_data(), pg, PadMode::kConstant, &zero_value, dtype_size(x.dtype()), padded.numel(), rs.stream);
         ONYX_CUDA_LAUNCHED();
         X = padded.raw_data();
       }
@@ -474,17 +520,20 @@ class ConvKernel final : public CudaKernel {
     FilterDesc wd;
     ConvDesc cd;
     const Shape ys = first_order(y.shape(), last_);
-    xd.set(dims_of(xs), last_);
-    yd.set(dims_of(ys), last_);
-    wd.set(dims_of(w.shape()), last_);
+    // float16 / bfloat16 data and filters with FLOAT compute (fp32 accumulation) on tensor cores.
+    const cudnnDataType_t dt = dnn_type(x.dtype());
+    const bool half = dt != CUDNN_DATA_FLOAT;
+    xd.set(dims_of(xs), last_, dt);
+    yd.set(dims_of(ys), last_, dt);
+    wd.set(dims_of(w.shape()), last_, dt);
     ONYX_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(cd.d, static_cast<int>(s.pads.size()), s.pads.data(), s.strides.data(),
                                                      s.dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     ONYX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(cd.d, group_));
-    ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, math_type(shared_->opt.use_tf32)));
+    ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, half ? CUDNN_TENSOR_OP_MATH : math_type(shared_->opt.use_tf32)));
     const float one = 1.f, zero = 0.f;
     const void* W = last_ ? w_last_.raw_data() : dev(ctx, 1);
     void* Y = y.raw_data();
-    const Choice c = choose(rs, xs, xd, wd, cd, yd, X, W, Y);
+    const Choice c = choose(rs, xs, xd, wd, cd, yd, X, W, Y, half);
     ONYX_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.d, c.math));
     void* ws = c.workspace ? rs.workspace(c.workspace) : nullptr;
     if (!transpose_)
@@ -494,17 +543,17 @@ class ConvKernel final : public CudaKernel {
       ONYX_CUDNN_CHECK(cudnnConvolutionBackwardData(rs.cudnn, &one, wd.d, W, xd.d, X, cd.d,
                                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws, c.workspace, &zero, yd.d, Y));
     const int64_t c_out = ys[1];
-    const float* bias = nullptr;
+    const void* bias = nullptr;
     if (has(ctx, 2)) {
       const Tensor& b = in(ctx, 2);
       if (b.numel() != c_out) fail(ErrorCode::kInvalidArgument, node_.label(), ": bias has ", b.numel(), " values for ", c_out, " channels");
-      bias = devf(ctx, 2);
+      bias = dev(ctx, 2);
     }
     if (bias || act_.any()) {
-      // Channels-last: every pixel is a row of c_out channels.
+      // Channels-last: every pixel is a row of c_out channels. 16-bit output: fp32 registers.
       const int64_t rows = last_ ? y.numel() / std::max<int64_t>(1, c_out) : ys[0];
-      channel_bias_act_f32(dptr<float>(y), bias, rows, c_out, last_ ? 1 : y.numel() / std::max<int64_t>(1, ys[0] * c_out), act_.conv(),
-                           act_.lo, act_.hi, rs.stream);
+      channel_bias_act(to_ty(y.dtype()), y.raw_data(), bias, rows, c_out, last_ ? 1 : y.numel() / std::max<int64_t>(1, ys[0] * c_out),
+                       act_.conv(), act_.lo, act_.hi, rs.stream);
       ONYX_CUDA_LAUNCHED();
     }
   }
@@ -516,7 +565,7 @@ class ConvKernel final : public CudaKernel {
     cudnnMathType_t math = CUDNN_FMA_MATH;
   };
   Choice choose(RunState& rs, const Shape& xs, const TensorDesc& xd, const FilterDesc& wd, const ConvDesc& cd, const TensorDesc& yd,
-                const void* X, const void* W, void* Y) const {
+                const void* X, const void* W, void* Y, bool half) const {
     std::vector<int64_t> key(xs.begin(), xs.end());
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -524,7 +573,9 @@ class ConvKernel final : public CudaKernel {
       if (it != cache_.end()) return it->second;
     }
     Choice c;
-    c.math = math_type(shared_->opt.use_tf32);
+    // 16-bit data: tensor-core math is what it is for; float32 takes it only with TF32 allowed.
+    c.math = half ? CUDNN_TENSOR_OP_MATH : math_type(shared_->opt.use_tf32);
+    const bool tensor_ops = half || shared_->opt.use_tf32;
     ConvAlgoSearch mode = shared_->opt.conv_algo_search;
     if (mode == ConvAlgoSearch::kDefault) {
       // The fixed algorithm may not take every layout (channels-last tensors and filters): then
@@ -552,7 +603,7 @@ class ConvKernel final : public CudaKernel {
         c.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
         for (int i = 0; i < found; ++i)
           if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kConvSearchWorkspace &&
-              (shared_->opt.use_tf32 || perf[i].mathType != CUDNN_TENSOR_OP_MATH)) {
+              (tensor_ops || perf[i].mathType != CUDNN_TENSOR_OP_MATH)) {
             c.algo = perf[i].algo;
             c.math = perf[i].mathType;
             break;
@@ -579,7 +630,7 @@ class ConvKernel final : public CudaKernel {
         c.algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
         for (int i = 0; i < found; ++i)
           if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kConvSearchWorkspace &&
-              (shared_->opt.use_tf32 || perf[i].mathType != CUDNN_TENSOR_OP_MATH)) {
+              (tensor_ops || perf[i].mathType != CUDNN_TENSOR_OP_MATH)) {
             c.algo = perf[i].algo;
             c.math = perf[i].mathType;
             break;
@@ -629,15 +680,20 @@ class PoolKernel final : public CudaKernel {
       ks = node_.attr_ints("kernel_shape");
     if (ks.size() != sp) fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape has ", ks.size(), " values for ", sp, " spatial dims");
     RunState& rs = run(ctx);
-    if (p_ > 0 && global_) {
-      // GlobalLpPool: one window over the whole plane, onyx's direct kernel.
+    const Ty ty = to_ty(x.dtype());
+    // cuDNN's legacy pooling is used for float32 and float16; bfloat16 pooling runs on onyx's
+    // direct kernel (channels-first only: the claim declines channels-last bfloat16 pooling).
+    const bool own = x.dtype() == DType::kBFloat16;
+    if (own && last_) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": channels-last bfloat16 pooling (the claim declines it)");
+    if ((p_ > 0 || own) && global_) {
+      // GlobalLpPool (and bfloat16 global pooling): one window over the whole plane, onyx's direct kernel.
       WindowGeometry g;
       g.kernel = Shape(ks);
       g.stride = g.dilation = Shape::filled(sp, 1);
       g.pad_begin = g.pad_end = Shape::filled(sp, 0);
       g.out = Shape::filled(sp, 1);
-      const PoolArgs a = pool_args(x.shape(), g, false, false, false, p_);
-      pool_f32(devf(ctx, 0), dptr<float>(y), nullptr, a, rs.stream);
+      const PoolArgs a = pool_args(x.shape(), g, max_ && p_ <= 0, false, false, p_);
+      pool(ty, dev(ctx, 0), y.raw_data(), nullptr, a, rs.stream);
       ONYX_CUDA_LAUNCHED();
       return;
     }
@@ -648,7 +704,7 @@ class PoolKernel final : public CudaKernel {
       const WindowGeometry g = window_geometry(attrs_, node_, Shape(std::span<const int64_t>(xs.data() + 2, sp)), Shape(ks));
       for (size_t k = 0; k < sp; ++k) s.pads[k] = static_cast<int>(g.pad_begin[k]);
       const bool indices = node_.has_output(1) && ctx.output_ready(1);
-      bool direct = indices || attrs_.ceil_mode || sp > 3 || p_ > 0;
+      bool direct = indices || attrs_.ceil_mode || sp > 3 || p_ > 0 || own;
       for (size_t k = 0; k < sp; ++k) direct |= g.dilation[k] != 1 || g.pad_begin[k] != g.pad_end[k];
       if (direct && last_)
         fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": channels-last pooling that cuDNN cannot express (the claim declines it)");
@@ -664,7 +720,7 @@ class PoolKernel final : public CudaKernel {
           if (it.on_host() && it.nbytes()) fail(ErrorCode::kRuntime, "cuda: internal error: ", node_.label(), " Indices are in host memory");
           idx = dptr<int64_t>(it);
         }
-        pool_f32(devf(ctx, 0), dptr<float>(y), idx, a, rs.stream);
+        pool(ty, dev(ctx, 0), y.raw_data(), idx, a, rs.stream);
         ONYX_CUDA_LAUNCHED();
         return;
       }
@@ -676,8 +732,8 @@ class PoolKernel final : public CudaKernel {
     ONYX_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(pd.d, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(s.kernel.size()), s.kernel.data(),
                                                  s.pads.data(), s.strides.data()));
     TensorDesc xd, yd;
-    xd.set(dims_of(xs), last_);
-    yd.set(dims_of(ys), last_);
+    xd.set(dims_of(xs), last_, dnn_type(x.dtype()));
+    yd.set(dims_of(ys), last_, dnn_type(x.dtype()));
     const float one = 1.f, zero = 0.f;
     ONYX_CUDNN_CHECK(cudnnPoolingForward(rs.cudnn, pd.d, &one, xd.d, dev(ctx, 0), &zero, yd.d, y.raw_data()));
   }
@@ -689,10 +745,18 @@ class PoolKernel final : public CudaKernel {
   WindowAttrs attrs_;
 };
 
+/// BatchNormalization (inference): cuDNN for float32 and float16 data (its scale, bias, mean and
+/// variance are float for both), onyx's per-channel kernel for bfloat16 data. 16-bit parameters
+/// are widened to float: constant ones once, here, the others by the cast kernel per run.
 class BatchNormKernel final : public CudaKernel {
  public:
   BatchNormKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
-      : CudaKernel(info, std::move(s)), last_(is_channels_last(info.node)), eps_(info.node.attr_float("epsilon", 1e-5f)) {}
+      : CudaKernel(info, std::move(s)), last_(is_channels_last(info.node)), eps_(info.node.attr_float("epsilon", 1e-5f)) {
+    for (size_t i = 1; i < 5; ++i) {
+      const Tensor* t = host_constant(i);
+      if (t && t->dtype() != DType::kFloat) wide_[i - 1] = shared_->upload(widen_host(*t));
+    }
+  }
   void compute(KernelContext& ctx) const override {
     const Tensor& x = in(ctx, 0);
     Tensor& y = out0(ctx, node_);
@@ -702,19 +766,43 @@ class BatchNormKernel final : public CudaKernel {
     for (size_t i = 1; i < 5; ++i)
       if (in(ctx, i).numel() != c)
         fail(ErrorCode::kInvalidArgument, node_.label(), ": input ", i, " has ", in(ctx, i).numel(), " values for ", c, " channels");
-    TensorDesc xd, bnd;
-    xd.set(dims_of(xs), last_);
-    ONYX_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bnd.d, xd.d, CUDNN_BATCHNORM_SPATIAL));
-    const float one = 1.f, zero = 0.f;
     RunState& rs = run(ctx);
+    Tensor widened[4];
+    const void* p[4];
+    for (size_t i = 1; i < 5; ++i) {
+      const Tensor& t = in(ctx, i);
+      if (t.dtype() == DType::kFloat) {
+        p[i - 1] = dev(ctx, i);
+      } else if (wide_[i - 1].defined()) {
+        p[i - 1] = wide_[i - 1].raw_data();
+      } else {
+        widened[i - 1] = shared_->allocate(DType::kFloat, t.shape());
+        cast(to_ty(t.dtype()), dev(ctx, i), Ty::kF32, widened[i - 1].raw_data(), t.numel(), rs.stream);
+        ONYX_CUDA_LAUNCHED();
+        p[i - 1] = widened[i - 1].raw_data();
+      }
+    }
+    if (x.dtype() == DType::kBFloat16) {
+      // Channels-last: every pixel is a row of c channels.
+      const int64_t rows = last_ ? y.numel() / std::max<int64_t>(1, c) : xs[0];
+      const int64_t spatial = last_ ? 1 : y.numel() / std::max<int64_t>(1, xs[0] * c);
+      batch_norm(Ty::kBF16, dev(ctx, 0), y.raw_data(), static_cast<const float*>(p[0]), static_cast<const float*>(p[1]),
+                 static_cast<const float*>(p[2]), static_cast<const float*>(p[3]), eps_, rows, c, spatial, rs.stream);
+      ONYX_CUDA_LAUNCHED();
+      return;
+    }
+    TensorDesc xd, bnd;
+    xd.set(dims_of(xs), last_, dnn_type(x.dtype()));
+    ONYX_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bnd.d, xd.d, CUDNN_BATCHNORM_SPATIAL));  // float for half data
+    const float one = 1.f, zero = 0.f;
     ONYX_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(rs.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd.d, dev(ctx, 0), xd.d,
-                                                             y.raw_data(), bnd.d, dev(ctx, 1), dev(ctx, 2), dev(ctx, 3), dev(ctx, 4),
-                                                             static_cast<double>(eps_)));
+                                                             y.raw_data(), bnd.d, p[0], p[1], p[2], p[3], static_cast<double>(eps_)));
   }
 
  private:
   bool last_;  // channels-last form (onyx.nhwc)
   float eps_;
+  Tensor wide_[4];  // float copies of constant 16-bit scale, bias, mean, var (device)
 };
 
 }  // namespace

@@ -286,8 +286,80 @@ TEST(CudaClaim, FusedAttention) {
                             TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8})},
               {TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8})}, 1);
   h.n.domain = "onyx";
-  EXPECT_FALSE(h.claim(&why));
+  EXPECT_TRUE(h.claim(&why)) << why.message;  // float16 Q, KT, V: fp32 scores in the kernel
+  ClaimCase mixed("Attention", {TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8}), f32({2, 8, 4}), TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8})},
+                  {TypeInfo::tensor(DType::kFloat16, Shape{2, 4, 8})}, 1);
+  mixed.n.domain = "onyx";
+  EXPECT_FALSE(mixed.claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedType);
+  EXPECT_NE(why.message.find("input 1 is float"), std::string::npos) << why.message;
+}
+
+TEST(CudaClaim, HalfAndBFloat16) {
+  // float16 and bfloat16: products and convolutions on cuBLASLt / cuDNN (tensor cores, fp32
+  // accumulation), onyx's own kernels in fp32 registers.
+  Decline why;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const std::string name(dtype_name(dt));
+    auto h = [dt](Shape s) { return TypeInfo::tensor(dt, std::move(s)); };
+    EXPECT_TRUE(ClaimCase("MatMul", {h({4, 2, 3}), h({3, 5})}, {h({4, 2, 5})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Gemm", {h({5, 7}), h({6, 7}), h({6})}, {h({5, 6})}).integer("transB", 1).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Conv", {h({1, 3, 8, 8}), h({4, 3, 3, 3}), h({4})}, {h({1, 4, 8, 8})}).ints("pads", {1, 1, 1, 1}).claim(&why))
+        << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("ConvTranspose", {h({1, 3, 8, 8}), h({3, 4, 3, 3})}, {h({1, 4, 10, 10})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Add", {h({2, 3}), h({3})}, {h({2, 3})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Mean", {h({2, 3}), h({3}), h({2, 1})}, {h({2, 3})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Pow", {h({2, 3}), h({3})}, {h({2, 3})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Less", {h({2, 3}), h({3})}, {TypeInfo::tensor(DType::kBool, Shape{2, 3})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Gelu", {h({2, 3})}, {h({2, 3})}, 20).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("LayerNormalization", {h({2, 8}), h({8}), h({8})}, {h({2, 8})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Softmax", {h({2, 8})}, {h({2, 8})}, 13).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("ReduceMean", {h({2, 8}), i64({1})}, {h({2, 1})}, 18).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("MaxPool", {h({1, 3, 8, 8})}, {h({1, 3, 4, 4})}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).claim(&why))
+        << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("GlobalAveragePool", {h({1, 3, 8, 8})}, {h({1, 3, 1, 1})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Resize", {h({1, 3, 4, 4}), f32({0}), f32({4})}, {h({1, 3, 8, 8})}, 19).text("mode", "linear").claim(&why))
+        << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Where", {TypeInfo::tensor(DType::kBool, Shape{4}), h({4}), h({4})}, {h({4})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Cast", {f32({2, 6})}, {h({2, 6})}).claim(&why)) << name << ": " << why.message;
+    EXPECT_TRUE(ClaimCase("Cast", {h({2, 6})}, {f32({2, 6})}).claim(&why)) << name << ": " << why.message;
+    // BatchNormalization: 16-bit data with 16-bit or float32 statistics (cuDNN and onyx's kernel take them as float).
+    EXPECT_TRUE(ClaimCase("BatchNormalization", {h({2, 3, 4}), h({3}), h({3}), f32({3}), f32({3})}, {h({2, 3, 4})}, 15).claim(&why))
+        << name << ": " << why.message;
+    ClaimCase fm("FusedMatMul", {h({2, 16, 32}), h({32, 64}), h({64})}, {h({2, 16, 64})}, 1);
+    EXPECT_TRUE(fm.fused("Gelu").claim(&why)) << name << ": " << why.message;
+    ClaimCase fc("FusedConv", {h({1, 3, 8, 8}), h({4, 3, 3, 3}), h({4})}, {h({1, 4, 8, 8})}, 1);
+    EXPECT_TRUE(fc.ints("pads", {1, 1, 1, 1}).fused("Relu").claim(&why)) << name << ": " << why.message;
+
+    // Still declined, each with its reason naming the type: CumSum has no 16-bit kernel, the
+    // com.microsoft transformer kernels are float32 only, one element type per math node.
+    EXPECT_FALSE(ClaimCase("CumSum", {h({3, 4}), i64({})}, {h({3, 4})}, 14).claim(&why)) << name;
+    EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+    EXPECT_NE(why.message.find(name), std::string::npos) << why.message;
+    ClaimCase sln("SkipLayerNormalization", {h({2, 3, 8}), h({2, 3, 8}), h({8}), h({8})}, {h({2, 3, 8})}, 1);
+    sln.n.domain = "com.microsoft";
+    EXPECT_FALSE(sln.claim(&why)) << name;
+    EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+    EXPECT_NE(why.message.find(name), std::string::npos) << why.message;
+    EXPECT_FALSE(ClaimCase("MatMul", {h({2, 3}), f32({3, 5})}, {h({2, 5})}).claim(&why)) << name;
+    EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+    EXPECT_NE(why.message.find("input 1 is float beside " + name), std::string::npos) << why.message;
+  }
+  // bfloat16 pooling runs on onyx's channels-first direct kernel: its channels-last form is declined.
+  ClaimCase pool("MaxPool", {TypeInfo::tensor(DType::kBFloat16, Shape{1, 8, 8, 3})}, {TypeInfo::tensor(DType::kBFloat16, Shape{1, 4, 4, 3})});
+  pool.ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).channels_last();
+  EXPECT_FALSE(pool.claim(&why, true));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_NE(why.message.find("bfloat16"), std::string::npos) << why.message;
+  ClaimCase pool16("MaxPool", {TypeInfo::tensor(DType::kFloat16, Shape{1, 8, 8, 3})}, {TypeInfo::tensor(DType::kFloat16, Shape{1, 4, 4, 3})});
+  pool16.ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).channels_last();
+  EXPECT_TRUE(pool16.claim(&why, true)) << why.message;
+  // Doubles stay on the CPU.
+  EXPECT_FALSE(ClaimCase("MatMul", {TypeInfo::tensor(DType::kDouble, Shape{2, 3}), TypeInfo::tensor(DType::kDouble, Shape{3, 2})},
+                         {TypeInfo::tensor(DType::kDouble, Shape{2, 2})})
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_NE(why.message.find("double"), std::string::npos) << why.message;
 }
 
 TEST(CudaClaim, FusedConv) {
