@@ -2,8 +2,11 @@
 # CUDA EP device check, for a machine with an NVIDIA GPU, the CUDA toolkit (nvcc, cuBLAS), cuDNN 9
 # (toolkit, system or PyTorch's nvidia-cudnn wheel), CMake, ninja and python3 with torch, torchvision
 # and onnx. Builds the CUDA EP, runs its provider tests, the ONNX conformance suite on the CUDA EP,
-# three exported models (ResNet-50, MobileNetV2, BERT-like) against the CPU EP, benchmarks them
-# against PyTorch on the same GPU, and runs ONNX Runtime's transformer operators (their single-node
+# three exported models (ResNet-50, MobileNetV2, BERT-like) against the CPU EP, float16 and
+# bfloat16 variants of ResNet-50 and the BERT-like encoder (onnxconverter_common's
+# convert_float_to_float16 with keep_io_types false and true; tests/models/make_quant_corpus.py's
+# to_bfloat16, which needs ml_dtypes) against the fp32 CPU outputs, benchmarks them against PyTorch
+# (fp32, and torch.autocast float16 / bfloat16) on the same GPU, and runs ONNX Runtime's transformer operators (their single-node
 # tests, greedy generation on decoders). Everything lands in $OUT (report.md first). With prebuilt
 # binaries it took about 6 minutes on the 16-core H200 machine (provider tests, models and
 # benchmarks ~90 s, conformance ~250 s); a build there comes on top (not measured).
@@ -178,6 +181,94 @@ if [ "$EP" = cuda ]; then
 fi
 
 # ------------------------------------------------------------------------------------------------
+# 3b. float16 / bfloat16: ResNet-50 and the BERT-like encoder converted to 16 bits (fp16: weights and
+#     activations float16, interface float16 or, keep_io_types, float32; bf16: every float tensor
+#     bfloat16, float interface, opset 22). Each runs wholly on the EP (--require-ep), and its outputs
+#     are checked against the fp32 model's CPU EP outputs (max |got - ref| / max |ref|): float16
+#     within RTOL_FP16 (default 1e-2); bfloat16 within RTOL_BF16 (default 5e-2: bfloat16 storage alone
+#     moves the encoder's outputs by 0.015-0.031, docs/quantization.md), its figure against 1e-2 shown
+#     too; and against the CPU EP running the same 16-bit model within 1e-2.
+say ""
+say "## float16 / bfloat16 variants: $EP EP vs the fp32 model on the CPU EP"
+HALF_VARIANTS=()
+if "$PY" - "$REPO" "$MODELS" >>"$OUT/models.log" 2>&1 <<'PYEOF'
+import os, shutil, sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+repo, models = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(repo, "tests", "models"))
+from onnxconverter_common import float16
+import make_quant_corpus as mqc
+
+def write_inputs(model, src_dir, dst_dir):
+    # the fp32 inputs as the variant's input types
+    os.makedirs(dst_dir, exist_ok=True)
+    types = {i.name: i.type.tensor_type.elem_type for i in model.graph.input}
+    for f in sorted(os.listdir(src_dir)):
+        if not f.startswith("input_"):
+            continue
+        t = onnx.load_tensor(os.path.join(src_dir, f))
+        a = numpy_helper.to_array(t)
+        want = types.get(t.name, t.data_type)
+        if want != t.data_type and want == onnx.TensorProto.FLOAT16:
+            a = a.astype(np.float16)
+        onnx.save_tensor(numpy_helper.from_array(a, t.name), os.path.join(dst_dir, f))
+
+for m in ("resnet50", "bert_like"):
+    src = os.path.join(models, m)
+    if not os.path.isfile(os.path.join(src, "model.onnx")):
+        print(m, ": no fp32 export, no 16-bit variants")
+        continue
+    base = onnx.load(os.path.join(src, "model.onnx"))
+    made = {}
+    for io in (False, True):
+        made[m + ("_fp16_io" if io else "_fp16")] = lambda io=io: float16.convert_float_to_float16(base, keep_io_types=io)
+    made[m + "_bf16"] = lambda: mqc.to_bfloat16(base)
+    for name, make in made.items():
+        d = os.path.join(models, name)
+        try:
+            v = make()
+        except Exception as ex:  # noqa: BLE001 - reported, the other variants still run
+            print(name, ": conversion failed:", ex)
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        onnx.save(v, os.path.join(d, "model.onnx"))
+        write_inputs(v, os.path.join(src, "test_data_set_0"), os.path.join(d, "test_data_set_0"))
+        print(name, ": made")
+PYEOF
+then
+  for m in resnet50 bert_like; do
+    for v in "${m}_fp16" "${m}_fp16_io" "${m}_bf16"; do
+      D=$MODELS/$v
+      [ -f "$D/model.onnx" ] || { say "- $v: not made (models.log)"; FAILS=$((FAILS + 1)); continue; }
+      HALF_VARIANTS+=("$v")
+      REF=$MODELS/$m/out_cpu
+      case $v in *bf16) tol=${RTOL_BF16:-5e-2} ;; *) tol=${RTOL_FP16:-1e-2} ;; esac
+      rm -rf "$D/out_ep" "$D/out_cpu"
+      if ! timeout 120 "$ONYX" run "$D/model.onnx" --ep "$EP" --require-ep --inputs "$D/test_data_set_0" --save "$D/out_ep" --quiet \
+             >>"$OUT/models.log" 2>&1; then
+        say "- $v: FAIL, onyx run --ep $EP --require-ep failed (models.log; onyx explain names the node the EP declined)"
+        "$ONYX" explain "$D/model.onnx" --ep "$EP" >>"$OUT/models.log" 2>&1
+        FAILS=$((FAILS + 1)); continue
+      fi
+      timeout 300 "$ONYX" run "$D/model.onnx" --inputs "$D/test_data_set_0" --save "$D/out_cpu" --quiet >>"$OUT/models.log" 2>&1
+      if "$PY" "$REPO/tests/models/compare.py" "$D/out_ep" "$REF" --rtol "$tol" >"$WORK/cmp_$v.txt" 2>&1; then r=ok; else r=FAIL; FAILS=$((FAILS + 1)); fi
+      if "$PY" "$REPO/tests/models/compare.py" "$D/out_ep" "$D/out_cpu" --rtol 1e-2 >"$WORK/cmp_cpu16_$v.txt" 2>&1; then c=ok; else c=FAIL; FAILS=$((FAILS + 1)); fi
+      cat "$WORK/cmp_$v.txt" "$WORK/cmp_cpu16_$v.txt" >>"$OUT/models.log"
+      rel=$(grep -h relative "$WORK/cmp_$v.txt" | sed 's/.*relative \([^ ]*\).*/\1/' | tr '\n' ' ')
+      within=$("$PY" -c "import sys; print('within 1e-2' if all(float(x) <= 1e-2 for x in sys.argv[1:]) else 'above 1e-2')" $rel 2>/dev/null)
+      placement=$("$ONYX" explain "$D/model.onnx" --ep "$EP" 2>/dev/null | tail -1)
+      say "- $v: vs fp32 CPU EP $r (rtol $tol; ${rel}relative, $within); vs the CPU EP on the same model $c; placement: $placement"
+    done
+  done
+else
+  say "- the 16-bit variants could not be made (onnxconverter_common, ml_dtypes: models.log)"
+  FAILS=$((FAILS + 1))
+fi
+
+# ------------------------------------------------------------------------------------------------
 # 4. Benchmarks: onyx on the CUDA EP vs PyTorch (fp32, TF32 off in both) on the same GPU, batch 1
 say ""
 say "## Benchmarks ($EP EP vs PyTorch on CUDA; median ms, batch 1, fp32, TF32 off)"
@@ -198,7 +289,18 @@ for m in resnet50 mobilenet_v2 bert_like; do
     sed "s/^/{\"model\":\"$m\",\"ep\":\"cuda-graph\",\"result\":/; s/$/}/" "$WORK/bench_graph_$m.json" >>"$OUT/bench.json"
   fi
 done
-SIZE=$SIZE timeout 180 "$PY" - "$REPO" "$WORK" >"$WORK/torch_bench.txt" 2>>"$OUT/models.log" <<'PYEOF'
+for v in ${HALF_VARIANTS[@]+"${HALF_VARIANTS[@]}"}; do
+  D=$MODELS/$v
+  [ -d "$D/out_ep" ] || continue
+  timeout 60 "$ONYX" bench "$D/model.onnx" --ep "$EP" --runs 50 --warmup 10 --json --inputs "$D/test_data_set_0" >"$WORK/bench_$v.json" 2>>"$OUT/models.log" || true
+  sed "s/^/{\"model\":\"$v\",\"ep\":\"$EP\",\"result\":/; s/$/}/" "$WORK/bench_$v.json" >>"$OUT/bench.json"
+  if [ "$EP" = cuda ]; then
+    timeout 60 "$ONYX" bench "$D/model.onnx" --ep cuda --ep-option cuda.enable_cuda_graph=true --runs 50 --warmup 10 --json \
+      --inputs "$D/test_data_set_0" >"$WORK/bench_graph_$v.json" 2>>"$OUT/models.log" || true
+    sed "s/^/{\"model\":\"$v\",\"ep\":\"cuda-graph\",\"result\":/; s/$/}/" "$WORK/bench_graph_$v.json" >>"$OUT/bench.json"
+  fi
+done
+SIZE=$SIZE timeout 300 "$PY" - "$REPO" "$WORK" >"$WORK/torch_bench.txt" 2>>"$OUT/models.log" <<'PYEOF'
 import json, os, sys, time
 import torch
 repo, work = sys.argv[1], sys.argv[2]
@@ -208,8 +310,11 @@ torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 small = os.environ.get("SIZE") == "small"
 dev = torch.device("cuda")
-def timeit(model, inputs, runs=50, warmup=10):
-    with torch.no_grad():
+def timeit(model, inputs, runs=50, warmup=10, dtype=None):
+    # dtype: torch.autocast('cuda', dtype=...) around the calls (float16 / bfloat16 tensor cores)
+    import contextlib
+    ctx = torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+    with torch.no_grad(), ctx:
         for _ in range(warmup): model(*inputs)
         torch.cuda.synchronize()
         ts = []
@@ -222,12 +327,18 @@ res = 64 if small else 224
 out = {}
 for name, ctor in (("resnet50", "resnet50"), ("mobilenet_v2", "mobilenet_v2")):
     m = getattr(torchvision.models, ctor)(weights=None).eval().to(dev)
-    out[name] = timeit(m, [torch.rand(1, 3, res, res, device=dev)])
+    x = torch.rand(1, 3, res, res, device=dev)
+    out[name] = timeit(m, [x])
+    if name == "resnet50":
+        out[name + "_fp16"] = timeit(m, [x], dtype=torch.float16)
+        out[name + "_bf16"] = timeit(m, [x], dtype=torch.bfloat16)
 layers, seq = (2, 32) if small else (12, 128)
 b = em.BertLike(layers, 768, 12, 3072).eval().to(dev)
 ids = torch.randint(0, 30522, (1, seq), device=dev)
 mask = torch.ones(1, seq, dtype=torch.int64, device=dev)
 out["bert_like"] = timeit(b, [ids, mask])
+out["bert_like_fp16"] = timeit(b, [ids, mask], dtype=torch.float16)
+out["bert_like_bf16"] = timeit(b, [ids, mask], dtype=torch.bfloat16)
 print(json.dumps(out))
 PYEOF
 TORCH=$(tail -1 "$WORK/torch_bench.txt" 2>/dev/null)
@@ -242,6 +353,20 @@ for m in resnet50 mobilenet_v2 bert_like; do
   t=$("$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$m" 2>/dev/null || echo "-")
   r=$("$PY" -c "print('%.2f' % (float('$o') / float('$t')))" 2>/dev/null || echo "-")
   say "| $m | $o | $h | $c | $t | $r |"
+done
+say ""
+say "16-bit: onyx on the 16-bit models (cuBLASLt / cuDNN tensor cores, fp32 accumulation) beside PyTorch's"
+say "fp32 model under torch.autocast('cuda', dtype=torch.float16 / torch.bfloat16); median ms, batch 1"
+say ""
+say "| model | onyx $EP | onyx $EP, CUDA graph | PyTorch autocast | onyx / PyTorch |"
+say "| --- | --- | --- | --- | --- |"
+for v in ${HALF_VARIANTS[@]+"${HALF_VARIANTS[@]}"}; do
+  case $v in *_bf16) key=${v} ;; *) key=${v%_io}; key=${key%_fp16}_fp16 ;; esac
+  o=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_$v.json" 2>/dev/null || echo "-")
+  c=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_graph_$v.json" 2>/dev/null || echo "-")
+  t=$("$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$key" 2>/dev/null || echo "-")
+  r=$("$PY" -c "print('%.2f' % (float('$o') / float('$t')))" 2>/dev/null || echo "-")
+  say "| $v | $o | $c | $t ($key) | $r |"
 done
 
 # ------------------------------------------------------------------------------------------------
