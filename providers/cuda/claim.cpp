@@ -263,8 +263,9 @@ bool claim_channels_last(const ClaimInfo& info, Decline* why, bool prefer_nhwc) 
 }
 
 /// ONNX Runtime's transformer operators (com.microsoft, and its ai.onnx SimplifiedLayerNormalization):
-/// float32 tensors only, index operands of the types ONNX Runtime gives them; what the kernels
-/// (transformer_kernels.cpp) do not implement is declined with the reason.
+/// float32 tensors (the GELUs and the layer normalisations also float16 and bfloat16), index
+/// operands of the types ONNX Runtime gives them; what the kernels (transformer_kernels.cpp) do not
+/// implement is declined with the reason.
 bool claim_transformer(const ClaimInfo& info, Decline* why) {
   const Node& n = info.node;
   const std::string& op = n.op_type;
@@ -320,23 +321,34 @@ bool claim_transformer(const ClaimInfo& info, Decline* why) {
   } else {
     return decline(why, DeclineCode::kUnsupportedOp, "no CUDA kernel for " + name);
   }
+  // The GELUs and the layer normalisations have 16-bit kernels: their tensors are all of input 0's
+  // type T (float32, float16 or bfloat16), but for the float statistics outputs (mean,
+  // inv_std_var); the other operators run on float32 tensors only.
+  const bool norm = op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization" || op == "SimplifiedLayerNormalization";
+  const bool any_float = norm || op == "Gelu" || op == "BiasGelu" || op == "FastGelu" || op == "QuickGelu";
+  const TypeInfo* x0 = in_type(info, 0);
+  const DType T = any_float && x0 && x0->is_tensor() && math_float(x0->elem_dtype()) ? x0->elem_dtype() : DType::kFloat;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!n.has_input(i)) continue;
     const TypeInfo* t = in_type(info, i);
     const DType got = t && t->is_tensor() ? t->elem_dtype() : DType::kUndefined;
     if (i >= want.size()) return decline(why, DeclineCode::kUnsupportedAttribute, str(name, " input ", i, " is not taken by the CUDA EP"));
     const DType w = want[i];
-    const bool ok = w == F ? got == DType::kFloat : (got == w || (op == "MatMulNBits" && i == 3 && got == DType::kFloat));
+    const bool ok = w == F ? got == T : (got == w || (op == "MatMulNBits" && i == 3 && got == DType::kFloat));
     if (!ok)
       return decline(why, DeclineCode::kUnsupportedType,
                      str(name, " input ", i, " is ", t ? dtype_name(got) : "unknown",
-                         "; the CUDA EP runs ONNX Runtime's transformer operators with float32 tensors only (no float16 / bfloat16 kernels)",
+                         any_float ? str("; the CUDA EP runs it with all tensors of one type (", kMathTypes, "), input 0 is ", dtype_name(T))
+                                   : std::string("; the CUDA EP runs this operator with float32 tensors only (no float16 / bfloat16 kernel)"),
                          w == F ? "" : str(" and ", dtype_name(w), " indices")));
   }
   for (size_t i = 0; i < info.output_types.size(); ++i) {
     const TypeInfo* t = out_type(info, i);
-    if (n.has_output(i) && t && t->is_tensor() && t->elem_dtype() != DType::kFloat)
-      return decline(why, DeclineCode::kUnsupportedType, str(name, " output ", i, " is ", dtype_name(t->elem_dtype()), "; the CUDA EP makes float32 only"));
+    const bool stat = norm && (op == "SimplifiedLayerNormalization" ? i == 1 : (i == 1 || i == 2));  // mean, inv_std_var
+    const DType want_out = stat ? DType::kFloat : T;
+    if (n.has_output(i) && t && t->is_tensor() && t->elem_dtype() != want_out)
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str(name, " output ", i, " is ", dtype_name(t->elem_dtype()), "; the CUDA EP makes ", dtype_name(want_out), " there"));
   }
   return true;
 }

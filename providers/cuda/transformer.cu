@@ -6,6 +6,7 @@
 #include <cfloat>
 
 #include "dialect.hpp"
+#include "half.hpp"
 #include "transformer.hpp"
 
 namespace onyx::cuda {
@@ -53,50 +54,53 @@ __device__ float block_combine(float v, bool max) {
 // ---------------------------------------------------------------------------------------------
 // GELUs
 
-__global__ void gelu_kernel(GeluKind kind, const float* x, const float* bias, float* y, int64_t n, int64_t cols, float alpha) {
+template <class T>
+__global__ void gelu_kernel(GeluKind kind, const T* x, const T* bias, T* y, int64_t n, int64_t cols, float alpha) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    float v = x[i];
-    if (bias) v += bias[i % cols];
+    float v = ld(x, i);
+    if (bias) v += ld(bias, i % cols);
     float r;
     switch (kind) {
       case GeluKind::kErf: r = 0.5f * v * (1.f + erff(v * 0.70710678118654752f)); break;
       case GeluKind::kTanh: r = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))); break;
       default: r = v / (1.f + expf(-alpha * v)); break;
     }
-    y[i] = r;
+    st(y, i, r);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Skip / Simplified layer normalisation
 
+template <class T>
 __device__ __forceinline__ float skip_sum(const SkipNormArgs& a, int64_t r, int64_t j) {
-  float v = a.x[r * a.cols + j];
-  if (a.skip) v += a.skip[(r % a.skip_rows) * a.cols + j];
-  if (a.bias) v += a.bias[j];
+  float v = ld(static_cast<const T*>(a.x), r * a.cols + j);
+  if (a.skip) v += ld(static_cast<const T*>(a.skip), (r % a.skip_rows) * a.cols + j);
+  if (a.bias) v += ld(static_cast<const T*>(a.bias), j);
   return v;
 }
 
+template <class T>
 __global__ void skip_norm_rows(SkipNormArgs a) {
   const int64_t r = blockIdx.x;
   float mean = 0.f;
   if (!a.rms) {
     float s = 0.f;
-    for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x) s += skip_sum(a, r, j);
+    for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x) s += skip_sum<T>(a, r, j);
     mean = block_combine(s, false) / static_cast<float>(a.cols);
   }
   float sq = 0.f;
   for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x) {
-    const float d = skip_sum(a, r, j) - mean;
+    const float d = skip_sum<T>(a, r, j) - mean;
     sq += d * d;
   }
   const float inv = rsqrtf(block_combine(sq, false) / static_cast<float>(a.cols) + a.eps);
   for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x) {
-    const float v = skip_sum(a, r, j);
-    if (a.sum) a.sum[r * a.cols + j] = v;
-    float o = (v - mean) * inv * a.gamma[j];
-    if (a.beta) o += a.beta[j];
-    a.y[r * a.cols + j] = o;
+    const float v = skip_sum<T>(a, r, j);
+    if (a.sum) st(static_cast<T*>(a.sum), r * a.cols + j, v);
+    float o = (v - mean) * inv * ld(static_cast<const T*>(a.gamma), j);
+    if (a.beta) o += ld(static_cast<const T*>(a.beta), j);
+    st(static_cast<T*>(a.y), r * a.cols + j, o);
   }
   if (threadIdx.x == 0) {
     if (a.mean) a.mean[r] = mean;
@@ -357,15 +361,22 @@ int threads_for(int64_t cols) {
 
 }  // namespace
 
-void gelu_f32(GeluKind kind, const float* x, const float* bias, float* y, int64_t n, int64_t cols, float alpha, cudaStream_t s) {
+void gelu(Ty ty, GeluKind kind, const void* x, const void* bias, void* y, int64_t n, int64_t cols, float alpha, cudaStream_t s) {
   if (n <= 0) return;
-  ONYX_LAUNCH(grid_for(n), kBlock, s, gelu_kernel)(kind, x, bias, y, n, cols > 0 ? cols : 1, alpha);
+  by_float_type(ty, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(grid_for(n), kBlock, s, gelu_kernel<T>)(kind, static_cast<const T*>(x), static_cast<const T*>(bias), static_cast<T*>(y), n,
+                                                        cols > 0 ? cols : 1, alpha);
+  });
 }
 
-void skip_norm_f32(const SkipNormArgs& a, cudaStream_t s) {
+void skip_norm(Ty ty, const SkipNormArgs& a, cudaStream_t s) {
   if (a.rows <= 0 || a.cols <= 0) return;
   const int t = threads_for(a.cols);
-  ONYX_LAUNCH(static_cast<unsigned>(a.rows), t > 512 ? 512 : t, s, skip_norm_rows)(a);
+  by_float_type(ty, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(static_cast<unsigned>(a.rows), t > 512 ? 512 : t, s, skip_norm_rows<T>)(a);
+  });
 }
 
 void rotary_f32(const RotaryArgs& a, cudaStream_t s) {

@@ -10,32 +10,41 @@
 
 #include <cuda_runtime_api.h>
 
+#include "launch.hpp"  // Ty
+
 namespace onyx::cuda {
 
 /// com.microsoft Gelu / BiasGelu (erf), FastGelu (tanh), QuickGelu (x sigmoid(alpha x)).
 enum class GeluKind : int { kErf, kTanh, kQuick };
-/// y[i] = act(x[i] + bias[i % cols]) over n elements (bias null: no bias).
-void gelu_f32(GeluKind kind, const float* x, const float* bias, float* y, int64_t n, int64_t cols, float alpha, cudaStream_t s);
+/// y[i] = act(x[i] + bias[i % cols]) over n elements (bias null: no bias); x, bias and y of `ty`
+/// (kF32, kF16, kBF16: 16-bit storage computed in fp32).
+void gelu(Ty ty, GeluKind kind, const void* x, const void* bias, void* y, int64_t n, int64_t cols, float alpha, cudaStream_t s);
+inline void gelu_f32(GeluKind kind, const float* x, const float* bias, float* y, int64_t n, int64_t cols, float alpha, cudaStream_t s) {
+  gelu(Ty::kF32, kind, x, bias, y, n, cols, alpha, s);
+}
 
 /// Skip(Simplified)LayerNormalization and SimplifiedLayerNormalization, one block per row:
 ///   sum = x[r] + skip[r % skip_rows] + bias   (skip and bias may be null)
 ///   y[r] = (sum - mean) * inv_std * gamma + beta   (rms: mean 0, inv_std over mean(sum^2); beta may be null)
-/// mean / inv_std get one value per row and sum_out the sums (each may be null).
+/// mean / inv_std get one value per row and sum_out the sums (each may be null). x, skip, gamma,
+/// beta, bias, y and sum are of the type given to skip_norm (float32, float16 or bfloat16; the
+/// statistics are computed in fp32), mean and inv_std float.
 struct SkipNormArgs {
-  const float* x = nullptr;
-  const float* skip = nullptr;
-  const float* gamma = nullptr;
-  const float* beta = nullptr;
-  const float* bias = nullptr;
-  float* y = nullptr;
+  const void* x = nullptr;
+  const void* skip = nullptr;
+  const void* gamma = nullptr;
+  const void* beta = nullptr;
+  const void* bias = nullptr;
+  void* y = nullptr;
   float* mean = nullptr;
   float* inv_std = nullptr;
-  float* sum = nullptr;
+  void* sum = nullptr;
   int64_t rows = 0, cols = 0, skip_rows = 1;
   float eps = 1e-12f;
   bool rms = false;
 };
-void skip_norm_f32(const SkipNormArgs& a, cudaStream_t s);
+void skip_norm(Ty ty, const SkipNormArgs& a, cudaStream_t s);
+inline void skip_norm_f32(const SkipNormArgs& a, cudaStream_t s) { skip_norm(Ty::kF32, a, s); }
 
 /// Where a token's rotary angles come from: position_ids [B, S], one start offset (token s at
 /// pos[0] + s), or the entry's past length (GroupQueryAttention: seqlens_k[b] + 1 - S, or 0 on

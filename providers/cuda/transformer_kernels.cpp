@@ -140,14 +140,14 @@ class GeluKernel final : public CudaKernel {
     const Tensor& x = in(ctx, 0);
     Tensor& y = out_at(ctx, 0, node_);
     const int64_t cols = x.rank() ? x.shape()[x.rank() - 1] : 1;
-    const float* bias = nullptr;
+    const void* bias = nullptr;
     if (node_.inputs.size() > 1 && has(ctx, 1)) {
       const Tensor& b = in(ctx, 1);
       if (b.rank() != 1 || b.shape()[0] != cols)
         bad(node_, str("the bias ", b.shape().to_string(), " must be 1-D with X's last dim (", cols, ")"));
-      bias = devf(ctx, 1);
+      bias = dev(ctx, 1);
     }
-    gelu_f32(kind_, devf(ctx, 0), bias, dptr<float>(y), x.numel(), cols, alpha_, stream(ctx));
+    gelu(to_ty(x.dtype()), kind_, dev(ctx, 0), bias, y.raw_data(), x.numel(), cols, alpha_, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 
@@ -172,8 +172,8 @@ class SkipNormKernel final : public CudaKernel {
     SkipNormArgs a;
     a.rms = rms_;
     a.eps = eps_;
-    a.x = devf(ctx, 0);
-    a.y = dptr<float>(out_at(ctx, 0, node_));
+    a.x = dev(ctx, 0);
+    a.y = out_at(ctx, 0, node_).raw_data();
     if (plain_) {  // SimplifiedLayerNormalization(X, scale): outputs Y, inv_std_var
       const int64_t r = static_cast<int64_t>(x.rank());
       const int64_t axis = normalize_axis(node_.attr_int("axis", -1), r, node_.label());
@@ -181,7 +181,7 @@ class SkipNormKernel final : public CudaKernel {
       a.cols = prod(x.shape(), axis, r);
       if (in(ctx, 1).numel() != a.cols)
         bad(node_, str("scale ", in(ctx, 1).shape().to_string(), " must have the ", a.cols, " values of the normalised dims"));
-      a.gamma = devf(ctx, 1);
+      a.gamma = dev(ctx, 1);
       a.inv_std = out_or_null(ctx, 1, node_);
     } else {
       const Tensor& skip = in(ctx, 1);
@@ -200,16 +200,17 @@ class SkipNormKernel final : public CudaKernel {
       const bool skip_ok = skip.shape() == x.shape() || (x.rank() == 3 && skip.rank() >= 1 && skip.shape()[skip.rank() - 1] == d &&
                                                          skip_rows == x.shape()[1] && (skip.rank() == 2 || (skip.rank() == 3 && skip.shape()[0] == 1)));
       if (!skip_ok) bad(node_, "skip " + skip.shape().to_string() + " does not match input " + x.shape().to_string());
-      a.skip = devf(ctx, 1);
+      a.skip = dev(ctx, 1);
       a.skip_rows = std::max<int64_t>(skip_rows, 1);
-      a.gamma = devf(ctx, 2);
-      if (beta_at && beta_at < node_.inputs.size() && has(ctx, beta_at)) a.beta = devf(ctx, beta_at);
-      if (bias_at < node_.inputs.size() && has(ctx, bias_at)) a.bias = devf(ctx, bias_at);
+      a.gamma = dev(ctx, 2);
+      if (beta_at && beta_at < node_.inputs.size() && has(ctx, beta_at)) a.beta = dev(ctx, beta_at);
+      if (bias_at < node_.inputs.size() && has(ctx, bias_at)) a.bias = dev(ctx, bias_at);
       a.mean = out_or_null(ctx, 1, node_);
       a.inv_std = out_or_null(ctx, 2, node_);
-      a.sum = out_or_null(ctx, 3, node_);
+      // input_skip_bias_sum has the data's type (mean and inv_std_var are float)
+      a.sum = 3 < ctx.num_outputs() && ctx.has_output(3) ? out_at(ctx, 3, node_).raw_data() : nullptr;
     }
-    skip_norm_f32(a, stream(ctx));
+    skip_norm(to_ty(x.dtype()), a, stream(ctx));
     ONYX_CUDA_LAUNCHED();
   }
 

@@ -331,14 +331,14 @@ TEST(CudaClaim, HalfAndBFloat16) {
     ClaimCase fc("FusedConv", {h({1, 3, 8, 8}), h({4, 3, 3, 3}), h({4})}, {h({1, 4, 8, 8})}, 1);
     EXPECT_TRUE(fc.ints("pads", {1, 1, 1, 1}).fused("Relu").claim(&why)) << name << ": " << why.message;
 
-    // Still declined, each with its reason naming the type: CumSum has no 16-bit kernel, the
-    // com.microsoft transformer kernels are float32 only, one element type per math node.
+    // Still declined, each with its reason naming the type: CumSum has no 16-bit kernel, nor do
+    // com.microsoft's attention operators, one element type per math node.
     EXPECT_FALSE(ClaimCase("CumSum", {h({3, 4}), i64({})}, {h({3, 4})}, 14).claim(&why)) << name;
     EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
     EXPECT_NE(why.message.find(name), std::string::npos) << why.message;
-    ClaimCase sln("SkipLayerNormalization", {h({2, 3, 8}), h({2, 3, 8}), h({8}), h({8})}, {h({2, 3, 8})}, 1);
-    sln.n.domain = "com.microsoft";
-    EXPECT_FALSE(sln.claim(&why)) << name;
+    ClaimCase att("Attention", {h({1, 4, 16}), h({16, 48}), h({48})}, {h({1, 4, 16})}, 1);
+    att.n.domain = "com.microsoft";
+    EXPECT_FALSE(att.integer("num_heads", 2).claim(&why)) << name;
     EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
     EXPECT_NE(why.message.find(name), std::string::npos) << why.message;
     EXPECT_FALSE(ClaimCase("MatMul", {h({2, 3}), f32({3, 5})}, {h({2, 5})}).claim(&why)) << name;
@@ -410,8 +410,21 @@ TEST(CudaClaim, TransformerOps) {
   EXPECT_TRUE(ms("BiasGelu", {f32({2, 8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;
   EXPECT_TRUE(ms("FastGelu", {f32({2, 8})}, {f32({2, 8})}).claim(&why)) << why.message;
   EXPECT_TRUE(ms("QuickGelu", {f32({2, 8})}, {f32({2, 8})}).claim(&why)) << why.message;
-  EXPECT_FALSE(ms("Gelu", {f16({2, 8})}, {f16({2, 8})}).claim(&why));
+  // The GELUs and the layer normalisations also run on float16 / bfloat16 (fp32 registers), all
+  // tensors of one type but the float statistics.
+  EXPECT_TRUE(ms("Gelu", {f16({2, 8})}, {f16({2, 8})}).claim(&why)) << why.message;
+  EXPECT_TRUE(ms("BiasGelu", {f16({2, 8}), f16({8})}, {f16({2, 8})}).claim(&why)) << why.message;
+  EXPECT_FALSE(ms("BiasGelu", {f16({2, 8}), f32({8})}, {f16({2, 8})}).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_NE(why.message.find("input 1 is float"), std::string::npos) << why.message;
+  auto bf = [](Shape s) { return TypeInfo::tensor(DType::kBFloat16, std::move(s)); };
+  EXPECT_TRUE(ms("SkipLayerNormalization", {bf({2, 3, 8}), bf({2, 3, 8}), bf({8}), bf({8}), bf({8})},
+                 {bf({2, 3, 8}), f32({2, 3, 1}), f32({2, 3, 1}), bf({2, 3, 8})})
+                  .claim(&why))
+      << why.message;
+  EXPECT_FALSE(ms("SkipLayerNormalization", {bf({2, 3, 8}), bf({2, 3, 8}), bf({8})}, {bf({2, 3, 8}), bf({2, 3, 1})}).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;  // the mean is float
+  EXPECT_TRUE(ms("SkipSimplifiedLayerNormalization", {f16({2, 3, 8}), f16({3, 8}), f16({8})}, {f16({2, 3, 8})}).claim(&why)) << why.message;
   EXPECT_TRUE(ms("SkipLayerNormalization", {f32({2, 3, 8}), f32({2, 3, 8}), f32({8}), f32({8})}, {f32({2, 3, 8})}).claim(&why)) << why.message;
   EXPECT_TRUE(ms("SkipSimplifiedLayerNormalization", {f32({2, 3, 8}), f32({3, 8}), f32({8})}, {f32({2, 3, 8})}).claim(&why)) << why.message;
   EXPECT_TRUE(ClaimCase("SimplifiedLayerNormalization", {f32({2, 8}), f32({8})}, {f32({2, 8})}).claim(&why)) << why.message;

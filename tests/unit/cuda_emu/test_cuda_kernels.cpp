@@ -19,6 +19,7 @@
 #include "ops/image.hpp"
 #include "ops/nn.hpp"
 #include "ops/tensor.hpp"
+#include "transformer.hpp"
 #include "views.hpp"
 
 using namespace onyx::cuda;
@@ -906,5 +907,43 @@ TEST(CudaKernelsEmulated, HalfAttentionPoolResizeChannelPasses) {
     const std::vector<uint16_t> bnx = pack(k, y0);
     batch_norm(k.ty, bnx.data(), bn_got.data(), sc.data(), sh.data(), mean.data(), var.data(), 1e-5f, 2, 3, 5, kStream);
     expect_close(k, unpack(k, bn_got), bn_ref, "batch norm");
+  }
+}
+
+TEST(CudaKernelsEmulated, HalfTransformerGeluAndSkipNorm) {
+  // com.microsoft Gelu / BiasGelu / FastGelu / QuickGelu and Skip(Simplified)LayerNormalization on
+  // 16-bit data, against the float32 kernels on the same rounded values.
+  const int64_t rows = 6, cols = 40;
+  for (const Kind16& k : kKinds16) {
+    const std::vector<float> x = rounded(k, randoms(rows * cols, 60, -3, 3)), b = rounded(k, randoms(cols, 61));
+    const std::vector<uint16_t> xh = pack(k, x), bh = pack(k, b);
+    for (GeluKind kind : {GeluKind::kErf, GeluKind::kTanh, GeluKind::kQuick})
+      for (bool bias : {false, true}) {
+        std::vector<float> want(x.size());
+        std::vector<uint16_t> got(x.size());
+        gelu_f32(kind, x.data(), bias ? b.data() : nullptr, want.data(), rows * cols, cols, 1.702f, kStream);
+        gelu(k.ty, kind, xh.data(), bias ? bh.data() : nullptr, got.data(), rows * cols, cols, 1.702f, kStream);
+        expect_close(k, unpack(k, got), want, "gelu kind " + std::to_string(int(kind)) + (bias ? " with bias" : ""));
+      }
+    // x [2, 3, 40] + skip [3, 40] (broadcast over the batch) + bias, gamma, beta.
+    const std::vector<float> skip = rounded(k, randoms(3 * cols, 62)), gamma = rounded(k, randoms(cols, 63)),
+                             beta = rounded(k, randoms(cols, 64));
+    const std::vector<uint16_t> skh = pack(k, skip), gh = pack(k, gamma), beh = pack(k, beta);
+    for (bool rms : {false, true}) {
+      SkipNormArgs a;
+      a.rows = rows, a.cols = cols, a.skip_rows = 3, a.eps = 1e-6f, a.rms = rms;
+      std::vector<float> yw(x.size()), sw(x.size()), mw(rows), iw(rows), mg(rows), ig(rows);
+      a.x = x.data(), a.skip = skip.data(), a.gamma = gamma.data(), a.beta = rms ? nullptr : beta.data(), a.bias = b.data();
+      a.y = yw.data(), a.sum = sw.data(), a.mean = mw.data(), a.inv_std = iw.data();
+      skip_norm_f32(a, kStream);
+      std::vector<uint16_t> yg(x.size()), sg(x.size());
+      a.x = xh.data(), a.skip = skh.data(), a.gamma = gh.data(), a.beta = rms ? nullptr : beh.data(), a.bias = bh.data();
+      a.y = yg.data(), a.sum = sg.data(), a.mean = mg.data(), a.inv_std = ig.data();
+      skip_norm(k.ty, a, kStream);
+      expect_close(k, unpack(k, yg), yw, rms ? "skip simplified norm" : "skip layer norm", 0.25f);
+      expect_close(k, unpack(k, sg), sw, "input_skip_bias_sum", 0.25f);
+      EXPECT_EQ(mg, mw) << k.name;  // fp32 statistics of the same values
+      EXPECT_EQ(ig, iw) << k.name;
+    }
   }
 }
