@@ -263,7 +263,8 @@ bool claim_channels_last(const ClaimInfo& info, Decline* why, bool prefer_nhwc) 
 }
 
 /// ONNX Runtime's transformer operators (com.microsoft, and its ai.onnx SimplifiedLayerNormalization):
-/// float32 tensors (the GELUs and the layer normalisations also float16 and bfloat16), index
+/// float32 tensors (the GELUs, the layer normalisations, Attention and MultiHeadAttention also
+/// float16 and bfloat16), index
 /// operands of the types ONNX Runtime gives them; what the kernels (transformer_kernels.cpp) do not
 /// implement is declined with the reason.
 bool claim_transformer(const ClaimInfo& info, Decline* why) {
@@ -321,13 +322,18 @@ bool claim_transformer(const ClaimInfo& info, Decline* why) {
   } else {
     return decline(why, DeclineCode::kUnsupportedOp, "no CUDA kernel for " + name);
   }
-  // The GELUs and the layer normalisations have 16-bit kernels: their tensors are all of input 0's
-  // type T (float32, float16 or bfloat16), but for the float statistics outputs (mean,
-  // inv_std_var); the other operators run on float32 tensors only.
+  // The GELUs, the layer normalisations, Attention and MultiHeadAttention have 16-bit kernels
+  // (fp32 registers; Attention's projection on cuBLASLt with fp32 accumulation): their tensors are
+  // all of input 0's type T (float32, float16 or bfloat16), but for the float statistics outputs
+  // (mean, inv_std_var); the other operators run on float32 tensors only.
   const bool norm = op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization" || op == "SimplifiedLayerNormalization";
-  const bool any_float = norm || op == "Gelu" || op == "BiasGelu" || op == "FastGelu" || op == "QuickGelu";
+  const bool any_float = norm || op == "Gelu" || op == "BiasGelu" || op == "FastGelu" || op == "QuickGelu" || op == "Attention" ||
+                         op == "MultiHeadAttention";
   const TypeInfo* x0 = in_type(info, 0);
   const DType T = any_float && x0 && x0->is_tensor() && math_float(x0->elem_dtype()) ? x0->elem_dtype() : DType::kFloat;
+  if (op == "MultiHeadAttention" && T != DType::kFloat && n.has_output(3))
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str(name, "'s output_qk on ", dtype_name(T), " (the CUDA EP writes the raw scores in float32 runs only)"));
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!n.has_input(i)) continue;
     const TypeInfo* t = in_type(info, i);

@@ -154,18 +154,22 @@ __global__ void rotary_kernel(RotaryArgs a, int64_t n) {
 // ---------------------------------------------------------------------------------------------
 // Keys, values and queries per head
 
+template <class T>
 __global__ void gather_heads_kernel(GatherHeadsArgs a, int64_t n) {
-  const int64_t T = a.P + a.L;
+  const int64_t L = a.P + a.L;
+  const T* past = static_cast<const T*>(a.past);
+  const T* x = static_cast<const T*>(a.x);
+  const T* bias = static_cast<const T*>(a.bias);
+  T* dst = static_cast<T*>(a.dst);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    const int64_t w = i % a.W, t = (i / a.W) % T, h = (i / (a.W * T)) % a.N, b = i / (a.W * T * a.N);
-    float v;
+    const int64_t w = i % a.W, t = (i / a.W) % L, h = (i / (a.W * L)) % a.N, b = i / (a.W * L * a.N);
     if (t < a.P) {
-      v = a.past[((b * a.N + h) * a.P + t) * a.W + w];
+      dst[i] = past[((b * a.N + h) * a.P + t) * a.W + w];  // a copy: no rounding
     } else {
-      v = a.x[b * a.xb + (t - a.P) * a.xl + h * a.xh + w];
-      if (a.bias) v += a.bias[h * a.W + w];
+      float v = ld(x, b * a.xb + (t - a.P) * a.xl + h * a.xh + w);
+      if (bias) v += ld(bias, h * a.W + w);
+      st(dst, i, v);
     }
-    a.dst[i] = v;
   }
 }
 
@@ -212,7 +216,9 @@ __device__ __forceinline__ bool mask_hides(const AttnCoreArgs& a, int64_t b, int
   return false;
 }
 
-/// One block per query row (grid-stride over B N S rows); its scores go to a scratch row.
+/// One block per query row (grid-stride over B N S rows); its scores go to a scratch row. T: the
+/// storage type of q, k, v, y and the bias (scores and sums in fp32).
+template <class T>
 __global__ void attn_core_kernel(AttnCoreArgs a, float* scratch) {
   __shared__ float qs[kQShared];
   __shared__ float part[kCoreThreads];
@@ -221,7 +227,7 @@ __global__ void attn_core_kernel(AttnCoreArgs a, float* scratch) {
   const bool gqa = a.seqlens != nullptr;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t s = r % a.S, n = (r / a.S) % a.N, b = r / (a.S * a.N), kh = n / a.group;
-    float* y = a.y + b * a.y_sb + n * a.y_sn + s * a.y_ss;
+    T* y = static_cast<T*>(a.y) + b * a.y_sb + n * a.y_sn + s * a.y_ss;
     // Keys [k0, k1) take part.
     int64_t k0 = 0, k1 = a.T;
     if (gqa) {
@@ -233,28 +239,28 @@ __global__ void attn_core_kernel(AttnCoreArgs a, float* scratch) {
     }
     const int64_t nk = k1 - k0;
     if (nk <= 0) {
-      for (int64_t c = threadIdx.x; c < a.Hv; c += blockDim.x) y[c] = 0.f;
+      for (int64_t c = threadIdx.x; c < a.Hv; c += blockDim.x) st(y, c, 0.f);
       continue;
     }
-    const float* q = a.q + b * a.q_sb + n * a.q_sn + s * a.q_ss;
+    const T* q = static_cast<const T*>(a.q) + b * a.q_sb + n * a.q_sn + s * a.q_ss;
     const bool staged = a.H <= kQShared;
     if (staged) {
-      for (int64_t k = threadIdx.x; k < a.H; k += blockDim.x) qs[k] = q[k];
+      for (int64_t k = threadIdx.x; k < a.H; k += blockDim.x) qs[k] = ld(q, k);
       __syncthreads();
     }
-    const float* kb = a.k + b * a.k_sb + kh * a.k_sn;
-    const float* vb = a.v + b * a.v_sb + kh * a.v_sn;
-    const float* bias = a.bias ? a.bias + b * a.ab_b + n * a.ab_n + s * a.ab_s : nullptr;
+    const T* kb = static_cast<const T*>(a.k) + b * a.k_sb + kh * a.k_sn;
+    const T* vb = static_cast<const T*>(a.v) + b * a.v_sb + kh * a.v_sn;
+    const T* bias = a.bias ? static_cast<const T*>(a.bias) + b * a.ab_b + n * a.ab_n + s * a.ab_s : nullptr;
     float* qk = a.qk ? a.qk + ((b * a.N + n) * a.S + s) * a.T : nullptr;
     float m = -INFINITY;
     for (int64_t jj = threadIdx.x; jj < nk; jj += blockDim.x) {
       const int64_t j = k0 + jj;
-      const float* kr = kb + j * a.H;
+      const T* kr = kb + j * a.H;
       float acc = 0.f;
       if (staged)
-        for (int64_t k = 0; k < a.H; ++k) acc = fmaf(qs[k], kr[k], acc);
+        for (int64_t k = 0; k < a.H; ++k) acc = fmaf(qs[k], ld(kr, k), acc);
       else
-        for (int64_t k = 0; k < a.H; ++k) acc = fmaf(q[k], kr[k], acc);
+        for (int64_t k = 0; k < a.H; ++k) acc = fmaf(ld(q, k), ld(kr, k), acc);
       float v = a.scale * acc;
       if (gqa) {
         if (a.softcap > 0.f) v = tanhf(v / a.softcap) * a.softcap;
@@ -265,7 +271,7 @@ __global__ void attn_core_kernel(AttnCoreArgs a, float* scratch) {
         else if (mask_hides(a, b, s, j))
           v += a.mask_filter;
       }
-      if (bias) v += bias[j];
+      if (bias) v += ld(bias, j);
       sc[jj] = v;
       m = fmaxf(m, v);
     }
@@ -282,26 +288,26 @@ __global__ void attn_core_kernel(AttnCoreArgs a, float* scratch) {
     sum = block_combine(sum, false);  // ends with a barrier: every e of the row is written
     if (sink) sum += expf(sink_v - m);
     const float inv = 1.f / sum;
-    const float* vr = vb + k0 * a.Hv;
+    const T* vr = vb + k0 * a.Hv;
     if (a.Hv <= static_cast<int64_t>(blockDim.x)) {
       // Hv columns by `parts` groups of threads, each over every parts-th key, then summed.
       const int64_t parts = blockDim.x / a.Hv;
       const int64_t c = threadIdx.x % a.Hv, p = threadIdx.x / a.Hv;
       float acc = 0.f;
       if (p < parts)
-        for (int64_t jj = p; jj < nk; jj += parts) acc = fmaf(sc[jj], vr[jj * a.Hv + c], acc);
+        for (int64_t jj = p; jj < nk; jj += parts) acc = fmaf(sc[jj], ld(vr, jj * a.Hv + c), acc);
       part[threadIdx.x] = acc;
       __syncthreads();
       if (p == 0) {
         float t = 0.f;
         for (int64_t g = 0; g < parts; ++g) t += part[g * a.Hv + c];
-        y[c] = t * inv;
+        st(y, c, t * inv);
       }
     } else {
       for (int64_t c = threadIdx.x; c < a.Hv; c += blockDim.x) {
         float acc = 0.f;
-        for (int64_t jj = 0; jj < nk; ++jj) acc = fmaf(sc[jj], vr[jj * a.Hv + c], acc);
-        y[c] = acc * inv;
+        for (int64_t jj = 0; jj < nk; ++jj) acc = fmaf(sc[jj], ld(vr, jj * a.Hv + c), acc);
+        st(y, c, acc * inv);
       }
     }
     __syncthreads();  // the scratch row, qs and part are rewritten for the next row
@@ -385,10 +391,13 @@ void rotary_f32(const RotaryArgs& a, cudaStream_t s) {
   ONYX_LAUNCH(grid_for(n), kBlock, s, rotary_kernel)(a, n);
 }
 
-void gather_heads_f32(const GatherHeadsArgs& a, cudaStream_t s) {
+void gather_heads(Ty ty, const GatherHeadsArgs& a, cudaStream_t s) {
   const int64_t n = a.B * a.N * (a.P + a.L) * a.W;
   if (n <= 0) return;
-  ONYX_LAUNCH(grid_for(n), kBlock, s, gather_heads_kernel)(a, n);
+  by_float_type(ty, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(grid_for(n), kBlock, s, gather_heads_kernel<T>)(a, n);
+  });
 }
 
 void gqa_append_f32(const GqaAppendArgs& a, cudaStream_t s) {
@@ -402,11 +411,14 @@ int64_t attn_core_scratch_floats(const AttnCoreArgs& a) {
   return (rows < kCoreRows ? rows : kCoreRows) * (a.T > 0 ? a.T : 1);
 }
 
-void attn_core_f32(const AttnCoreArgs& a, float* scratch, cudaStream_t s) {
+void attn_core(Ty ty, const AttnCoreArgs& a, float* scratch, cudaStream_t s) {
   const int64_t rows = a.B * a.N * a.S;
   if (rows <= 0 || a.Hv <= 0) return;
   const unsigned grid = static_cast<unsigned>(rows < kCoreRows ? rows : kCoreRows);
-  ONYX_LAUNCH(grid, kCoreThreads, s, attn_core_kernel)(a, scratch);
+  by_float_type(ty, [&](auto tag) {
+    using T = decltype(tag);
+    ONYX_LAUNCH(grid, kCoreThreads, s, attn_core_kernel<T>)(a, scratch);
+  });
 }
 
 void nbits_dequantize_f32(const NBitsWeights& w, float* wt, cudaStream_t s) {

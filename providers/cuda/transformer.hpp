@@ -71,16 +71,18 @@ void rotary_f32(const RotaryArgs& a, cudaStream_t s);
 
 /// Gathers per-head rows into dst [B, N, P + L, W]: rows t < P from past [B, N, P, W], the
 /// others from x's token t - P (element (b, l, h, w) at b xb + l xl + h xh + w) plus bias[h W + w]
-/// (bias may be null). MultiHeadAttention's and Attention's keys, values and biased queries.
+/// (bias may be null). MultiHeadAttention's and Attention's keys, values and biased queries. Every
+/// tensor is of the type given to gather_heads (float32, float16, bfloat16).
 struct GatherHeadsArgs {
-  const float* past = nullptr;
-  const float* x = nullptr;
-  const float* bias = nullptr;
-  float* dst = nullptr;
+  const void* past = nullptr;
+  const void* x = nullptr;
+  const void* bias = nullptr;
+  void* dst = nullptr;
   int64_t B = 0, N = 0, P = 0, L = 0, W = 0;
   int64_t xb = 0, xl = 0, xh = 0;
 };
-void gather_heads_f32(const GatherHeadsArgs& a, cudaStream_t s);
+void gather_heads(Ty ty, const GatherHeadsArgs& a, cudaStream_t s);
+inline void gather_heads_f32(const GatherHeadsArgs& a, cudaStream_t s) { gather_heads(Ty::kF32, a, s); }
 
 /// GroupQueryAttention's present: for each (b, kv head), rows [0, past_b) from the past buffer
 /// (when it is not the present itself), the S new rows at past_b (keys rotated when rot.rd > 0),
@@ -116,16 +118,18 @@ enum class MaskKind : int { kNone, kEnds, kEndsStarts, kRaw2d, kRaw3d, kRaw4d };
 /// GroupQueryAttention mode (seqlens non-null) only keys [a, e) take part (causal up to the token's
 /// position past_b + s, at most seqlens[b]; local window), softcap, bias, sink / smooth softmax.
 /// y(b, n, s) gets the probability-weighted sum of v rows. qk (may be null): the raw scaled
-/// scores [B, N, S, T] (MultiHeadAttention's output_qk).
+/// scores [B, N, S, T] (MultiHeadAttention's output_qk, float32 runs only). q, k, v, y and the
+/// attention bias are of the type given to attn_core (float32, float16, bfloat16: scores, softmax
+/// and sums in fp32); qk and the sinks are float.
 struct AttnCoreArgs {
   int64_t B = 0, N = 0, S = 0, T = 0, H = 0, Hv = 0, group = 1;
-  const float* q = nullptr;
+  const void* q = nullptr;
   int64_t q_sb = 0, q_sn = 0, q_ss = 0;
-  const float* k = nullptr;  // k(b, kh, j) = k + b k_sb + kh k_sn + j H
+  const void* k = nullptr;  // k(b, kh, j) = k + b k_sb + kh k_sn + j H
   int64_t k_sb = 0, k_sn = 0;
-  const float* v = nullptr;  // v(b, kh, j) = v + b v_sb + kh v_sn + j Hv
+  const void* v = nullptr;  // v(b, kh, j) = v + b v_sb + kh v_sn + j Hv
   int64_t v_sb = 0, v_sn = 0;
-  float* y = nullptr;
+  void* y = nullptr;
   int64_t y_sb = 0, y_sn = 0, y_ss = 0;
   float scale = 1.f, mask_filter = -10000.f;
   bool causal = false;
@@ -133,7 +137,7 @@ struct AttnCoreArgs {
   MaskKind mask_kind = MaskKind::kNone;
   const int32_t* mask = nullptr;
   int64_t mask_max = 0;
-  const float* bias = nullptr;  // element (b, n, s, j) at b ab_b + n ab_n + s ab_s + j
+  const void* bias = nullptr;  // element (b, n, s, j) at b ab_b + n ab_n + s ab_s + j
   int64_t ab_b = 0, ab_n = 0, ab_s = 0;
   float* qk = nullptr;
   // GroupQueryAttention mode
@@ -146,7 +150,8 @@ struct AttnCoreArgs {
 };
 /// Device scratch (floats) the core needs.
 int64_t attn_core_scratch_floats(const AttnCoreArgs& a);
-void attn_core_f32(const AttnCoreArgs& a, float* scratch, cudaStream_t s);
+void attn_core(Ty ty, const AttnCoreArgs& a, float* scratch, cudaStream_t s);
+inline void attn_core_f32(const AttnCoreArgs& a, float* scratch, cudaStream_t s) { attn_core(Ty::kF32, a, scratch, s); }
 
 /// MatMulNBits' weights: B [N, kb, blob] of `bits`-bit values (low bits first), scales [N, kb],
 /// zero points packed uint8 [N, zp_blob] (zp_u8), float [N, kb] (zp_f), or none (2^(bits-1));

@@ -35,12 +35,17 @@ float* out_or_null(KernelContext& ctx, size_t i, const Node& n) {
 
 // ---------------------------------------------------------------------------------------------
 // cuBLASLt: row-major C[m, n] = A[m, k] op(B) (+ bias[n]); B is [k, n], or [n, k] when trans_b.
-// Computed as the column-major C^T = op(B)^T A^T.
+// Computed as the column-major C^T = op(B)^T A^T. A, B, C and the bias are float32 (TF32 with
+// use_tf32), or float16 / bfloat16 with fp32 accumulation (CUBLAS_COMPUTE_32F, fp32 alpha / beta).
 
 class Gemm {
  public:
   explicit Gemm(bool tf32) : tf32_(tf32) {}
   void run(RunState& rs, int64_t m, int64_t n, int64_t k, const float* A, const float* B, bool trans_b, const float* bias, float* C) const {
+    run(rs, DType::kFloat, m, n, k, A, B, trans_b, bias, C);
+  }
+  void run(RunState& rs, DType dt, int64_t m, int64_t n, int64_t k, const void* A, const void* B, bool trans_b, const void* bias,
+           void* C) const {
     if (m == 0 || n == 0) return;
     if (m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff) fail(ErrorCode::kNotImplemented, "cuda: matrix product too large for cuBLASLt");
     cublasLtMatmulDesc_t op = nullptr;
@@ -55,7 +60,9 @@ class Gemm {
         if (op) cublasLtMatmulDescDestroy(op);
       }
     } guard{op, la, lb, lc};
-    ONYX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cudaDataType_t type = dt == DType::kFloat16 ? CUDA_R_16F : dt == DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
+    const bool f32 = type == CUDA_R_32F;
+    ONYX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, f32 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t op1 = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op2 = CUBLAS_OP_N;
     ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &op1, sizeof(op1)));
     ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &op2, sizeof(op2)));
@@ -63,15 +70,17 @@ class Gemm {
       const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
       ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
       ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+      ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
     }
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, trans_b ? k : n, trans_b ? n : k, trans_b ? k : n));
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, k, m, k));
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, m, n));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, type, trans_b ? k : n, trans_b ? n : k, trans_b ? k : n));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, type, k, m, k));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, type, n, m, n));
     uint32_t align = 256;
-    for (const void* p : {static_cast<const void*>(A), static_cast<const void*>(B), static_cast<const void*>(C), static_cast<const void*>(bias)})
-      while (p && align > 4 && reinterpret_cast<uintptr_t>(p) % align) align >>= 1;
+    const uint32_t elem = f32 ? 4 : 2;
+    for (const void* p : {A, B, static_cast<const void*>(C), bias})
+      while (p && align > elem && reinterpret_cast<uintptr_t>(p) % align) align >>= 1;
     void* ws = rs.workspace(kWorkspace);
-    const cublasLtMatmulAlgo_t algo = heuristic(rs, {m, n, k, trans_b, bias != nullptr, align}, op, la, lb, lc, align);
+    const cublasLtMatmulAlgo_t algo = heuristic(rs, {m, n, k, trans_b, bias != nullptr, align, static_cast<int64_t>(type)}, op, la, lb, lc, align);
     const float alpha = 1.f, beta = 0.f;
     ONYX_CUBLAS_CHECK(cublasLtMatmul(rs.lt, op, &alpha, B, lb, A, la, &beta, C, lc, C, lc, &algo, ws, kWorkspace, rs.stream));
   }
@@ -111,6 +120,18 @@ class Gemm {
 float* scratch_floats(const std::shared_ptr<Shared>& s, int64_t n, std::vector<Tensor>& keep) {
   keep.push_back(s->allocate(DType::kFloat, Shape{std::max<int64_t>(n, 1)}));
   return dptr<float>(keep.back());
+}
+/// Device scratch of n elements of dt.
+void* scratch_of(const std::shared_ptr<Shared>& s, DType dt, int64_t n, std::vector<Tensor>& keep) {
+  keep.push_back(s->allocate(dt, Shape{std::max<int64_t>(n, 1)}));
+  return keep.back().raw_data();
+}
+/// p advanced by n elements of dt.
+const void* at(const void* p, int64_t n, DType dt) { return static_cast<const char*>(p) + n * static_cast<int64_t>(dtype_size(dt)); }
+void* at(void* p, int64_t n, DType dt) { return static_cast<char*>(p) + n * static_cast<int64_t>(dtype_size(dt)); }
+/// Output i's device memory, or null when the node does not produce it.
+void* out_raw_or_null(KernelContext& ctx, size_t i, const Node& n) {
+  return i < ctx.num_outputs() && ctx.has_output(i) ? out_at(ctx, i, n).raw_data() : nullptr;
 }
 
 /// Uploads per-run host values (position ids, seqlens) through the run's pinned staging.
@@ -413,7 +434,7 @@ void set_mask(AttnCoreArgs& c, const Tensor& m, const int32_t* data, bool attent
   c.mask = data;
 }
 
-void set_attention_bias(AttnCoreArgs& c, const Tensor& ab, const float* data, int64_t row_len, const Node& n) {
+void set_attention_bias(AttnCoreArgs& c, const Tensor& ab, const void* data, int64_t row_len, const Node& n) {
   const Shape& s = ab.shape();
   if (s.size() != 4 || (s[0] != 1 && s[0] != c.B) || (s[1] != 1 && s[1] != c.N) || s[2] != c.S || s[3] != row_len)
     bad(n, str("attention_bias ", s.to_string(), " must be [", c.B, " or 1, ", c.N, " or 1, ", c.S, ", ", row_len, "]"));
@@ -423,9 +444,9 @@ void set_attention_bias(AttnCoreArgs& c, const Tensor& ab, const float* data, in
   c.ab_b = s[0] == 1 ? 0 : s[1] * c.S * row_len;
 }
 
-void run_core(RunState& rs, const std::shared_ptr<Shared>& sh, AttnCoreArgs& c, std::vector<Tensor>& keep) {
+void run_core(RunState& rs, const std::shared_ptr<Shared>& sh, AttnCoreArgs& c, std::vector<Tensor>& keep, Ty ty = Ty::kF32) {
   float* scratch = scratch_floats(sh, attn_core_scratch_floats(c), keep);
-  attn_core_f32(c, scratch, rs.stream);
+  attn_core(ty, c, scratch, rs.stream);
   ONYX_CUDA_LAUNCHED();
 }
 
@@ -460,10 +481,12 @@ class MhaKernel final : public CudaKernel {
       Hv = v.shape()[2] / N;
     }
     const int64_t Dv = Hv * N;
-    const float* pb = nullptr;
+    const DType dt = q.dtype();  // float32, float16 or bfloat16 (the claim takes one type)
+    const Ty ty = to_ty(dt);
+    const void* pb = nullptr;
     if (opt(3)) {
       if (in(ctx, 3).numel() != 2 * D + Dv || in(ctx, 3).rank() != 1) bad(n, str("bias must have ", 2 * D + Dv, " values"));
-      pb = devf(ctx, 3);
+      pb = dev(ctx, 3);
     }
     const int64_t P = opt(6) ? in(ctx, 6).shape()[2] : 0;
     if (opt(6) && (!(in(ctx, 6).shape() == Shape{B, N, P, H}) || !(in(ctx, 7).shape() == Shape{B, N, P, Hv})))
@@ -473,47 +496,50 @@ class MhaKernel final : public CudaKernel {
     std::vector<Tensor> keep;
     AttnCoreArgs c;
     at_.fill(c, B, S, T, P, H, Hv);
-    c.q = devf(ctx, 0), c.q_sb = S * D, c.q_sn = H, c.q_ss = D;
+    c.q = dev(ctx, 0), c.q_sb = S * D, c.q_sn = H, c.q_ss = D;
     if (pb) {  // Q plus its bias, as [B, N, S, H]
       GatherHeadsArgs g;
       g.x = c.q, g.bias = pb, g.B = B, g.N = N, g.L = S, g.W = H, g.xb = S * D, g.xl = D, g.xh = H;
-      g.dst = scratch_floats(shared_, B * N * S * H, keep);
-      gather_heads_f32(g, rs.stream);
+      g.dst = scratch_of(shared_, dt, B * N * S * H, keep);
+      gather_heads(ty, g, rs.stream);
       c.q = g.dst, c.q_sb = N * S * H, c.q_sn = S * H, c.q_ss = H;
     }
-    float* pk = out_or_null(ctx, 1, n);
-    float* pv = out_or_null(ctx, 2, n);
+    void* pk = out_raw_or_null(ctx, 1, n);
+    void* pv = out_raw_or_null(ctx, 2, n);
     if (bnsh && !pk && !pv) {
-      c.k = devf(ctx, 1), c.v = devf(ctx, 2);
+      c.k = dev(ctx, 1), c.v = dev(ctx, 2);
     } else {
-      float* kd = pk ? pk : scratch_floats(shared_, B * N * T * H, keep);
-      float* vd = pv ? pv : scratch_floats(shared_, B * N * T * Hv, keep);
+      void* kd = pk ? pk : scratch_of(shared_, dt, B * N * T * H, keep);
+      void* vd = pv ? pv : scratch_of(shared_, dt, B * N * T * Hv, keep);
       GatherHeadsArgs g;
       g.B = B, g.N = N, g.P = P, g.L = L;
       for (int which = 0; which < 2; ++which) {
         const int64_t W = which ? Hv : H, stride = which ? Dv : D;
-        g.past = P ? devf(ctx, which ? 7 : 6) : nullptr;
-        g.x = devf(ctx, which ? 2 : 1);
-        g.bias = pb ? pb + (which ? 2 * D : D) : nullptr;
+        g.past = P ? dev(ctx, which ? 7 : 6) : nullptr;
+        g.x = dev(ctx, which ? 2 : 1);
+        g.bias = pb ? at(pb, which ? 2 * D : D, dt) : nullptr;
         g.dst = which ? vd : kd;
         g.W = W;
         if (bnsh) g.xb = N * L * W, g.xl = W, g.xh = L * W;
         else g.xb = L * stride, g.xl = stride, g.xh = W;
-        gather_heads_f32(g, rs.stream);
+        gather_heads(ty, g, rs.stream);
       }
       c.k = kd, c.v = vd;
     }
     ONYX_CUDA_LAUNCHED();
     c.k_sb = N * T * H, c.k_sn = T * H, c.v_sb = N * T * Hv, c.v_sn = T * Hv;
-    c.y = dptr<float>(out_at(ctx, 0, n)), c.y_sb = S * Dv, c.y_sn = Hv, c.y_ss = Dv;
+    c.y = out_at(ctx, 0, n).raw_data(), c.y_sb = S * Dv, c.y_sn = Hv, c.y_ss = Dv;
     if (opt(4)) set_mask(c, in(ctx, 4), static_cast<const int32_t*>(dev(ctx, 4)), false, n);
-    if (opt(5)) set_attention_bias(c, in(ctx, 5), devf(ctx, 5), T, n);
-    c.qk = out_or_null(ctx, 3, n);
+    if (opt(5)) set_attention_bias(c, in(ctx, 5), dev(ctx, 5), T, n);
+    if (ctx.num_outputs() > 3 && ctx.has_output(3)) {
+      if (dt != DType::kFloat) fail(ErrorCode::kNotImplemented, "cuda: ", n.label(), ": output_qk in ", dtype_name(dt), " (the claim declines it)");
+      c.qk = out_or_null(ctx, 3, n);
+    }
     if (T == 0) {
-      ONYX_CUDA_CHECK(cudaMemsetAsync(c.y, 0, static_cast<size_t>(B * S * Dv) * sizeof(float), rs.stream));
+      ONYX_CUDA_CHECK(cudaMemsetAsync(c.y, 0, static_cast<size_t>(B * S * Dv) * dtype_size(dt), rs.stream));
       return;
     }
-    run_core(rs, shared_, c, keep);
+    run_core(rs, shared_, c, keep, ty);
   }
 
  private:
@@ -536,10 +562,12 @@ class MsAttentionKernel final : public CudaKernel {
     if (!sizes_.empty()) dq = sizes_[0], dk = sizes_[1], dv = sizes_[2];
     if (dq + dk + dv != Dt || dq != dk || dq % at_.heads != 0 || dv % at_.heads != 0)
       bad(n, str("weights' ", Dt, " columns do not split into Q, K, V hidden sizes divisible by ", at_.heads, " heads"));
-    const float* bias = nullptr;
+    const DType dt = x.dtype();  // float32, float16 or bfloat16 (the claim takes one type)
+    const Ty ty = to_ty(dt);
+    const void* bias = nullptr;
     if (opt(2)) {
       if (in(ctx, 2).rank() != 1 || in(ctx, 2).shape()[0] != Dt) bad(n, str("bias must have ", Dt, " values"));
-      bias = devf(ctx, 2);
+      bias = dev(ctx, 2);
     }
     const int64_t N = at_.heads, H = dq / N, Hv = dv / N;
     int64_t P = 0;
@@ -551,28 +579,28 @@ class MsAttentionKernel final : public CudaKernel {
     const int64_t T = P + S;
     RunState& rs = run(ctx);
     std::vector<Tensor> keep;
-    float* qkv = scratch_floats(shared_, B * S * Dt, keep);
+    void* qkv = scratch_of(shared_, dt, B * S * Dt, keep);
     if (B * S > 0 && Dt > 0) {
-      if (In == 0) {
-        ONYX_CUDA_CHECK(cudaMemsetAsync(qkv, 0, static_cast<size_t>(B * S * Dt) * sizeof(float), rs.stream));
-        if (bias) add_row_bias_f32(qkv, bias, B * S, Dt, rs.stream);
+      if (In == 0) {  // the product is zero: qkv is the bias row repeated
+        if (!bias) ONYX_CUDA_CHECK(cudaMemsetAsync(qkv, 0, static_cast<size_t>(B * S * Dt) * dtype_size(dt), rs.stream));
+        else strided_copy(bias, broadcast_view(Shape{Dt}, Shape{B * S, Dt}), qkv, contiguous(Shape{B * S, Dt}), dtype_size(dt), B * S * Dt, rs.stream);
       } else {
-        gemm_.run(rs, B * S, Dt, In, devf(ctx, 0), devf(ctx, 1), false, bias, qkv);
+        gemm_.run(rs, dt, B * S, Dt, In, dev(ctx, 0), dev(ctx, 1), false, bias, qkv);
       }
     }
-    float* present = out_or_null(ctx, 1, n);
-    float* kv = present ? present : scratch_floats(shared_, B * N * T * (H + Hv), keep);
-    float* kd = kv;
-    float* vd = kv + B * N * T * H;
+    void* present = out_raw_or_null(ctx, 1, n);
+    void* kv = present ? present : scratch_of(shared_, dt, B * N * T * (H + Hv), keep);
+    void* kd = kv;
+    void* vd = at(kv, B * N * T * H, dt);
     GatherHeadsArgs g;
     g.B = B, g.N = N, g.P = P, g.L = S, g.xb = S * Dt, g.xl = Dt;
     for (int which = 0; which < 2; ++which) {
       g.W = which ? Hv : H;
       g.xh = g.W;
-      g.past = P ? devf(ctx, 4) + (which ? B * N * P * H : 0) : nullptr;
-      g.x = qkv + (which ? dq + dk : dq);
+      g.past = P ? at(dev(ctx, 4), which ? B * N * P * H : 0, dt) : nullptr;
+      g.x = at(qkv, which ? dq + dk : dq, dt);
       g.dst = which ? vd : kd;
-      gather_heads_f32(g, rs.stream);
+      gather_heads(ty, g, rs.stream);
     }
     ONYX_CUDA_LAUNCHED();
     AttnCoreArgs c;
@@ -580,10 +608,10 @@ class MsAttentionKernel final : public CudaKernel {
     c.q = qkv, c.q_sb = S * Dt, c.q_ss = Dt, c.q_sn = H;
     c.k = kd, c.k_sb = N * T * H, c.k_sn = T * H;
     c.v = vd, c.v_sb = N * T * Hv, c.v_sn = T * Hv;
-    c.y = dptr<float>(out_at(ctx, 0, n)), c.y_sb = S * dv, c.y_ss = dv, c.y_sn = Hv;
+    c.y = out_at(ctx, 0, n).raw_data(), c.y_sb = S * dv, c.y_ss = dv, c.y_sn = Hv;
     if (opt(3)) set_mask(c, in(ctx, 3), static_cast<const int32_t*>(dev(ctx, 3)), true, n);
-    if (opt(5)) set_attention_bias(c, in(ctx, 5), devf(ctx, 5), T, n);
-    run_core(rs, shared_, c, keep);
+    if (opt(5)) set_attention_bias(c, in(ctx, 5), dev(ctx, 5), T, n);
+    run_core(rs, shared_, c, keep, ty);
   }
 
  private:

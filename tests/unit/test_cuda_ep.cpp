@@ -332,13 +332,26 @@ TEST(CudaClaim, HalfAndBFloat16) {
     EXPECT_TRUE(fc.ints("pads", {1, 1, 1, 1}).fused("Relu").claim(&why)) << name << ": " << why.message;
 
     // Still declined, each with its reason naming the type: CumSum has no 16-bit kernel, nor do
-    // com.microsoft's attention operators, one element type per math node.
+    // GroupQueryAttention and MatMulNBits, one element type per math node.
     EXPECT_FALSE(ClaimCase("CumSum", {h({3, 4}), i64({})}, {h({3, 4})}, 14).claim(&why)) << name;
     EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
     EXPECT_NE(why.message.find(name), std::string::npos) << why.message;
     ClaimCase att("Attention", {h({1, 4, 16}), h({16, 48}), h({48})}, {h({1, 4, 16})}, 1);
     att.n.domain = "com.microsoft";
-    EXPECT_FALSE(att.integer("num_heads", 2).claim(&why)) << name;
+    EXPECT_TRUE(att.integer("num_heads", 2).claim(&why)) << name << ": " << why.message;
+    ClaimCase mha("MultiHeadAttention", {h({1, 4, 16}), h({1, 4, 16}), h({1, 4, 16})}, {h({1, 4, 16})}, 1);
+    mha.n.domain = "com.microsoft";
+    EXPECT_TRUE(mha.integer("num_heads", 2).claim(&why)) << name << ": " << why.message;
+    ClaimCase mha_qk("MultiHeadAttention", {h({1, 4, 16}), h({1, 4, 16}), h({1, 4, 16})},
+                     {h({1, 4, 16}), h({1, 2, 4, 8}), h({1, 2, 4, 8}), h({1, 2, 4, 4})}, 1);
+    mha_qk.n.domain = "com.microsoft";
+    EXPECT_FALSE(mha_qk.integer("num_heads", 2).claim(&why)) << name;
+    EXPECT_NE(why.message.find("output_qk"), std::string::npos) << why.message;
+    ClaimCase gqa("GroupQueryAttention", {h({1, 1, 32}), h({1, 1, 16}), h({1, 1, 16}), h({1, 2, 4, 8}), h({1, 2, 4, 8}),
+                                          TypeInfo::tensor(DType::kInt32, Shape{1}), TypeInfo::tensor(DType::kInt32, Shape{1})},
+                  {h({1, 1, 32})}, 1);
+    gqa.n.domain = "com.microsoft";
+    EXPECT_FALSE(gqa.integer("num_heads", 4).integer("kv_num_heads", 2).claim(&why)) << name;
     EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
     EXPECT_NE(why.message.find(name), std::string::npos) << why.message;
     EXPECT_FALSE(ClaimCase("MatMul", {h({2, 3}), f32({3, 5})}, {h({2, 5})}).claim(&why)) << name;

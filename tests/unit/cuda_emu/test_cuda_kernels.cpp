@@ -947,3 +947,52 @@ TEST(CudaKernelsEmulated, HalfTransformerGeluAndSkipNorm) {
     }
   }
 }
+
+TEST(CudaKernelsEmulated, HalfTransformerAttentionCore) {
+  // MultiHeadAttention's path on 16-bit data: keys and values gathered per head (past rows, new
+  // rows plus their bias), then the core with a key-length mask, an attention bias and causality,
+  // against the float32 launchers on the same rounded values.
+  const int64_t B = 2, N = 2, S = 3, L = 4, P = 2, T = P + L, H = 8, Hv = 6, D = N * H, Dv = N * Hv;
+  for (const Kind16& k : kKinds16) {
+    const std::vector<float> q = rounded(k, randoms(B * S * D, 70)), kx = rounded(k, randoms(B * L * D, 71)),
+                             vx = rounded(k, randoms(B * L * Dv, 72)), bias = rounded(k, randoms(2 * D + Dv, 73)),
+                             pk = rounded(k, randoms(B * N * P * H, 74)), pv = rounded(k, randoms(B * N * P * Hv, 75)),
+                             ab = rounded(k, randoms(N * S * T, 76));
+    const std::vector<uint16_t> qh = pack(k, q), kxh = pack(k, kx), vxh = pack(k, vx), bh = pack(k, bias), pkh = pack(k, pk),
+                                pvh = pack(k, pv), abh = pack(k, ab);
+    std::vector<float> kd(B * N * T * H), vd(B * N * T * Hv);
+    std::vector<uint16_t> kdh(kd.size()), vdh(vd.size());
+    for (int which = 0; which < 2; ++which) {
+      GatherHeadsArgs g;
+      const int64_t W = which ? Hv : H, stride = which ? Dv : D;
+      g.B = B, g.N = N, g.P = P, g.L = L, g.W = W, g.xb = L * stride, g.xl = stride, g.xh = W;
+      g.past = which ? pv.data() : pk.data(), g.x = which ? vx.data() : kx.data();
+      g.bias = bias.data() + (which ? 2 * D : D), g.dst = which ? vd.data() : kd.data();
+      gather_heads_f32(g, kStream);
+      g.past = which ? pvh.data() : pkh.data(), g.x = which ? vxh.data() : kxh.data();
+      g.bias = bh.data() + (which ? 2 * D : D), g.dst = which ? vdh.data() : kdh.data();
+      gather_heads(k.ty, g, kStream);
+    }
+    expect_close(k, unpack(k, kdh), kd, "present_key");
+    expect_close(k, unpack(k, vdh), vd, "present_value");
+    const std::vector<float> kr = unpack(k, kdh), vr = unpack(k, vdh);  // the core's inputs, as stored
+    const std::vector<int32_t> lengths = {static_cast<int32_t>(T - 1), static_cast<int32_t>(T)};
+    for (bool causal : {false, true}) {
+      AttnCoreArgs a;
+      a.B = B, a.N = N, a.S = S, a.T = T, a.P = P, a.H = H, a.Hv = Hv, a.causal = causal;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(H));
+      a.q_sb = S * D, a.q_sn = H, a.q_ss = D;
+      a.k_sb = N * T * H, a.k_sn = T * H, a.v_sb = N * T * Hv, a.v_sn = T * Hv;
+      a.y_sb = S * Dv, a.y_sn = Hv, a.y_ss = Dv;
+      a.mask_kind = MaskKind::kEnds, a.mask = lengths.data();
+      a.ab_s = T, a.ab_n = S * T, a.ab_b = 0;
+      std::vector<float> scratch(static_cast<size_t>(attn_core_scratch_floats(a))), yw(B * S * Dv);
+      std::vector<uint16_t> yg(yw.size());
+      a.q = q.data(), a.k = kr.data(), a.v = vr.data(), a.bias = ab.data(), a.y = yw.data();
+      attn_core_f32(a, scratch.data(), kStream);
+      a.q = qh.data(), a.k = kdh.data(), a.v = vdh.data(), a.bias = abh.data(), a.y = yg.data();
+      attn_core(k.ty, a, scratch.data(), kStream);
+      expect_close(k, unpack(k, yg), yw, causal ? "causal attention" : "attention", 0.25f);
+    }
+  }
+}
