@@ -106,8 +106,8 @@ class LtRunner {
     if (p.batch > 0x7fffffff || p.m > 0x7fffffff || p.n > 0x7fffffff || p.k > 0x7fffffff)
       fail(ErrorCode::kNotImplemented, "cuda: matrix product too large for cuBLASLt");
     LtHandles h;
-    const cudaDataType_t type_ = p.type;
-    const bool f32 = type_ == CUDA_R_32F;
+    const cudaDataType_t type = p.type;
+    const bool f32 = type == CUDA_R_32F;
     ONYX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&h.op, f32 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     // First operand of the column-major product: B's storage; second: A's.
     const cublasOperation_t op1 = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -119,13 +119,13 @@ class LtRunner {
       ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
       if (p.bias) {
         ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
-        ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type_, sizeof(type_)));
+        ONYX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(h.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
       }
     }
     // B stored row-major as [k,n] (or [n,k] when transposed): column-major (n x k, ld n) or (k x n, ld k).
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.b, type_, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n));
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.a, type_, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k));
-    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.c, type_, p.n, p.m, p.n));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.b, type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.a, type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k));
+    ONYX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h.c, type, p.n, p.m, p.n));
     set_batch(h.b, p.batch, p.stride_b);
     set_batch(h.a, p.batch, p.stride_a);
     set_batch(h.c, p.batch, p.stride_c);
@@ -133,7 +133,7 @@ class LtRunner {
     // The heuristic assumes 256-byte aligned operands unless told otherwise (batch offsets and
     // sliced operands may be less aligned).
     uint32_t align = 256;
-    const size_t elem = lt_size(type_);
+    const size_t elem = lt_size(type);
     auto lower = [&](uint64_t x) {
       while (align > elem && x % align) align >>= 1;
     };
@@ -182,8 +182,7 @@ class LtRunner {
 
 class MatMulKernel final : public CudaKernel {
  public:
-  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s)
-      : CudaKernel(info, s), lt_(s->opt.use_tf32) {
+  MatMulKernel(const KernelCreateInfo& info, std::shared_ptr<Shared> s) : CudaKernel(info, s), lt_(s->opt.use_tf32) {
     if (info.node.op_type == "FusedMatMul") {  // onyx::FusedMatMul: bias (and Relu) in the epilogue
       fused_ = true;
       act_ = FusedActivation::of(info.node);
