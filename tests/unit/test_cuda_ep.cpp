@@ -1073,6 +1073,96 @@ TEST(CudaGpu, MatMulAndGemm) {
   check(h);
 }
 
+namespace {
+
+/// `t` (float32) rounded to float16 / bfloat16.
+Tensor to_16(const Tensor& t, DType dt) {
+  Tensor h(dt, t.shape());
+  auto* p = static_cast<uint16_t*>(h.raw_data());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = static_cast<float>(t.element_as_double(i));
+    p[i] = dt == DType::kFloat16 ? Float16::from_float(v) : BFloat16::from_float(v);
+  }
+  return h;
+}
+
+/// The float32 graph with its float inputs, outputs and initializers as float16 / bfloat16.
+GraphSpec as_16(GraphSpec g, DType dt) {
+  for (auto& v : g.inputs)
+    if (v.dtype == DType::kFloat) v.dtype = dt;
+  for (auto& v : g.outputs)
+    if (v.dtype == DType::kFloat) v.dtype = dt;
+  for (auto& [name, t] : g.initializers)
+    if (t.dtype() == DType::kFloat) t = to_16(t, dt);
+  return g;
+}
+
+/// The 16-bit graphs of CudaGpu.HalfAndBFloat16 (opset 20, 22 for bfloat16: Conv and pooling take it
+/// from there), each run on the CPU EP first, so their validity is checked without a GPU too.
+std::vector<std::pair<std::string, GraphSpec>> half_graphs(DType dt) {
+  std::vector<std::pair<std::string, GraphSpec>> gs;
+  gs.emplace_back("MatMul", single("MatMul", {{"a", Shape{2, 5, 24}}, {"b", Shape{24, 16}}}, Shape{2, 5, 16}));
+  gs.emplace_back("batched MatMul", single("MatMul", {{"a", Shape{2, 5, 8}}, {"b", Shape{2, 8, 4}}}, Shape{2, 5, 4}));
+  GraphSpec gemm = single("Gemm", {{"a", Shape{6, 32}}}, Shape{6, 16}, {attr_int("transB", 1)});
+  gemm.initializers.emplace_back("w", random_tensor(Shape{16, 32}, 11));
+  gemm.initializers.emplace_back("c", random_tensor(Shape{16}, 12));
+  gemm.nodes[0].inputs = {"a", "w", "c"};
+  gs.emplace_back("Gemm", gemm);
+  gs.emplace_back("Conv", conv_graph("Conv", {2, 8, 9, 9}, {16, 8, 3, 3}, true, {attr_ints("pads", {1, 1, 1, 1})}, {2, 16, 9, 9}));
+  gs.emplace_back("Conv, asymmetric pads",
+                  conv_graph("Conv", {1, 4, 8, 8}, {8, 4, 3, 3}, true, {attr_ints("pads", {0, 2, 1, 0})}, {1, 8, 7, 8}));
+  gs.emplace_back("ConvTranspose", conv_graph("ConvTranspose", {1, 8, 5, 5}, {8, 4, 3, 3}, true,
+                                              {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}, {1, 4, 9, 9}));
+  gs.emplace_back("MaxPool", single("MaxPool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 4, 4}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2})}));
+  gs.emplace_back("AveragePool", single("AveragePool", {{"x", Shape{1, 3, 9, 9}}}, Shape{1, 3, 5, 5},
+                                        {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}));
+  gs.emplace_back("GlobalAveragePool", single("GlobalAveragePool", {{"x", Shape{2, 3, 7, 7}}}, Shape{2, 3, 1, 1}));
+  gs.emplace_back("BatchNormalization", batch_norm_graph());
+  GraphSpec ln = single("LayerNormalization", {{"x", Shape{2, 3, 40}}}, Shape{2, 3, 40}, {attr_float("epsilon", 1e-5f)});
+  ln.initializers.emplace_back("s", random_tensor(Shape{40}, 9));
+  ln.initializers.emplace_back("b", random_tensor(Shape{40}, 10));
+  ln.nodes[0].inputs = {"x", "s", "b"};
+  gs.emplace_back("LayerNormalization", ln);
+  gs.emplace_back("Softmax", single("Softmax", {{"x", Shape{3, 5, 70}}}, Shape{3, 5, 70}, {attr_int("axis", -1)}));
+  gs.emplace_back("Add", single("Add", {{"a", Shape{2, 3, 4}}, {"b", Shape{3, 1}}}, Shape{2, 3, 4}));
+  gs.emplace_back("Gelu", single("Gelu", {{"x", Shape{4, 33}}}, Shape{4, 33}));
+  GraphSpec rm = single("ReduceMean", {{"x", Shape{3, 4, 5}}}, Shape{3, 1, 5}, {attr_int("keepdims", 1)});
+  rm.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{1}, {1}));
+  rm.nodes[0].inputs = {"x", "axes"};
+  gs.emplace_back("ReduceMean", rm);
+  for (auto& [name, g] : gs) g = as_16(std::move(g), dt);
+  return gs;
+}
+
+Inputs half_inputs(const GraphSpec& g, DType dt) {
+  Inputs in = random_inputs(g);
+  for (auto& [name, v] : in) v = to_16(v.tensor(), dt);
+  return in;
+}
+
+}  // namespace
+
+TEST(CudaGpu, HalfAndBFloat16) {
+  // float16 / bfloat16 graphs on the CUDA EP (tensor cores through cuBLASLt and cuDNN, onyx's
+  // kernels in fp32 registers) against the CPU EP on the same graphs.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const int64_t opset = dt == DType::kBFloat16 ? 22 : 20;
+    const double rtol = dt == DType::kBFloat16 ? 3e-2 : 1e-2;
+    for (const auto& [name, g] : half_graphs(dt)) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + name);
+      const std::string m = model_bytes(g, opset);
+      const Inputs in = half_inputs(g, dt);
+      const auto want = cpu_session(m).run(in);
+      ASSERT_EQ(want[0].tensor().dtype(), dt);
+      if (!cuda_usable()) continue;  // the graphs are checked; the comparison needs a GPU
+      const auto got = cuda_session(m).run(in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(close(got[k], want[k], rtol, 1e-2)) << "output " << k;
+    }
+  }
+  REQUIRE_CUDA();
+}
+
 TEST(CudaGpu, ConvPoolBatchNorm) {
   REQUIRE_CUDA();
   for (const char* mode : {"EXHAUSTIVE", "HEURISTIC", "DEFAULT"}) {
