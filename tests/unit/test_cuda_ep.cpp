@@ -1134,6 +1134,38 @@ std::vector<std::pair<std::string, GraphSpec>> half_graphs(DType dt) {
   return gs;
 }
 
+/// The CUDA EP's claim question for the one node of `g` (its types, constants and attributes).
+ClaimCase claim_of(const GraphSpec& g, int64_t opset) {
+  const NodeSpec& nd = g.nodes[0];
+  std::vector<TypeInfo> ins, outs;
+  for (const std::string& nm : nd.inputs) {
+    for (const auto& v : g.inputs)
+      if (v.name == nm) ins.push_back(TypeInfo::tensor(v.dtype, Shape(v.dims)));
+    for (const auto& [inm, t] : g.initializers)
+      if (inm == nm) ins.push_back(TypeInfo::tensor(t.dtype(), t.shape()));
+  }
+  for (const auto& v : g.outputs) outs.push_back(TypeInfo::tensor(v.dtype, Shape(v.dims)));
+  ClaimCase c(nd.op, ins, outs, static_cast<int>(opset));
+  for (size_t i = 0; i < nd.inputs.size(); ++i)
+    for (const auto& [inm, t] : g.initializers)
+      if (inm == nd.inputs[i]) {
+        c.constant(i);
+        c.graph.values[c.n.inputs[i]].initializer = t;
+      }
+  for (const AttrSpec& a : nd.attrs) {
+    Attribute at;
+    at.name = a.name;
+    if (a.kind == AttrSpec::kInt) at.type = AttrType::kInt, at.i = a.i;
+    else if (a.kind == AttrSpec::kFloat) at.type = AttrType::kFloat, at.f = a.f;
+    else if (a.kind == AttrSpec::kInts) at.type = AttrType::kInts, at.ints = a.ints;
+    else if (a.kind == AttrSpec::kFloats) at.type = AttrType::kFloats, at.floats = a.floats;
+    else if (a.kind == AttrSpec::kString) at.type = AttrType::kString, at.s = a.s;
+    else continue;
+    c.n.attrs.push_back(at);
+  }
+  return c;
+}
+
 Inputs half_inputs(const GraphSpec& g, DType dt) {
   Inputs in = random_inputs(g);
   for (auto& [name, v] : in) v = to_16(v.tensor(), dt);
@@ -1154,6 +1186,8 @@ TEST(CudaGpu, HalfAndBFloat16) {
       const Inputs in = half_inputs(g, dt);
       const auto want = cpu_session(m).run(in);
       ASSERT_EQ(want[0].tensor().dtype(), dt);
+      Decline why;  // the EP takes the node (the GPU session below places every node strictly)
+      EXPECT_TRUE(claim_of(g, opset).claim(&why)) << why.message;
       if (!cuda_usable()) continue;  // the graphs are checked; the comparison needs a GPU
       const auto got = cuda_session(m).run(in);
       ASSERT_EQ(got.size(), want.size());
