@@ -1125,6 +1125,12 @@ std::vector<std::pair<std::string, GraphSpec>> half_graphs(DType dt) {
   gs.emplace_back("LayerNormalization", ln);
   gs.emplace_back("Softmax", single("Softmax", {{"x", Shape{3, 5, 70}}}, Shape{3, 5, 70}, {attr_int("axis", -1)}));
   gs.emplace_back("Add", single("Add", {{"a", Shape{2, 3, 4}}, {"b", Shape{3, 1}}}, Shape{2, 3, 4}));
+  gs.emplace_back("Mean", single("Mean", {{"a", Shape{2, 3}}, {"b", Shape{3}}, {"c", Shape{2, 1}}}, Shape{2, 3}));
+  GraphSpec in = single("InstanceNormalization", {{"x", Shape{2, 3, 4, 5}}}, Shape{2, 3, 4, 5});
+  in.initializers.emplace_back("s", random_tensor(Shape{3}, 13));
+  in.initializers.emplace_back("b", random_tensor(Shape{3}, 14));
+  in.nodes[0].inputs = {"x", "s", "b"};
+  gs.emplace_back("InstanceNormalization", in);
   gs.emplace_back("Gelu", single("Gelu", {{"x", Shape{4, 33}}}, Shape{4, 33}));
   GraphSpec rm = single("ReduceMean", {{"x", Shape{3, 4, 5}}}, Shape{3, 1, 5}, {attr_int("keepdims", 1)});
   rm.initializers.emplace_back("axes", Tensor::from_vector<int64_t>(Shape{1}, {1}));
