@@ -264,9 +264,8 @@ bool claim_channels_last(const ClaimInfo& info, Decline* why, bool prefer_nhwc) 
 
 /// ONNX Runtime's transformer operators (com.microsoft, and its ai.onnx SimplifiedLayerNormalization):
 /// float32 tensors (the GELUs, the layer normalisations, Attention and MultiHeadAttention also
-/// float16 and bfloat16), index
-/// operands of the types ONNX Runtime gives them; what the kernels (transformer_kernels.cpp) do not
-/// implement is declined with the reason.
+/// float16 and bfloat16), index operands of the types ONNX Runtime gives them; what the kernels
+/// (transformer_kernels.cpp) do not implement is declined with the reason.
 bool claim_transformer(const ClaimInfo& info, Decline* why) {
   const Node& n = info.node;
   const std::string& op = n.op_type;

@@ -80,7 +80,8 @@ class Gemm {
     for (const void* p : {A, B, static_cast<const void*>(C), bias})
       while (p && align > elem && reinterpret_cast<uintptr_t>(p) % align) align >>= 1;
     void* ws = rs.workspace(kWorkspace);
-    const cublasLtMatmulAlgo_t algo = heuristic(rs, {m, n, k, trans_b, bias != nullptr, align, static_cast<int64_t>(type)}, op, la, lb, lc, align);
+    const cublasLtMatmulAlgo_t algo =
+        heuristic(rs, {m, n, k, trans_b, bias != nullptr, align, static_cast<int64_t>(type)}, op, la, lb, lc, align);
     const float alpha = 1.f, beta = 0.f;
     ONYX_CUBLAS_CHECK(cublasLtMatmul(rs.lt, op, &alpha, B, lb, A, la, &beta, C, lc, C, lc, &algo, ws, kWorkspace, rs.stream));
   }
@@ -229,7 +230,7 @@ class SkipNormKernel final : public CudaKernel {
       a.mean = out_or_null(ctx, 1, node_);
       a.inv_std = out_or_null(ctx, 2, node_);
       // input_skip_bias_sum has the data's type (mean and inv_std_var are float)
-      a.sum = 3 < ctx.num_outputs() && ctx.has_output(3) ? out_at(ctx, 3, node_).raw_data() : nullptr;
+      a.sum = out_raw_or_null(ctx, 3, node_);
     }
     skip_norm(to_ty(x.dtype()), a, stream(ctx));
     ONYX_CUDA_LAUNCHED();
@@ -583,7 +584,9 @@ class MsAttentionKernel final : public CudaKernel {
     if (B * S > 0 && Dt > 0) {
       if (In == 0) {  // the product is zero: qkv is the bias row repeated
         if (!bias) ONYX_CUDA_CHECK(cudaMemsetAsync(qkv, 0, static_cast<size_t>(B * S * Dt) * dtype_size(dt), rs.stream));
-        else strided_copy(bias, broadcast_view(Shape{Dt}, Shape{B * S, Dt}), qkv, contiguous(Shape{B * S, Dt}), dtype_size(dt), B * S * Dt, rs.stream);
+        else
+          strided_copy(bias, broadcast_view(Shape{Dt}, Shape{B * S, Dt}), qkv, contiguous(Shape{B * S, Dt}), dtype_size(dt), B * S * Dt,
+                       rs.stream);
       } else {
         gemm_.run(rs, dt, B * S, Dt, In, dev(ctx, 0), dev(ctx, 1), false, bias, qkv);
       }
