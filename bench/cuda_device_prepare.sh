@@ -10,8 +10,9 @@
 #
 # The binaries find libonyx.so.0 through PREBUILT (the check script puts it on LD_LIBRARY_PATH),
 # the module beside it, and cuBLAS / cuDNN through the module's RUNPATH, the system loader or
-# PyTorch's nvidia-* wheels (the check script adds those). Environment: BUILD (default
-# build-cuda-prebuilt), JOBS.
+# PyTorch's nvidia-* wheels (the check script adds those). The check's float16 / bfloat16 model
+# variants are made on the GPU machine from its exports: its python3 needs onnxconverter_common and
+# ml_dtypes beside torch, torchvision and onnx. Environment: BUILD (default build-cuda-prebuilt), JOBS.
 set -euo pipefail
 DIR=${1:?usage: bench/cuda_device_prepare.sh DIR}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
