@@ -150,6 +150,11 @@ TEST(CpuChannelsLast, ConvolutionsMatchTheReference) {
       {"Winograd F(4x4): 3x3 pad 1, 64 -> 64 on 30x30 (tiles in several blocks)", "Conv", Shape{1, 64, 30, 30},
        Shape{64, 64, 3, 3}, pads(1, 1, 1, 1)},
       {"Winograd F(2x2): 3x3 pad 1 on 2x3, 2 images, 16 -> 16 (one tile wide)", "Conv", Shape{2, 16, 2, 3}, Shape{16, 16, 3, 3}, pads(1, 1, 1, 1)},
+      // Few tiles under many channels: on 2 threads the points' products are split, not the tiles.
+      {"Winograd F(2x2): 3x3 pad 1, 128 -> 136 on 7x7 (on 2 threads split by points)", "Conv", Shape{1, 128, 7, 7},
+       Shape{136, 128, 3, 3}, pads(1, 1, 1, 1)},
+      {"Winograd F(4x4): 3x3 pad 1, 96 -> 80 on 15x14 (on 2 threads split by points, partial tiles)", "Conv",
+       Shape{1, 96, 15, 14}, Shape{80, 96, 3, 3}, pads(1, 1, 1, 1)},
       {"depthwise 3x3 stride 2 pad 1, 40 channels, 2 images of 15x21 (sliding runs of 8, 2 and a partial block)", "Conv",
        Shape{2, 40, 15, 21}, Shape{40, 1, 3, 3}, with(with(pads(1, 1, 1, 1), attr_int("group", 40)), attr_ints("strides", {2, 2}))},
       {"depthwise 3x3 stride 2, pads only after (0, 0, 1, 1), 32 channels on 16x30", "Conv", Shape{1, 32, 16, 30},
@@ -224,6 +229,7 @@ TEST(CpuChannelsLast, ResidualSumsAccumulateInPlaceWhenNothingReadsThemLater) {
        11, true},
       {"a 3x3 sum (Winograd), a read after the sum", false, true, false, 0, 24, 6, 5, true},
       {"a 3x3 sum on 16x15 (Winograd F(4x4)), a's last use", false, false, false, 1, 24, 16, 15, true},
+      {"a 3x3 sum over 128 channels on 7x7 (Winograd split by points on 2 threads)", false, false, false, 1, 128, 7, 7, true},
       {"a read after the sum", false, true, false, 0, 40, 9, 11},
       {"the convolution's own input summed", false, false, true, 0, 40, 9, 11},
   };
