@@ -358,6 +358,124 @@ bool claim_transformer(const ClaimInfo& info, Decline* why) {
   return true;
 }
 
+/// ONNX Runtime's quantized com.microsoft operators, which the CUDA EP declines as a family.
+bool is_ms_quant_op(const std::string& op) {
+  static const char* const kOps[] = {"QGemm", "QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "MatMulIntegerToFloat",
+                                     "DynamicQuantizeLSTM", "QuantizeLinear", "DequantizeLinear", "QuantizeBFP", "DequantizeBFP"};
+  if (op.rfind("QLinear", 0) == 0 || op.rfind("QOrdered", 0) == 0) return true;
+  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* o) { return op == o; });
+}
+
+bool is_int8_op(const std::string& op) {
+  return op == "QuantizeLinear" || op == "DequantizeLinear" || op == "DynamicQuantizeLinear" || op == "MatMulInteger" ||
+         op == "QLinearMatMul" || op == "QLinearConv" || op == "ConvInteger";
+}
+
+bool is_q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
+
+/// The int8 operators (quant_kernels.cpp): QuantizeLinear / DequantizeLinear (per-tensor and
+/// per-axis, int8 / uint8 beside float32 / float16 / bfloat16), MatMulInteger and QLinearMatMul
+/// on cuBLASLt's int8 product (a 2-D B, a scalar A zero point / scale, B's per-tensor or
+/// per-column). Scales and zero points are read on the device, so they may be computed.
+bool claim_int8(const ClaimInfo& info, Decline* why) {
+  const Node& n = info.node;
+  const std::string& op = n.op_type;
+  auto type_of = [&](size_t i) {
+    const TypeInfo* t = in_type(info, i);
+    return t && t->is_tensor() ? t->elem_dtype() : DType::kUndefined;
+  };
+  auto name_of = [](DType t) { return t == DType::kUndefined ? std::string("unknown") : std::string(dtype_name(t)); };
+  /// Known shape with more than one element, or an unknown shape.
+  auto maybe_many = [&](size_t i) {
+    const TypeInfo* t = in_type(info, i);
+    return !t || !t->has_shape || !t->shape.is_concrete() || t->shape.numel() != 1;
+  };
+  auto known_rank = [&](size_t i) -> int64_t {
+    const TypeInfo* t = in_type(info, i);
+    return t && t->has_shape ? static_cast<int64_t>(t->shape.size()) : -1;
+  };
+  if (op == "QLinearConv" || op == "ConvInteger")
+    return decline(why, DeclineCode::kUnsupportedOp,
+                   op + ": no int8 convolution on the CUDA EP (cuDNN's legacy API, which the EP uses, has none for these); the CPU EP runs it");
+  if (op == "DynamicQuantizeLinear")
+    return decline(why, DeclineCode::kUnsupportedOp,
+                   "DynamicQuantizeLinear: not on the CUDA EP (its min / max reduction over the whole tensor has no kernel yet); the CPU EP runs it");
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+    if (n.opset < 10 || n.opset > 22)
+      return decline(why, DeclineCode::kOpsetOutOfRange,
+                     str("CUDA ", op, " supports opsets 10 to 22, the model uses ", n.opset, " (opset 23 adds the precision attribute)"));
+    const bool q = op == "QuantizeLinear";
+    const TypeInfo* yi = out_type(info, 0);
+    const DType xt = type_of(0), st = type_of(1), yt = yi && yi->is_tensor() ? yi->elem_dtype() : DType::kUndefined;
+    const DType qt = q ? yt : xt, ft = q ? xt : yt;
+    if (!is_q8(qt))
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str(op, q ? " to " : " from ", name_of(qt), ": the CUDA EP quantizes to int8 and uint8 only (16-bit, 4-bit and float8 "
+                                                             "types run on the CPU EP)"));
+    if (!math_float(ft))
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str(op, q ? " of " : " to ", name_of(ft), ": the CUDA EP's float side is ", kMathTypes, " only"));
+    if (st != ft)
+      return decline(why, DeclineCode::kUnsupportedType,
+                     str(op, " with a ", name_of(st), " scale beside ", name_of(ft), " data (the CUDA EP takes a scale of the float type)"));
+    if (n.has_input(2) && type_of(2) != qt)
+      return decline(why, DeclineCode::kUnsupportedType, str(op, "'s zero point is ", name_of(type_of(2)), ", not ", name_of(qt)));
+    if (n.attr_int("block_size", 0) != 0 || known_rank(1) > 1)
+      return decline(why, DeclineCode::kUnsupportedAttribute,
+                     str(op, " with blocked quantization (block_size / a scale of rank 2 or more): the CUDA EP takes per-tensor and "
+                             "per-axis scales only; the CPU EP runs it"));
+    if (maybe_many(1) && known_rank(0) < 0)
+      return decline(why, DeclineCode::kDynamicShape, op + " per-axis needs the input's rank");
+    return true;
+  }
+  // MatMulInteger (A, B, a_zero_point, b_zero_point) and QLinearMatMul (a, a_scale, a_zero_point,
+  // b, b_scale, b_zero_point, y_scale, y_zero_point).
+  if (n.opset < 10)
+    return decline(why, DeclineCode::kOpsetOutOfRange, str("CUDA ", op, " supports opset 10+, the model uses ", n.opset));
+  const bool ql = op == "QLinearMatMul";
+  const size_t b_idx = ql ? 3 : 1, za_idx = 2, zb_idx = ql ? 5 : 3;
+  const DType at = type_of(0), bt = type_of(b_idx);
+  if (!is_q8(at) || !is_q8(bt))
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str(op, " of ", name_of(at), " by ", name_of(bt), ": the CUDA EP's int8 product takes int8 and uint8 operands only"));
+  if (n.has_input(za_idx) && type_of(za_idx) != at)
+    return decline(why, DeclineCode::kUnsupportedType, str(op, "'s a_zero_point is ", name_of(type_of(za_idx)), ", A is ", name_of(at)));
+  if (n.has_input(zb_idx) && type_of(zb_idx) != bt)
+    return decline(why, DeclineCode::kUnsupportedType, str(op, "'s b_zero_point is ", name_of(type_of(zb_idx)), ", B is ", name_of(bt)));
+  if (known_rank(b_idx) != 2)
+    return decline(why, known_rank(b_idx) < 0 ? DeclineCode::kDynamicShape : DeclineCode::kUnsupportedType,
+                   str(op, " with B of rank ", known_rank(b_idx) < 0 ? std::string("unknown") : std::to_string(known_rank(b_idx)),
+                       ": the CUDA EP takes a 2-D B (batched B runs on the CPU EP)"));
+  if (known_rank(0) < 1) return decline(why, DeclineCode::kDynamicShape, op + " needs A's rank (1 or more)");
+  if (n.has_input(za_idx) && maybe_many(za_idx))
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   str(op, " with a per-row (or unknown-size) a_zero_point: the CUDA EP corrects for one A zero point"));
+  if (known_rank(zb_idx) > 1)
+    return decline(why, DeclineCode::kUnsupportedAttribute, str(op, "'s b_zero_point of rank ", known_rank(zb_idx), " (scalar or per column)"));
+  const TypeInfo* yi = out_type(info, 0);
+  const DType yt = yi && yi->is_tensor() ? yi->elem_dtype() : DType::kUndefined;
+  if (!ql) {
+    if (yt != DType::kInt32) return decline(why, DeclineCode::kUnsupportedType, str("MatMulInteger output is ", name_of(yt), ", not int32"));
+    return true;
+  }
+  if (!is_q8(yt))
+    return decline(why, DeclineCode::kUnsupportedType, str("QLinearMatMul to ", name_of(yt), ": the CUDA EP requantises to int8 and uint8 only"));
+  if (type_of(7) != yt)
+    return decline(why, DeclineCode::kUnsupportedType, str("QLinearMatMul's y_zero_point is ", name_of(type_of(7)), ", y is ", name_of(yt)));
+  const DType s0 = type_of(1);
+  if (!math_float(s0) || type_of(4) != s0 || type_of(6) != s0)
+    return decline(why, DeclineCode::kUnsupportedType,
+                   str("QLinearMatMul scales of ", name_of(s0), ", ", name_of(type_of(4)), ", ", name_of(type_of(6)),
+                       ": the CUDA EP takes three scales of one type (", kMathTypes, ")"));
+  if (maybe_many(1) || maybe_many(6) || maybe_many(7))
+    return decline(why, DeclineCode::kUnsupportedAttribute,
+                   "QLinearMatMul with a per-row (or unknown-size) a_scale, or a non-scalar y_scale / y_zero_point: the CUDA EP takes "
+                   "one A scale and one output scale and zero point");
+  if (known_rank(4) > 1)
+    return decline(why, DeclineCode::kUnsupportedAttribute, str("QLinearMatMul's b_scale of rank ", known_rank(4), " (scalar or per column)"));
+  return true;
+}
+
 }  // namespace
 
 bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
@@ -404,12 +522,17 @@ bool claim_node(const ClaimInfo& info, Decline* why, bool prefer_nhwc) {
       return decline(why, DeclineCode::kDynamicShape, str("onyx::", op, " needs a 2-D B and ", op == "FusedGemm" ? "a 2-D A" : "A of rank >= 2"));
     return true;
   }
+  if (n.domain == "com.microsoft" && is_ms_quant_op(op))
+    return decline(why, DeclineCode::kUnsupportedOp,
+                   str("com.microsoft::", op, ": ONNX Runtime's quantized operators have no CUDA kernel in onyx (int8 on the CUDA EP: "
+                       "QuantizeLinear, DequantizeLinear, MatMulInteger and QLinearMatMul of ai.onnx); the CPU EP runs it"));
   if (n.domain == "com.microsoft" || ((n.domain.empty() || n.domain == "ai.onnx") && op == "SimplifiedLayerNormalization"))
     return claim_transformer(info, why);
   if (!n.domain.empty() && n.domain != "ai.onnx")
     return decline(why, DeclineCode::kUnsupportedOp, str("no CUDA kernel for ", n.domain, "::", op));
   if (op == "Shape" || op == "Size")
     return decline(why, DeclineCode::kNotWorthOffloading, op + " reads only shapes: it runs on the CPU and is folded at plan time");
+  if (is_int8_op(op)) return claim_int8(info, why);
   const Rule* r = find_rule(op);
   if (!r) return decline(why, DeclineCode::kUnsupportedOp, "no CUDA kernel for " + op);
   if (n.opset < r->since || n.opset > r->until)

@@ -11,6 +11,7 @@
 #include "ops/image.hpp"
 #include "ops/index.hpp"
 #include "runtime.hpp"
+#include "quant_kernels.hpp"
 #include "transformer_kernels.hpp"
 
 namespace onyx::cuda {
@@ -819,6 +820,7 @@ std::unique_ptr<Kernel> create_own_kernel(const KernelCreateInfo& info, const st
   BinaryOp bo{};
   ReduceOp ro{};
   if (auto k = create_transformer_kernel(info, s)) return k;  // ONNX Runtime's transformer ops (transformer_kernels.cpp)
+  if (auto k = create_quant_kernel(info, s)) return k;        // int8: Q / DQ, MatMulInteger, QLinearMatMul (quant_kernels.cpp)
   if (unary_spec(n, &us)) return std::make_unique<UnaryKernel>(info, s, us);
   if (op == "Sum" || op == "Mean") return std::make_unique<VariadicKernel>(info, s, BinaryOp::kAdd, op == "Mean");
   if ((op == "Max" || op == "Min") && n.inputs.size() != 2)

@@ -1479,3 +1479,176 @@ TEST(CudaGpu, ErrorsAreOnyxErrors) {
   for (const auto& [k, v] : o.registration()[0].options) seen |= k == "use_tf32" && v == "true";
   EXPECT_TRUE(seen);
 }
+
+// ---------------------------------------------------------------------------------------------
+// int8: QuantizeLinear / DequantizeLinear, MatMulInteger and QLinearMatMul (quant_kernels.cpp)
+// and the int8 operators the EP declines, each with its reason.
+
+TEST(CudaClaim, Int8) {
+  Decline why;
+  auto q8 = [](DType t, Shape s) { return TypeInfo::tensor(t, std::move(s)); };
+  const DType u8 = DType::kUInt8, s8 = DType::kInt8, i32 = DType::kInt32;
+  // QuantizeLinear / DequantizeLinear: per-tensor and per-axis, int8 / uint8, float32 / float16.
+  EXPECT_TRUE(ClaimCase("QuantizeLinear", {f32({2, 3}), f32({}), q8(u8, {})}, {q8(u8, {2, 3})}, 13).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("QuantizeLinear", {f32({2, 3}), f32({3}), q8(s8, {3})}, {q8(s8, {2, 3})}, 13).integer("axis", 1).claim(&why))
+      << why.message;
+  auto f16 = [](Shape s) { return TypeInfo::tensor(DType::kFloat16, std::move(s)); };
+  EXPECT_TRUE(ClaimCase("QuantizeLinear", {f16({4}), f16({})}, {q8(u8, {4})}, 19).claim(&why)) << why.message;
+  EXPECT_TRUE(ClaimCase("DequantizeLinear", {q8(s8, {2, 3}), f32({2}), q8(s8, {2})}, {f32({2, 3})}, 13).integer("axis", 0).claim(&why))
+      << why.message;
+  EXPECT_TRUE(ClaimCase("DequantizeLinear", {q8(u8, {4}), f16({})}, {f16({4})}, 19).claim(&why)) << why.message;
+  // Other quantized types, int32 data, blocked quantization, a newer opset.
+  EXPECT_FALSE(ClaimCase("QuantizeLinear", {f32({4}), f32({}), q8(DType::kInt16, {})}, {q8(DType::kInt16, {4})}, 21).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_NE(why.message.find("int8 and uint8 only"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("DequantizeLinear", {q8(i32, {4}), f32({})}, {f32({4})}, 13).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_FALSE(ClaimCase("QuantizeLinear", {f32({4, 4}), f32({2, 4}), q8(u8, {2, 4})}, {q8(u8, {4, 4})}, 21)
+                   .integer("axis", 0)
+                   .integer("block_size", 2)
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  EXPECT_NE(why.message.find("blocked quantization"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("QuantizeLinear", {f32({4}), f32({})}, {q8(u8, {4})}, 23).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kOpsetOutOfRange) << why.message;
+  EXPECT_FALSE(ClaimCase("QuantizeLinear", {f32({4}), f16({})}, {q8(u8, {4})}, 19).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+
+  // MatMulInteger: 8-bit A and B (any pairing), A's zero point scalar, B's scalar or per column.
+  EXPECT_TRUE(ClaimCase("MatMulInteger", {q8(u8, {2, 5, 7}), q8(s8, {7, 6}), q8(u8, {}), q8(s8, {6})}, {q8(i32, {2, 5, 6})}, 13)
+                  .constant(1)
+                  .claim(&why))
+      << why.message;
+  EXPECT_TRUE(ClaimCase("MatMulInteger", {q8(s8, {5, 8}), q8(u8, {8, 12})}, {q8(i32, {5, 12})}, 13).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {5, 8}), q8(u8, {8, 4}), q8(u8, {5})}, {q8(i32, {5, 4})}, 13).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
+  EXPECT_NE(why.message.find("per-row"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {2, 5, 8}), q8(u8, {2, 8, 4})}, {q8(i32, {2, 5, 4})}, 13).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_NE(why.message.find("2-D B"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {5, 8}), q8(s8, {8, 4}), q8(s8, {})}, {q8(i32, {5, 4})}, 13).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;  // a_zero_point of B's type
+
+  // QLinearMatMul: requantised to int8 / uint8, B's scale and zero point per tensor or per column.
+  auto qlm = [&](TypeInfo a, TypeInfo sa, TypeInfo b, TypeInfo sb, TypeInfo zb, DType y) {
+    const DType at = a.elem_dtype(), bt = b.elem_dtype();
+    (void)bt;
+    return ClaimCase("QLinearMatMul", {a, sa, q8(at, {}), b, sb, zb, f32({}), q8(y, {})}, {q8(y, {4, 5})}, 13);
+  };
+  EXPECT_TRUE(qlm(q8(u8, {4, 9}), f32({}), q8(s8, {9, 5}), f32({5}), q8(s8, {5}), u8).claim(&why)) << why.message;
+  EXPECT_TRUE(qlm(q8(s8, {4, 9}), f32({}), q8(s8, {9, 5}), f32({}), q8(s8, {}), s8).claim(&why)) << why.message;
+  EXPECT_FALSE(qlm(q8(u8, {4, 9}), f32({4}), q8(s8, {9, 5}), f32({}), q8(s8, {}), u8).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;  // per-row a_scale
+  EXPECT_FALSE(qlm(q8(u8, {4, 9}), f32({}), q8(s8, {9, 5}), f16({}), q8(s8, {}), u8).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;  // mixed scale types
+
+  // Declined int8 operators, each with its reason.
+  EXPECT_FALSE(ClaimCase("QLinearConv", {q8(u8, {1, 3, 8, 8}), f32({}), q8(u8, {}), q8(s8, {4, 3, 3, 3}), f32({}), q8(s8, {}), f32({}), q8(u8, {})},
+                         {q8(u8, {1, 4, 6, 6})}, 13)
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp) << why.message;
+  EXPECT_NE(why.message.find("no int8 convolution on the CUDA EP"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("ConvInteger", {q8(u8, {1, 3, 8, 8}), q8(u8, {4, 3, 3, 3})}, {q8(i32, {1, 4, 6, 6})}, 13).claim(&why));
+  EXPECT_NE(why.message.find("no int8 convolution"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("DynamicQuantizeLinear", {f32({4})}, {q8(u8, {4}), f32({}), q8(u8, {})}, 13).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp) << why.message;
+  EXPECT_NE(why.message.find("DynamicQuantizeLinear"), std::string::npos) << why.message;
+  for (const char* op : {"QLinearAdd", "QGemm", "QAttention", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}) {
+    ClaimCase c(op, {q8(u8, {4}), f32({}), q8(u8, {})}, {q8(u8, {4})}, 1);
+    c.n.domain = "com.microsoft";
+    EXPECT_FALSE(c.claim(&why)) << op;
+    EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp) << why.message;
+    EXPECT_NE(why.message.find("quantized operators"), std::string::npos) << why.message;
+  }
+}
+
+namespace {
+
+Tensor q8_tensor(DType t, const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor r(t, s);
+  auto* p = static_cast<uint8_t*>(r.raw_data());
+  for (int64_t i = 0; i < r.numel(); ++i) p[i] = static_cast<uint8_t>(rng());
+  return r;
+}
+
+Tensor scalar_q8(DType t, uint8_t v) {
+  Tensor r(t, Shape{});
+  static_cast<uint8_t*>(r.raw_data())[0] = v;
+  return r;
+}
+
+}  // namespace
+
+TEST(CudaGpu, Int8QuantizeAndMatMul) {
+  // Without a GPU: every graph runs on the CPU EP and the EP's claim takes its first node.
+  auto claimed = [](const GraphSpec& g, const Inputs& in, int64_t opset) {
+    EXPECT_EQ(cpu_session(model_bytes(g, opset)).run(in).size(), g.outputs.size());
+    Decline why;
+    EXPECT_TRUE(claim_of(g, opset).claim(&why)) << g.nodes[0].op << ": " << why.message;
+  };
+  const DType u8 = DType::kUInt8, s8 = DType::kInt8;
+  std::vector<std::pair<GraphSpec, Inputs>> cases;
+  {
+    // QuantizeLinear -> DequantizeLinear, per tensor (uint8) and per axis (int8).
+    GraphSpec g;
+    g.inputs.push_back({"x", DType::kFloat, {2, 3, 5}});
+    g.initializers.emplace_back("s", Tensor::from_vector<float>(Shape{}, {0.05f}));
+    g.initializers.emplace_back("z", scalar_q8(u8, 128));
+    g.initializers.emplace_back("sa", Tensor::from_vector<float>(Shape{3}, {0.02f, 0.03f, 0.07f}));
+    g.initializers.emplace_back("za", q8_tensor(s8, Shape{3}, 5));
+    g.nodes.push_back(node("QuantizeLinear", {"x", "s", "z"}, {"q"}));
+    g.nodes.push_back(node("DequantizeLinear", {"q", "s", "z"}, {"y"}));
+    g.nodes.push_back(node("QuantizeLinear", {"x", "sa", "za"}, {"qa"}, {attr_int("axis", 1)}));
+    g.nodes.push_back(node("DequantizeLinear", {"qa", "sa", "za"}, {"ya"}, {attr_int("axis", 1)}));
+    g.outputs = {any_out("q", u8), any_out("y"), any_out("qa", s8), any_out("ya")};
+    Inputs in;
+    in.emplace_back("x", random_tensor(Shape{2, 3, 5}, 3, -9, 9));
+    cases.emplace_back(g, in);
+  }
+  {
+    // MatMulInteger: uint8 A by a constant int8 B with zero points (k, n not multiples of 4).
+    GraphSpec g;
+    g.inputs.push_back({"a", u8, {2, 3, 7}});
+    g.initializers.emplace_back("b", q8_tensor(s8, Shape{7, 6}, 11));
+    g.initializers.emplace_back("za", scalar_q8(u8, 121));
+    g.initializers.emplace_back("zb", q8_tensor(s8, Shape{6}, 12));
+    g.nodes.push_back(node("MatMulInteger", {"a", "b", "za", "zb"}, {"y"}));
+    g.outputs = {any_out("y", DType::kInt32)};
+    Inputs in;
+    in.emplace_back("a", q8_tensor(u8, Shape{2, 3, 7}, 13));
+    cases.emplace_back(g, in);
+  }
+  for (DType bt : {u8, s8}) {
+    // MatMulInteger of int8 A by a B computed per run (uint8: shifted; int8: the plain product).
+    GraphSpec g;
+    g.inputs.push_back({"a", s8, {5, 8}});
+    g.inputs.push_back({"b", bt, {8, 12}});
+    g.nodes.push_back(node("MatMulInteger", {"a", "b"}, {"y"}));
+    g.outputs = {any_out("y", DType::kInt32)};
+    Inputs in;
+    in.emplace_back("a", q8_tensor(s8, Shape{5, 8}, 21));
+    in.emplace_back("b", q8_tensor(bt, Shape{8, 12}, 22));
+    cases.emplace_back(g, in);
+  }
+  for (DType yt : {u8, s8}) {
+    // QLinearMatMul: uint8 a by a constant int8 b with per-column scale and zero point.
+    GraphSpec g;
+    g.inputs.push_back({"a", u8, {4, 9}});
+    g.initializers.emplace_back("sa", Tensor::from_vector<float>(Shape{}, {0.02f}));
+    g.initializers.emplace_back("za", scalar_q8(u8, 130));
+    g.initializers.emplace_back("b", q8_tensor(s8, Shape{9, 5}, 31));
+    g.initializers.emplace_back("sb", Tensor::from_vector<float>(Shape{5}, {0.011f, 0.013f, 0.017f, 0.019f, 0.023f}));
+    g.initializers.emplace_back("zb", q8_tensor(s8, Shape{5}, 32));
+    g.initializers.emplace_back("sy", Tensor::from_vector<float>(Shape{}, {0.3f}));
+    g.initializers.emplace_back("zy", scalar_q8(yt, yt == u8 ? 120 : 3));
+    g.nodes.push_back(node("QLinearMatMul", {"a", "sa", "za", "b", "sb", "zb", "sy", "zy"}, {"y"}));
+    g.outputs = {any_out("y", yt)};
+    Inputs in;
+    in.emplace_back("a", q8_tensor(u8, Shape{4, 9}, 33));
+    cases.emplace_back(g, in);
+  }
+  for (const auto& [g, in] : cases) claimed(g, in, 13);
+  REQUIRE_CUDA();
+  for (const auto& [g, in] : cases) check(g, 13, &in, 0.0);
+}

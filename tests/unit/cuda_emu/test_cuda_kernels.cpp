@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <onyx/dtype.hpp>
@@ -19,6 +20,7 @@
 #include "ops/image.hpp"
 #include "ops/nn.hpp"
 #include "ops/tensor.hpp"
+#include "quant.hpp"
 #include "transformer.hpp"
 #include "views.hpp"
 
@@ -995,4 +997,284 @@ TEST(CudaKernelsEmulated, HalfTransformerAttentionCore) {
       expect_close(k, unpack(k, yg), yw, causal ? "causal attention" : "attention", 0.25f);
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// int8 (providers/cuda/quant.cu): QuantizeLinear / DequantizeLinear, and the passes around
+// cuBLASLt's int8 product of MatMulInteger / QLinearMatMul (the u8 -> s8 shift, row and column
+// sums, the zero-point correction, the requantisation), against the CPU EP running the same node.
+// The product itself is cuBLASLt's on a GPU; here a plain int8 loop with the same operand layout
+// (A [rows, kp], B's columns [np, kp], int32 [rows, np]) stands in for it.
+
+namespace {
+
+using onyx::DType;
+using onyx::Shape;
+using onyx::Tensor;
+
+struct QIn {
+  std::string name;  // "" = absent
+  Tensor t;
+};
+
+/// Runs one ai.onnx node on the CPU EP, every input a graph input.
+Tensor cpu_q_node(const std::string& op, const std::vector<QIn>& ins, std::vector<onyx::test::AttrSpec> attrs, int64_t opset = 21) {
+  using namespace onyx;
+  using namespace onyx::test;
+  GraphSpec g;
+  NodeSpec n{op, {}, {"y"}, std::move(attrs), "node"};
+  std::vector<std::pair<std::string, Value>> feeds;
+  for (const QIn& i : ins) {
+    n.inputs.push_back(i.name);
+    if (i.name.empty()) continue;
+    g.inputs.push_back({i.name, i.t.dtype(), i.t.shape().to_vector()});
+    feeds.emplace_back(i.name, Value(i.t));
+  }
+  g.nodes.push_back(n);
+  g.outputs.push_back(any_out("y"));
+  const std::string m = encode_model(g, opset);
+  Session s = Session::builder().commit_from_memory(m.data(), m.size());
+  return s.run(feeds)[0].tensor();
+}
+
+Tensor bytes_t(DType t, const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor r(t, s);
+  auto* p = static_cast<uint8_t*>(r.raw_data());
+  for (int64_t i = 0; i < r.numel(); ++i) p[i] = static_cast<uint8_t>(rng());
+  return r;
+}
+
+Tensor ften(const Shape& s, const std::vector<float>& v) { return Tensor::from_vector<float>(s, v); }
+
+Tensor to_half(const Tensor& f) {
+  Tensor h(DType::kFloat16, f.shape());
+  for (int64_t i = 0; i < f.numel(); ++i) static_cast<uint16_t*>(h.raw_data())[i] = f16_bits(f.data<float>()[i]);
+  return h;
+}
+
+void expect_same_bytes(const void* got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(std::memcmp(got, want.raw_data(), want.nbytes()), 0) << what;
+}
+
+/// What QMatMulKernel::compute queues, with the int8 product as a plain loop: returns y's bytes.
+struct QMM {
+  Tensor a, b;                                 // 8-bit A [..., k], B [k, n]
+  const Tensor* za = nullptr;                  // scalar
+  const Tensor* zb = nullptr;                  // 1 or n values
+  const Tensor *sa = nullptr, *sb = nullptr, *sy = nullptr, *zy = nullptr;  // QLinearMatMul
+  DType y = DType::kInt32;
+};
+std::vector<uint8_t> emulate_qmatmul(const QMM& q) {
+  const int64_t k = q.b.dim(0), n = q.b.dim(1), rows = q.a.numel() / k;
+  const int64_t kp = (k + 3) / 4 * 4, np = (n + 3) / 4 * 4;
+  const bool a_u8 = q.a.dtype() == DType::kUInt8, b_u8 = q.b.dtype() == DType::kUInt8;
+  std::vector<int8_t> a8(static_cast<size_t>(rows * kp)), b8(static_cast<size_t>(np * kp), 0);
+  Strided av;
+  av.rank = 2;
+  av.dims[0] = rows, av.dims[1] = k, av.strides[0] = k, av.strides[1] = 1;
+  to_s8(q.a.raw_data(), a_u8, av, a8.data(), rows, k, kp, kStream);
+  Strided bv;
+  bv.rank = 2;
+  bv.dims[0] = n, bv.dims[1] = k, bv.strides[0] = 1, bv.strides[1] = n;
+  to_s8(q.b.raw_data(), b_u8, bv, b8.data(), n, k, kp, kStream);
+  std::vector<int32_t> row_a(static_cast<size_t>(rows)), col_b(static_cast<size_t>(n));
+  row_sums_s8(a8.data(), rows, k, kp, row_a.data(), kStream);
+  row_sums_s8(b8.data(), n, k, kp, col_b.data(), kStream);
+  std::vector<int32_t> acc(static_cast<size_t>(rows * np));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < np; ++j) {
+      int32_t s = 0;
+      for (int64_t kk = 0; kk < kp; ++kk) s += int32_t(a8[r * kp + kk]) * int32_t(b8[j * kp + kk]);
+      acc[r * np + j] = s;
+    }
+  uint8_t zero = 0;
+  QGemmEpilogue e;
+  e.acc = acc.data();
+  e.ld_acc = np;
+  e.rows = rows;
+  e.n = n;
+  e.k = k;
+  e.row_sum_a = row_a.data();
+  e.col_sum_b = col_b.data();
+  e.a_ty = a_u8 ? Ty::kU8 : Ty::kI8;
+  e.b_ty = b_u8 ? Ty::kU8 : Ty::kI8;
+  e.za = q.za ? q.za->raw_data() : (a_u8 ? &zero : nullptr);
+  e.zb = q.zb ? q.zb->raw_data() : (b_u8 ? &zero : nullptr);
+  e.zb_count = q.zb ? q.zb->numel() : 1;
+  std::vector<uint8_t> y(static_cast<size_t>(rows * n * (q.y == DType::kInt32 ? 4 : 1)));
+  e.y = y.data();
+  e.y_ty = q.y == DType::kInt32 ? Ty::kI32 : q.y == DType::kInt8 ? Ty::kI8 : Ty::kU8;
+  if (q.sa) {
+    e.scale_ty = q.sa->dtype() == DType::kFloat16 ? Ty::kF16 : Ty::kF32;
+    e.sa = q.sa->raw_data();
+    e.sb = q.sb->raw_data();
+    e.sb_count = q.sb->numel();
+    e.sy = q.sy->raw_data();
+    e.zy = q.zy ? q.zy->raw_data() : nullptr;
+  }
+  qgemm_epilogue(e, kStream);
+  return y;
+}
+
+}  // namespace
+
+TEST(CudaKernelsEmulated, QuantizeLinearMatchesTheCpuEp) {
+  using namespace onyx::test;
+  // Ties (x / scale = k + 0.5 both ways), saturation at both ends, NaN and infinities.
+  std::vector<float> xv = randoms(24, 71, -40, 40);
+  const float specials[] = {0.25f, 0.75f, -0.25f, -0.75f, 1.25f, -1.25f, 1e9f, -1e9f, std::numeric_limits<float>::quiet_NaN(),
+                            INFINITY, -INFINITY, 0.f};
+  for (size_t i = 0; i < 12; ++i) xv[i] = specials[i];
+  const Shape xs{2, 3, 4};
+  const Tensor x = ften(xs, xv);
+  for (DType qt : {DType::kUInt8, DType::kInt8}) {
+    const bool u8 = qt == DType::kUInt8;
+    SCOPED_TRACE(u8 ? "uint8" : "int8");
+    // Per-tensor, with and without a zero point.
+    const Tensor s = ften(Shape{}, {0.5f});
+    Tensor zp(qt, Shape{});
+    static_cast<uint8_t*>(zp.raw_data())[0] = u8 ? 131 : static_cast<uint8_t>(-3);
+    for (bool with_zp : {true, false}) {
+      std::vector<QIn> ins{{"x", x}, {"s", s}};
+      if (with_zp) ins.push_back({"z", zp});
+      std::vector<AttrSpec> attrs;
+      if (!with_zp) attrs.push_back(attr_int("output_dtype", static_cast<int64_t>(qt)));
+      const Tensor want = cpu_q_node("QuantizeLinear", ins, attrs);
+      std::vector<uint8_t> y(24);
+      quantize_linear(Ty::kF32, x.raw_data(), s.raw_data(), u8 ? Ty::kU8 : Ty::kI8, with_zp ? zp.raw_data() : nullptr, y.data(), QuantAxis{},
+                      24, kStream);
+      expect_same_bytes(y.data(), want, with_zp ? "per-tensor with zero point" : "per-tensor");
+    }
+    // Per-axis along each axis.
+    for (int64_t axis : {0, 1, -1}) {
+      const int64_t d = xs[axis < 0 ? 2 : axis];
+      std::vector<float> sv(static_cast<size_t>(d));
+      for (int64_t i = 0; i < d; ++i) sv[i] = 0.25f * float(i + 1);
+      const Tensor sc = ften(Shape{d}, sv);
+      Tensor z = bytes_t(qt, Shape{d}, 72 + static_cast<uint32_t>(d));
+      const Tensor want = cpu_q_node("QuantizeLinear", {{"x", x}, {"s", sc}, {"z", z}}, {attr_int("axis", axis)});
+      QuantAxis ax;
+      ax.dim = d;
+      for (int64_t k = (axis < 0 ? 2 : axis) + 1; k < 3; ++k) ax.inner *= xs[k];
+      std::vector<uint8_t> y(24);
+      quantize_linear(Ty::kF32, x.raw_data(), sc.raw_data(), u8 ? Ty::kU8 : Ty::kI8, z.raw_data(), y.data(), ax, 24, kStream);
+      expect_same_bytes(y.data(), want, "per-axis " + std::to_string(axis));
+    }
+  }
+  // float16 x and scale.
+  const Tensor xh = to_half(ften(xs, randoms(24, 73, -30, 30))), sh = to_half(ften(Shape{}, {0.375f}));
+  Tensor z(DType::kUInt8, Shape{});
+  static_cast<uint8_t*>(z.raw_data())[0] = 100;
+  const Tensor want = cpu_q_node("QuantizeLinear", {{"x", xh}, {"s", sh}, {"z", z}}, {});
+  std::vector<uint8_t> y(24);
+  quantize_linear(Ty::kF16, xh.raw_data(), sh.raw_data(), Ty::kU8, z.raw_data(), y.data(), QuantAxis{}, 24, kStream);
+  expect_same_bytes(y.data(), want, "float16");
+}
+
+TEST(CudaKernelsEmulated, DequantizeLinearMatchesTheCpuEp) {
+  const Shape xs{3, 5, 2};
+  for (DType qt : {DType::kUInt8, DType::kInt8}) {
+    const bool u8 = qt == DType::kUInt8;
+    SCOPED_TRACE(u8 ? "uint8" : "int8");
+    const Tensor x = bytes_t(qt, xs, 81);
+    const Ty xt = u8 ? Ty::kU8 : Ty::kI8;
+    // Per-tensor float32 and float16 scales, with and without a zero point.
+    for (bool half : {false, true}) {
+      const Tensor s32 = ften(Shape{}, {0.0123f});
+      const Tensor s = half ? to_half(s32) : s32;
+      const Tensor z = bytes_t(qt, Shape{}, 82);
+      for (bool with_zp : {true, false}) {
+        std::vector<QIn> ins{{"x", x}, {"s", s}};
+        if (with_zp) ins.push_back({"z", z});
+        const Tensor want = cpu_q_node("DequantizeLinear", ins, {});
+        std::vector<uint8_t> y(static_cast<size_t>(want.nbytes()));
+        dequantize_linear(xt, x.raw_data(), with_zp ? z.raw_data() : nullptr, half ? Ty::kF16 : Ty::kF32, s.raw_data(), y.data(), QuantAxis{},
+                          x.numel(), kStream);
+        expect_same_bytes(y.data(), want, std::string(half ? "float16" : "float32") + (with_zp ? " with zero point" : ""));
+      }
+    }
+    // Per-axis.
+    for (int64_t axis : {0, 1, 2}) {
+      const int64_t d = xs[axis];
+      std::vector<float> sv(static_cast<size_t>(d));
+      for (int64_t i = 0; i < d; ++i) sv[i] = 0.01f * float(i + 3);
+      const Tensor sc = ften(Shape{d}, sv);
+      const Tensor z = bytes_t(qt, Shape{d}, 83);
+      const Tensor want = cpu_q_node("DequantizeLinear", {{"x", x}, {"s", sc}, {"z", z}}, {onyx::test::attr_int("axis", axis)});
+      QuantAxis ax;
+      ax.dim = d;
+      for (int64_t k = axis + 1; k < 3; ++k) ax.inner *= xs[k];
+      std::vector<float> y(static_cast<size_t>(x.numel()));
+      dequantize_linear(xt, x.raw_data(), z.raw_data(), Ty::kF32, sc.raw_data(), y.data(), ax, x.numel(), kStream);
+      expect_same_bytes(y.data(), want, "per-axis " + std::to_string(axis));
+    }
+  }
+}
+
+TEST(CudaKernelsEmulated, MatMulIntegerCorrectionMatchesTheCpuEp) {
+  // k and n not multiples of 4 (padded), a 3-D A, each pairing of int8 / uint8, zero points
+  // absent, scalar, and per column of B.
+  for (DType at : {DType::kUInt8, DType::kInt8})
+    for (DType bt : {DType::kUInt8, DType::kInt8})
+      for (int zps = 0; zps < 3; ++zps)
+        for (const auto& [k, n] : {std::pair<int64_t, int64_t>{7, 6}, {8, 4}, {13, 9}}) {
+          SCOPED_TRACE(std::string(dtype_name(at)) + " x " + std::string(dtype_name(bt)) + " zero points " + std::to_string(zps) + " k " +
+                       std::to_string(k) + " n " + std::to_string(n));
+          QMM q;
+          q.a = bytes_t(at, Shape{2, 3, k}, 91);
+          q.b = bytes_t(bt, Shape{k, n}, 92);
+          const Tensor za = bytes_t(at, Shape{}, 93), zb = bytes_t(bt, zps == 2 ? Shape{n} : Shape{}, 94);
+          std::vector<QIn> ins{{"a", q.a}, {"b", q.b}};
+          if (zps > 0) {
+            q.za = &za;
+            q.zb = &zb;
+            ins.push_back({"za", za});
+            ins.push_back({"zb", zb});
+          }
+          const Tensor want = cpu_q_node("MatMulInteger", ins, {});
+          const std::vector<uint8_t> y = emulate_qmatmul(q);
+          ASSERT_EQ(static_cast<int64_t>(y.size()), want.nbytes());
+          for (int64_t i = 0; i < want.numel(); ++i) {
+            int32_t v;
+            std::memcpy(&v, y.data() + 4 * i, 4);
+            ASSERT_EQ(v, want.data<int32_t>()[i]) << "at " << i;
+          }
+        }
+}
+
+TEST(CudaKernelsEmulated, QLinearMatMulRequantisationMatchesTheCpuEp) {
+  for (DType at : {DType::kUInt8, DType::kInt8})
+    for (DType bt : {DType::kUInt8, DType::kInt8})
+      for (DType yt : {DType::kUInt8, DType::kInt8})
+        for (bool per_column : {false, true}) {
+          SCOPED_TRACE(std::string(dtype_name(at)) + " x " + std::string(dtype_name(bt)) + " -> " + std::string(dtype_name(yt)) + (per_column ? " per column" : ""));
+          const int64_t k = 11, n = 5;
+          QMM q;
+          q.a = bytes_t(at, Shape{3, k}, 101);
+          q.b = bytes_t(bt, Shape{k, n}, 102);
+          q.y = yt;
+          const Tensor sa = ften(Shape{}, {0.02f}), sy = ften(Shape{}, {0.37f});
+          std::vector<float> sbv(per_column ? n : 1);
+          for (size_t j = 0; j < sbv.size(); ++j) sbv[j] = 0.011f + 0.003f * float(j);
+          const Tensor sb = ften(per_column ? Shape{n} : Shape{}, sbv);
+          const Tensor za = bytes_t(at, Shape{}, 103), zb = bytes_t(bt, per_column ? Shape{n} : Shape{}, 104), zy = bytes_t(yt, Shape{}, 105);
+          q.za = &za, q.zb = &zb, q.sa = &sa, q.sb = &sb, q.sy = &sy, q.zy = &zy;
+          const Tensor want = cpu_q_node(
+              "QLinearMatMul", {{"a", q.a}, {"sa", sa}, {"za", za}, {"b", q.b}, {"sb", sb}, {"zb", zb}, {"sy", sy}, {"zy", zy}}, {});
+          const std::vector<uint8_t> y = emulate_qmatmul(q);
+          expect_same_bytes(y.data(), want, "QLinearMatMul");
+        }
+  // float16 scales, saturating outputs (a small y_scale).
+  QMM q;
+  q.a = bytes_t(DType::kUInt8, Shape{4, 8}, 111);
+  q.b = bytes_t(DType::kInt8, Shape{8, 4}, 112);
+  q.y = DType::kUInt8;
+  const Tensor sa = to_half(ften(Shape{}, {0.05f})), sb = to_half(ften(Shape{}, {0.02f})), sy = to_half(ften(Shape{}, {0.01f}));
+  const Tensor za = bytes_t(DType::kUInt8, Shape{}, 113), zb = bytes_t(DType::kInt8, Shape{}, 114), zy = bytes_t(DType::kUInt8, Shape{}, 115);
+  q.za = &za, q.zb = &zb, q.sa = &sa, q.sb = &sb, q.sy = &sy, q.zy = &zy;
+  const Tensor want =
+      cpu_q_node("QLinearMatMul", {{"a", q.a}, {"sa", sa}, {"za", za}, {"b", q.b}, {"sb", sb}, {"zb", zb}, {"sy", sy}, {"zy", zy}}, {});
+  const std::vector<uint8_t> y = emulate_qmatmul(q);
+  expect_same_bytes(y.data(), want, "float16 scales");
 }
