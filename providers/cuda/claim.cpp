@@ -374,7 +374,8 @@ bool is_int8_op(const std::string& op) {
 bool is_q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 
 /// The int8 operators (quant_kernels.cpp): QuantizeLinear / DequantizeLinear (per-tensor and
-/// per-axis, int8 / uint8 beside float32 / float16 / bfloat16), MatMulInteger and QLinearMatMul
+/// per-axis, int8 / uint8 beside float32 / float16 / bfloat16), DynamicQuantizeLinear (float32
+/// to uint8), MatMulInteger and QLinearMatMul
 /// on cuBLASLt's int8 product (a 2-D B, a scalar A zero point / scale, B's per-tensor or
 /// per-column). Scales and zero points are read on the device, so they may be computed.
 bool claim_int8(const ClaimInfo& info, Decline* why) {
@@ -397,9 +398,12 @@ bool claim_int8(const ClaimInfo& info, Decline* why) {
   if (op == "QLinearConv" || op == "ConvInteger")
     return decline(why, DeclineCode::kUnsupportedOp,
                    op + ": no int8 convolution on the CUDA EP (cuDNN's legacy API, which the EP uses, has none for these); the CPU EP runs it");
-  if (op == "DynamicQuantizeLinear")
-    return decline(why, DeclineCode::kUnsupportedOp,
-                   "DynamicQuantizeLinear: not on the CUDA EP (its min / max reduction over the whole tensor has no kernel yet); the CPU EP runs it");
+  if (op == "DynamicQuantizeLinear") {
+    if (n.opset < 11) return decline(why, DeclineCode::kOpsetOutOfRange, str("CUDA DynamicQuantizeLinear supports opset 11+, the model uses ", n.opset));
+    if (type_of(0) != DType::kFloat)
+      return decline(why, DeclineCode::kUnsupportedType, str("DynamicQuantizeLinear of ", name_of(type_of(0)), " (float32 only)"));
+    return true;
+  }
   if (op == "QuantizeLinear" || op == "DequantizeLinear") {
     if (n.opset < 10 || n.opset > 22)
       return decline(why, DeclineCode::kOpsetOutOfRange,

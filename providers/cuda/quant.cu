@@ -59,6 +59,72 @@ __global__ void q_dequantize_kernel(const void* x, const void* zp, bool sgn, con
   }
 }
 
+constexpr int kQMinMaxBlocks = 256;  // block partials of the min / max (one block folds them)
+
+/// Folds the block's threads' (lo, hi) pairs in shared memory; thread 0 gets the block's.
+__device__ __forceinline__ void q_block_min_max(float& lo, float& hi) {
+  __shared__ float s_lo[kQBlock], s_hi[kQBlock];
+  s_lo[threadIdx.x] = lo;
+  s_hi[threadIdx.x] = hi;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) {
+      const float l = s_lo[threadIdx.x + w], h = s_hi[threadIdx.x + w];
+      if (l < s_lo[threadIdx.x]) s_lo[threadIdx.x] = l;
+      if (s_hi[threadIdx.x] < h) s_hi[threadIdx.x] = h;
+    }
+    __syncthreads();
+  }
+  lo = s_lo[0];
+  hi = s_hi[0];
+}
+
+/// partial[2 b], partial[2 b + 1]: block b's min and max over its grid-stride share of x,
+/// starting from 0 (NaNs fail both comparisons and are skipped).
+__global__ void q_min_max_kernel(const float* x, int64_t n, float* partial) {
+  float lo = 0.f, hi = 0.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    const float v = x[i];
+    lo = v < lo ? v : lo;
+    hi = hi < v ? v : hi;
+  }
+  q_block_min_max(lo, hi);
+  if (threadIdx.x == 0) {
+    partial[2 * blockIdx.x] = lo;
+    partial[2 * blockIdx.x + 1] = hi;
+  }
+}
+
+/// One block: the partials folded, then the scale and zero point (as the CPU EP computes them).
+__global__ void q_dynamic_params_kernel(const float* partial, int blocks, float* scale_out, uint8_t* zp_out, float* params) {
+  float lo = 0.f, hi = 0.f;
+  for (int b = static_cast<int>(threadIdx.x); b < blocks; b += static_cast<int>(blockDim.x)) {
+    lo = partial[2 * b] < lo ? partial[2 * b] : lo;
+    hi = hi < partial[2 * b + 1] ? partial[2 * b + 1] : hi;
+  }
+  q_block_min_max(lo, hi);
+  if (threadIdx.x == 0) {
+    const float scale = (hi - lo) / 255.0f;
+    float zp = 0.f;
+    if (scale > 0.f && scale <= 3.40282347e+38f) {  // positive and finite
+      float z = 0.0f - lo / scale;
+      z = z < 0.f ? 0.f : (z > 255.f ? 255.f : z);
+      zp = rintf(z);
+    }
+    params[0] = scale;
+    params[1] = zp;
+    *scale_out = scale;
+    *zp_out = static_cast<uint8_t>(zp);
+  }
+}
+
+__global__ void q_dynamic_quantize_kernel(const float* x, int64_t n, const float* params, uint8_t* y) {
+  const float scale = params[0];
+  const int32_t zp = static_cast<int32_t>(params[1]);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x)
+    y[i] = scale > 0.f ? static_cast<uint8_t>(q_saturate(x[i] / scale, zp, false)) : uint8_t{0};
+}
+
 __global__ void q_to_s8_kernel(const void* src, bool u8, Strided view, int8_t* dst, int64_t cols, int64_t ld, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     const int64_t r = i / ld, j = i - r * ld;
@@ -124,6 +190,17 @@ void dequantize_linear(Ty xt, const void* x, const void* zp, Ty yt, const void* 
     ONYX_LAUNCH(q_grid(n), kQBlock, s, q_dequantize_kernel<T>)(x, zp, xt == Ty::kI8, static_cast<const T*>(scale), static_cast<T*>(y),
                                                                ax.dim, ax.inner, n);
   });
+}
+
+int64_t dynamic_quantize_scratch_floats() { return 2 * kQMinMaxBlocks + 2; }
+
+void dynamic_quantize_u8(const float* x, int64_t n, uint8_t* y, float* scale, uint8_t* zp, float* scratch, cudaStream_t s) {
+  const unsigned g = q_grid(n);
+  const int blocks = static_cast<int>(g < 1 ? 1 : (g > unsigned(kQMinMaxBlocks) ? unsigned(kQMinMaxBlocks) : g));
+  float* params = scratch + 2 * kQMinMaxBlocks;
+  ONYX_LAUNCH(blocks, kQBlock, s, q_min_max_kernel)(x, n, scratch);
+  ONYX_LAUNCH(1, kQBlock, s, q_dynamic_params_kernel)(scratch, blocks, scale, zp, params);
+  if (n > 0 && y) ONYX_LAUNCH(q_grid(n), kQBlock, s, q_dynamic_quantize_kernel)(x, n, params, y);
 }
 
 void to_s8(const void* src, bool u8, const Strided& view, int8_t* dst, int64_t rows, int64_t cols, int64_t ld, cudaStream_t s) {

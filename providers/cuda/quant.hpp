@@ -31,6 +31,15 @@ void quantize_linear(Ty xt, const void* x, const void* scale, Ty yt, const void*
 void dequantize_linear(Ty xt, const void* x, const void* zp, Ty yt, const void* scale, void* y, const QuantAxis& ax, int64_t n,
                        cudaStream_t s);
 
+/// DynamicQuantizeLinear (uint8) of n floats, in three launches: the min / max over the tensor
+/// (a grid of block partials, then one block; the range always includes 0, NaNs are skipped),
+/// scale = (max - min) / 255 and zero point = round_half_even(clamp(-min / scale, 0, 255))
+/// written to `scale` and `zp` (device, one value each), and y = saturate(round_half_even(x /
+/// scale) + zp) (all zeros when the scale is 0). `scratch` holds dynamic_quantize_scratch_floats()
+/// floats.
+int64_t dynamic_quantize_scratch_floats();
+void dynamic_quantize_u8(const float* x, int64_t n, uint8_t* y, float* scale, uint8_t* zp, float* scratch, cudaStream_t s);
+
 /// An 8-bit matrix moved to int8 for cuBLASLt: dst[r, j] (rows x ld, row-major) is
 /// src[view(r cols + j)] - 128 for uint8 (0 for int8) for j < cols, and 0 for cols <= j < ld (the
 /// padding that makes ld a multiple of 4). `view` addresses src over [rows, cols] (a transposed

@@ -1,5 +1,6 @@
 // The CUDA EP's int8 kernels: ai.onnx QuantizeLinear and DequantizeLinear (quant.cu, one pass
-// each), MatMulInteger and QLinearMatMul on cuBLASLt's int8 product. claim.cpp decides which
+// each), DynamicQuantizeLinear (a device reduction, then one pass), MatMulInteger and
+// QLinearMatMul on cuBLASLt's int8 product. claim.cpp decides which
 // nodes come here.
 //
 // The product: cuBLASLt's int8 kernels (IMMA) with the regular column-major order take only the
@@ -78,6 +79,37 @@ class QuantizeKernel final : public CudaKernel {
  private:
   bool quantize_;
   int64_t axis_;
+};
+
+/// DynamicQuantizeLinear (uint8): the min / max reduction, scale and zero point on the device
+/// (quant.cu), then the quantization; outputs 1 and 2 (scale, zero point) may be unused.
+class DynamicQuantizeKernel final : public CudaKernel {
+ public:
+  using CudaKernel::CudaKernel;
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = in(ctx, 0);
+    if (x.dtype() != DType::kFloat) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": DynamicQuantizeLinear of ", dtype_name(x.dtype()));
+    const int64_t need = dynamic_quantize_scratch_floats();
+    Tensor scratch = shared_->allocate(DType::kFloat, Shape{need + 2});
+    float* sc = dptr<float>(scratch);
+    // Unused outputs go to the scratch's last two floats.
+    float* scale = sc + need;
+    uint8_t* zp = reinterpret_cast<uint8_t*>(sc + need + 1);
+    uint8_t* y = nullptr;
+    if (ctx.has_output(0)) y = static_cast<uint8_t*>(output(ctx, 0).raw_data());
+    if (ctx.has_output(1)) scale = static_cast<float*>(output(ctx, 1).raw_data());
+    if (ctx.has_output(2)) zp = static_cast<uint8_t*>(output(ctx, 2).raw_data());
+    dynamic_quantize_u8(static_cast<const float*>(dev(ctx, 0)), x.numel(), y, scale, zp, sc, stream(ctx));
+    ONYX_CUDA_LAUNCHED();
+  }
+
+ private:
+  Tensor& output(KernelContext& ctx, size_t i) const {
+    if (!ctx.output_ready(i)) fail(ErrorCode::kRuntime, "cuda: ", node_.label(), ": output ", i, " was not shaped by inference");
+    Tensor& t = ctx.output(i);
+    if (t.on_host() && t.nbytes()) fail(ErrorCode::kRuntime, "cuda: internal error: ", node_.label(), " output ", i, " is in host memory");
+    return t;
+  }
 };
 
 struct LtInt8Handles {
@@ -355,6 +387,7 @@ std::unique_ptr<Kernel> create_quant_kernel(const KernelCreateInfo& info, const 
   if (!n.domain.empty() && n.domain != "ai.onnx") return nullptr;
   const std::string& op = n.op_type;
   if (op == "QuantizeLinear" || op == "DequantizeLinear") return std::make_unique<QuantizeKernel>(info, shared, op == "QuantizeLinear");
+  if (op == "DynamicQuantizeLinear") return std::make_unique<DynamicQuantizeKernel>(info, shared);
   if (op == "MatMulInteger" || op == "QLinearMatMul") return std::make_unique<QMatMulKernel>(info, shared);
   return nullptr;
 }

@@ -1550,9 +1550,10 @@ TEST(CudaClaim, Int8) {
   EXPECT_NE(why.message.find("no int8 convolution on the CUDA EP"), std::string::npos) << why.message;
   EXPECT_FALSE(ClaimCase("ConvInteger", {q8(u8, {1, 3, 8, 8}), q8(u8, {4, 3, 3, 3})}, {q8(i32, {1, 4, 6, 6})}, 13).claim(&why));
   EXPECT_NE(why.message.find("no int8 convolution"), std::string::npos) << why.message;
-  EXPECT_FALSE(ClaimCase("DynamicQuantizeLinear", {f32({4})}, {q8(u8, {4}), f32({}), q8(u8, {})}, 13).claim(&why));
-  EXPECT_EQ(why.code, DeclineCode::kUnsupportedOp) << why.message;
-  EXPECT_NE(why.message.find("DynamicQuantizeLinear"), std::string::npos) << why.message;
+  EXPECT_TRUE(ClaimCase("DynamicQuantizeLinear", {f32({4})}, {q8(u8, {4}), f32({}), q8(u8, {})}, 13).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("DynamicQuantizeLinear", {f16({4})}, {q8(u8, {4}), f32({}), q8(u8, {})}, 13).claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
+  EXPECT_NE(why.message.find("float32 only"), std::string::npos) << why.message;
   for (const char* op : {"QLinearAdd", "QGemm", "QAttention", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}) {
     ClaimCase c(op, {q8(u8, {4}), f32({}), q8(u8, {})}, {q8(u8, {4})}, 1);
     c.n.domain = "com.microsoft";
@@ -1646,6 +1647,18 @@ TEST(CudaGpu, Int8QuantizeAndMatMul) {
     g.outputs = {any_out("y", yt)};
     Inputs in;
     in.emplace_back("a", q8_tensor(u8, Shape{4, 9}, 33));
+    cases.emplace_back(g, in);
+  }
+  {
+    // ONNX Runtime's dynamic quantization: DynamicQuantizeLinear feeding MatMulInteger.
+    GraphSpec g;
+    g.inputs.push_back({"x", DType::kFloat, {6, 16}});
+    g.initializers.emplace_back("w", q8_tensor(s8, Shape{16, 8}, 41));
+    g.nodes.push_back(node("DynamicQuantizeLinear", {"x"}, {"q", "s", "z"}));
+    g.nodes.push_back(node("MatMulInteger", {"q", "w", "z"}, {"y"}));
+    g.outputs = {any_out("q", u8), any_out("s"), any_out("z", u8), any_out("y", DType::kInt32)};
+    Inputs in;
+    in.emplace_back("x", random_tensor(Shape{6, 16}, 42, -3, 5));
     cases.emplace_back(g, in);
   }
   for (const auto& [g, in] : cases) claimed(g, in, 13);

@@ -1278,3 +1278,33 @@ TEST(CudaKernelsEmulated, QLinearMatMulRequantisationMatchesTheCpuEp) {
   const std::vector<uint8_t> y = emulate_qmatmul(q);
   expect_same_bytes(y.data(), want, "float16 scales");
 }
+
+TEST(CudaKernelsEmulated, DynamicQuantizeLinearMatchesTheCpuEp) {
+  // A range around 0, only positive values (the range still includes 0), NaN skipped, all zeros
+  // (scale 0), an empty tensor, and more elements than one block.
+  std::vector<std::vector<float>> inputs{randoms(37, 121, -3, 5), randoms(20, 122, 1, 2), {0.5f, NAN, -1.5f, 2.f}, std::vector<float>(9, 0.f),
+                                         {}, randoms(700, 123, -100, 40)};
+  for (size_t c = 0; c < inputs.size(); ++c) {
+    const std::vector<float>& xv = inputs[c];
+    SCOPED_TRACE("case " + std::to_string(c));
+    const int64_t n = static_cast<int64_t>(xv.size());
+    const Tensor x = ften(Shape{n}, xv);
+    using namespace onyx;
+    using namespace onyx::test;
+    GraphSpec g;
+    g.nodes.push_back({"DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}, {}, "dq"});
+    g.inputs.push_back({"x", DType::kFloat, {n}});
+    g.outputs = {any_out("y", DType::kUInt8), any_out("s"), any_out("z", DType::kUInt8)};
+    const std::string m = encode_model(g, 13);
+    Session sess = Session::builder().commit_from_memory(m.data(), m.size());
+    const auto want = sess.run({{"x", Value(x)}});
+    std::vector<uint8_t> y(xv.size());
+    std::vector<float> scratch(static_cast<size_t>(dynamic_quantize_scratch_floats()));
+    float scale = -1;
+    uint8_t zp = 7;
+    dynamic_quantize_u8(xv.data(), n, y.data(), &scale, &zp, scratch.data(), kStream);
+    EXPECT_EQ(bits_of(scale), bits_of(want[1].tensor().data<float>()[0]));
+    EXPECT_EQ(zp, want[2].tensor().data<uint8_t>()[0]);
+    if (n) expect_same_bytes(y.data(), want[0].tensor(), "y");
+  }
+}
