@@ -164,7 +164,8 @@ void run_case(const QCase& c, uint32_t seed, ThreadPool* pool) {
 TEST(QGemm, MatchesExactReference) {
   ThreadPool pool(2);
   const int64_t shapes[][3] = {{1, 1, 1},   {5, 7, 3},    {6, 16, 4},   {7, 17, 9},    {13, 64, 64}, {12, 65, 130},
-                               {1, 200, 33}, {40, 24, 27}, {3, 130, 576}, {97, 96, 144}, {300, 40, 12}};
+                               {1, 200, 33}, {40, 24, 27}, {3, 130, 576}, {97, 96, 144}, {300, 40, 12},
+                               {30, 1000, 100}};  // (all rows, the columns split in shares of several panels)
   uint32_t seed = 11;
   for (auto& s : shapes)
     for (int variant = 0; variant < 6; ++variant) {

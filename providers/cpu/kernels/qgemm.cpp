@@ -559,11 +559,20 @@ void qgemm(const QGemmA& a, const QPackedB& b, int64_t m, const QGemmOut& out, T
   const int64_t block = std::clamp<int64_t>((int64_t{256} << 10) / std::max<int64_t>(1, panel_bytes), 1, panels);
   const int64_t tiles = (m + kMR - 1) / kMR;
   const int threads = pool ? pool->num_threads() : 1;
-  const int64_t chunk_tiles = std::max<int64_t>(1, std::min<int64_t>(32, tiles / (4 * threads)));
-  const int64_t chunks = (tiles + chunk_tiles - 1) / chunk_tiles;
   const int64_t blocks = (panels + block - 1) / block;
-  // Few rows: split the columns too.
-  const int64_t col_split = chunks >= 2 * threads ? 1 : std::min<int64_t>(blocks * block, 2 * threads);
+  // Every chunk of rows reads all of B. Where all of A is small beside B (a prompt's or a
+  // sentence's 128 rows through a 768 x 3072 weight), one chunk takes every row and the threads
+  // split the columns: B is read once (in chunks of rows, a thread read all of it for every 12
+  // of its rows, and on 2 threads a BERT encoder's dynamic int8 products ran 1.5x faster than on
+  // one). Else chunks of rows, and with few rows the columns split too.
+  const int64_t a_bytes = m * kp, b_bytes = panels * panel_bytes;
+  const bool all_rows = a_bytes <= (int64_t{256} << 10) && b_bytes >= a_bytes;
+  const int64_t chunk_tiles =
+      all_rows ? tiles : std::max<int64_t>(1, std::min<int64_t>(32, tiles / (4 * threads)));
+  const int64_t chunks = (tiles + chunk_tiles - 1) / chunk_tiles;
+  const int64_t col_split = all_rows ? (threads == 1 ? 1 : std::min<int64_t>(panels, 3 * threads))
+                            : chunks >= 2 * threads ? 1
+                                                    : std::min<int64_t>(blocks * block, 2 * threads);
   const int64_t panels_per_split = (panels + col_split - 1) / col_split;
   const auto* bdata = static_cast<const BElem*>(b.data());
 
