@@ -137,12 +137,17 @@ __global__ void q_to_s8_kernel(const void* src, bool u8, Strided view, int8_t* d
   }
 }
 
+/// A warp per row (rows of a few thousand bytes: A's k, B's k); the lanes' sums meet by shuffles.
+/// The row index is the same for the whole warp, so every lane takes part in each shuffle.
 __global__ void q_row_sums_kernel(const int8_t* x, int64_t rows, int64_t cols, int64_t ld, int32_t* sums) {
-  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(blockDim.x) * gridDim.x) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
+  for (int64_t r = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
     const int8_t* p = x + r * ld;
     int32_t s = 0;
-    for (int64_t j = 0; j < cols; ++j) s += p[j];
-    sums[r] = s;
+    for (int64_t j = lane; j < cols; j += 32) s += p[j];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) sums[r] = s;
   }
 }
 
@@ -211,7 +216,7 @@ void to_s8(const void* src, bool u8, const Strided& view, int8_t* dst, int64_t r
 
 void row_sums_s8(const int8_t* x, int64_t rows, int64_t cols, int64_t ld, int32_t* sums, cudaStream_t s) {
   if (rows <= 0) return;
-  ONYX_LAUNCH(q_grid(rows), kQBlock, s, q_row_sums_kernel)(x, rows, cols, ld, sums);
+  ONYX_LAUNCH(q_grid(rows * 32), kQBlock, s, q_row_sums_kernel)(x, rows, cols, ld, sums);
 }
 
 void qgemm_epilogue(const QGemmEpilogue& e, cudaStream_t s) {
