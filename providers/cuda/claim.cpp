@@ -376,8 +376,8 @@ bool is_q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 /// The int8 operators (quant_kernels.cpp): QuantizeLinear / DequantizeLinear (per-tensor and
 /// per-axis, int8 / uint8 beside float32 / float16 / bfloat16), DynamicQuantizeLinear (float32
 /// to uint8), MatMulInteger and QLinearMatMul
-/// on cuBLASLt's int8 product (a 2-D B, a scalar A zero point / scale, B's per-tensor or
-/// per-column). Scales and zero points are read on the device, so they may be computed.
+/// on cuBLASLt's int8 product (B of rank 2 or more, a scalar A zero point / scale, B's per-tensor
+/// or per-column). Scales and zero points are read on the device, so they may be computed.
 bool claim_int8(const ClaimInfo& info, Decline* why) {
   const Node& n = info.node;
   const std::string& op = n.op_type;
@@ -446,10 +446,10 @@ bool claim_int8(const ClaimInfo& info, Decline* why) {
     return decline(why, DeclineCode::kUnsupportedType, str(op, "'s a_zero_point is ", name_of(type_of(za_idx)), ", A is ", name_of(at)));
   if (n.has_input(zb_idx) && type_of(zb_idx) != bt)
     return decline(why, DeclineCode::kUnsupportedType, str(op, "'s b_zero_point is ", name_of(type_of(zb_idx)), ", B is ", name_of(bt)));
-  if (known_rank(b_idx) != 2)
+  if (known_rank(b_idx) < 2)
     return decline(why, known_rank(b_idx) < 0 ? DeclineCode::kDynamicShape : DeclineCode::kUnsupportedType,
                    str(op, " with B of rank ", known_rank(b_idx) < 0 ? std::string("unknown") : std::to_string(known_rank(b_idx)),
-                       ": the CUDA EP takes a 2-D B (batched B runs on the CPU EP)"));
+                       ": the CUDA EP takes a B of rank 2 or more (a 1-D B runs on the CPU EP)"));
   if (known_rank(0) < 1) return decline(why, DeclineCode::kDynamicShape, op + " needs A's rank (1 or more)");
   if (n.has_input(za_idx) && maybe_many(za_idx))
     return decline(why, DeclineCode::kUnsupportedAttribute,

@@ -168,13 +168,10 @@ class QMatMulKernel final : public CudaKernel {
     const Tensor& b = in(ctx, static_cast<size_t>(b_idx_));
     Tensor& y = output0(ctx, node_);
     const std::string& op = node_.op_type;
-    if (b.rank() != 2) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": ", op, " with a B of rank ", b.rank(), " (2-D only)");
-    const int64_t k = b.dim(0), n = b.dim(1);
+    if (b.rank() < 2) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": ", op, " with a 1-D B");
+    const int64_t k = b.dim(b.rank() - 2), n = b.dim(b.rank() - 1);
     if (a.rank() < 1 || a.dim(a.rank() - 1) != k)
       fail(ErrorCode::kInvalidArgument, node_.label(), ": inner dimensions differ: A ", a.shape().to_string(), " x B ", b.shape().to_string());
-    const int64_t rows = k > 0 ? a.numel() / k : y.numel() / std::max<int64_t>(1, n);
-    if (y.numel() != rows * n) fail(ErrorCode::kInvalidArgument, node_.label(), ": output has the wrong size");
-    if (y.numel() == 0) return;
     const bool has_za = has(ctx, static_cast<size_t>(za_idx_)), has_zb = has(ctx, static_cast<size_t>(zb_idx_));
     const int64_t zb_count = has_zb ? in(ctx, static_cast<size_t>(zb_idx_)).numel() : 1;
     if (has_za && in(ctx, static_cast<size_t>(za_idx_)).numel() != 1)
@@ -185,14 +182,63 @@ class QMatMulKernel final : public CudaKernel {
       fail(ErrorCode::kInvalidArgument, node_.label(), ": a_zero_point must have A's type");
     if (has_zb && in(ctx, static_cast<size_t>(zb_idx_)).dtype() != b.dtype())
       fail(ErrorCode::kInvalidArgument, node_.label(), ": b_zero_point must have B's type");
+    if (y.numel() == 0) return;
+    const char* A = static_cast<const char*>(dev(ctx, 0));
+    const char* B = static_cast<const char*>(dev(ctx, static_cast<size_t>(b_idx_)));
+    char* Y = static_cast<char*>(y.raw_data());
+    if (b.rank() == 2) {
+      // A's leading dims stacked as rows.
+      const int64_t rows = k > 0 ? a.numel() / k : y.numel() / std::max<int64_t>(1, n);
+      if (y.numel() != rows * n) fail(ErrorCode::kInvalidArgument, node_.label(), ": output has the wrong size");
+      product_2d(ctx, A, B, Y, rows, k, n, true);
+      return;
+    }
+    // A batched B: one product per output batch, the batch dims broadcast as numpy's matmul does.
+    Shape as = a.shape();
+    if (as.size() == 1) as = Shape{1, as[0]};
+    const int64_t m = as[as.size() - 2];
+    Shape ab, bb, batch_shape;
+    for (size_t d = 0; d + 2 < as.size(); ++d) ab.push_back(as[d]);
+    for (size_t d = 0; d + 2 < b.rank(); ++d) bb.push_back(b.dim(d));
+    const size_t nb = std::max(ab.size(), bb.size());
+    for (size_t d = 0; d < nb; ++d) {
+      const int64_t da = d + ab.size() >= nb ? ab[d + ab.size() - nb] : 1;
+      const int64_t db = d + bb.size() >= nb ? bb[d + bb.size() - nb] : 1;
+      if (da != db && da != 1 && db != 1) fail(ErrorCode::kInvalidArgument, node_.label(), ": batch shapes do not broadcast");
+      batch_shape.push_back(da == 1 ? db : da);
+    }
+    const int64_t batch = batch_shape.numel();
+    if (y.numel() != batch * m * n) fail(ErrorCode::kInvalidArgument, node_.label(), ": output has the wrong size");
+    const size_t y_elem = dtype_size(y.dtype());
+    const Strided va = broadcast_view(ab, batch_shape), vb = broadcast_view(bb, batch_shape);
+    for (int64_t i = 0; i < batch; ++i) {
+      int64_t oa = 0, ob = 0, r = i;
+      for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
+        const int64_t idx = r % batch_shape[d];
+        r /= batch_shape[d];
+        oa += idx * va.strides[d];
+        ob += idx * vb.strides[d];
+      }
+      product_2d(ctx, A + oa * m * k, B + ob * k * n, Y + static_cast<size_t>(i * m * n) * y_elem, m, k, n, false);
+    }
+  }
 
+ private:
+  /// Y[rows, n] (int32, or requantised) = A[rows, k] B[k, n] of one batch; the constant B's
+  /// prepared form is used when `whole_b` (B is the whole 2-D input).
+  void product_2d(KernelContext& ctx, const void* a_src, const void* b_src, void* y_ptr, int64_t rows, int64_t k, int64_t n,
+                  bool whole_b) const {
+    const Tensor& a = in(ctx, 0);
+    const Tensor& b = in(ctx, static_cast<size_t>(b_idx_));
+    const Tensor& y = ctx.output(0);
+    const bool has_za = has(ctx, static_cast<size_t>(za_idx_)), has_zb = has(ctx, static_cast<size_t>(zb_idx_));
+    const int64_t zb_count = has_zb ? in(ctx, static_cast<size_t>(zb_idx_)).numel() : 1;
     RunState& rs = run(ctx);
     const cudaStream_t st = rs.stream;
     const int64_t kp = round4(k), np = round4(n);
     const bool a_u8 = a.dtype() == DType::kUInt8, b_u8 = b.dtype() == DType::kUInt8;
 
     // A as int8 [rows, kp].
-    const void* a_src = dev(ctx, 0);
     const int8_t* A8 = static_cast<const int8_t*>(a_src);
     Tensor a_tmp;
     if (a_u8 || kp != k || reinterpret_cast<uintptr_t>(a_src) % 4 != 0) {
@@ -205,7 +251,7 @@ class QMatMulKernel final : public CudaKernel {
     const int8_t* B8 = nullptr;
     const int32_t* b_sums = nullptr;
     Tensor b_tmp, b_sums_tmp;
-    if (b_packed_.defined() && b_k_ == k && b_n_ == n && host_constant(static_cast<size_t>(b_idx_))) {
+    if (whole_b && b_packed_.defined() && b_k_ == k && b_n_ == n && host_constant(static_cast<size_t>(b_idx_))) {
       B8 = static_cast<const int8_t*>(b_packed_.raw_data());
       b_sums = static_cast<const int32_t*>(b_sums_.raw_data());
     } else {
@@ -217,7 +263,7 @@ class QMatMulKernel final : public CudaKernel {
       cols.dims[1] = k;
       cols.strides[0] = 1;
       cols.strides[1] = n;
-      to_s8(dev(ctx, static_cast<size_t>(b_idx_)), b_u8, cols, dptr<int8_t>(b_tmp), n, k, kp, st);
+      to_s8(b_src, b_u8, cols, dptr<int8_t>(b_tmp), n, k, kp, st);
       ONYX_CUDA_LAUNCHED();
       B8 = dptr<int8_t>(b_tmp);
       if (has_za) {
@@ -239,7 +285,7 @@ class QMatMulKernel final : public CudaKernel {
     Tensor acc_tmp;
     int32_t* acc = nullptr;
     if (in_place) {
-      acc = static_cast<int32_t*>(y.raw_data());
+      acc = static_cast<int32_t*>(y_ptr);
     } else {
       acc_tmp = shared_->allocate(DType::kInt32, Shape{rows, np});
       acc = dptr<int32_t>(acc_tmp);
@@ -281,7 +327,7 @@ class QMatMulKernel final : public CudaKernel {
       }
       e.row_sum_a = dptr<int32_t>(a_sums);
     }
-    e.y = y.raw_data();
+    e.y = y_ptr;
     e.y_ty = qlinear_ ? to_ty(y.dtype()) : Ty::kI32;
     if (qlinear_) {
       const Tensor& sa = in(ctx, 1);
@@ -308,7 +354,6 @@ class QMatMulKernel final : public CudaKernel {
     ONYX_CUDA_LAUNCHED();
   }
 
- private:
   /// A device byte holding the original zero point 0 (for a uint8 operand given without one; the
   /// epilogue shifts it to -128 like a given one).
   const void* zero_point_zero(Tensor& t, RunState& rs) const {

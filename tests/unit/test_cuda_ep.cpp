@@ -1523,9 +1523,13 @@ TEST(CudaClaim, Int8) {
   EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {5, 8}), q8(u8, {8, 4}), q8(u8, {5})}, {q8(i32, {5, 4})}, 13).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;
   EXPECT_NE(why.message.find("per-row"), std::string::npos) << why.message;
-  EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {2, 5, 8}), q8(u8, {2, 8, 4})}, {q8(i32, {2, 5, 4})}, 13).claim(&why));
+  EXPECT_TRUE(ClaimCase("MatMulInteger", {q8(u8, {2, 5, 8}), q8(u8, {2, 8, 4})}, {q8(i32, {2, 5, 4})}, 13).claim(&why)) << why.message;
+  EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {5, 8}), q8(u8, {8})}, {q8(i32, {5})}, 13).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;
-  EXPECT_NE(why.message.find("2-D B"), std::string::npos) << why.message;
+  EXPECT_NE(why.message.find("1-D B"), std::string::npos) << why.message;
+  EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {2, 5, 8}), q8(u8, {2, 8, 4}), q8(u8, {}), q8(u8, {2, 1, 4})}, {q8(i32, {2, 5, 4})}, 13)
+                   .claim(&why));
+  EXPECT_EQ(why.code, DeclineCode::kUnsupportedAttribute) << why.message;  // a zero point per batch and column
   EXPECT_FALSE(ClaimCase("MatMulInteger", {q8(u8, {5, 8}), q8(s8, {8, 4}), q8(s8, {})}, {q8(i32, {5, 4})}, 13).claim(&why));
   EXPECT_EQ(why.code, DeclineCode::kUnsupportedType) << why.message;  // a_zero_point of B's type
 
@@ -1647,6 +1651,25 @@ TEST(CudaGpu, Int8QuantizeAndMatMul) {
     g.outputs = {any_out("y", yt)};
     Inputs in;
     in.emplace_back("a", q8_tensor(u8, Shape{4, 9}, 33));
+    cases.emplace_back(g, in);
+  }
+  {
+    // Batched B: the same batch dims, and A's batch broadcast against B's.
+    GraphSpec g;
+    g.inputs.push_back({"a", u8, {2, 3, 7}});
+    g.inputs.push_back({"b", s8, {2, 7, 5}});
+    g.inputs.push_back({"a2", s8, {3, 8}});
+    g.inputs.push_back({"b2", u8, {2, 8, 4}});
+    g.initializers.emplace_back("za", scalar_q8(u8, 7));
+    g.initializers.emplace_back("zb", q8_tensor(s8, Shape{5}, 51));
+    g.nodes.push_back(node("MatMulInteger", {"a", "b", "za", "zb"}, {"y"}));
+    g.nodes.push_back(node("MatMulInteger", {"a2", "b2"}, {"y2"}));
+    g.outputs = {any_out("y", DType::kInt32), any_out("y2", DType::kInt32)};
+    Inputs in;
+    in.emplace_back("a", q8_tensor(u8, Shape{2, 3, 7}, 52));
+    in.emplace_back("b", q8_tensor(s8, Shape{2, 7, 5}, 53));
+    in.emplace_back("a2", q8_tensor(s8, Shape{3, 8}, 54));
+    in.emplace_back("b2", q8_tensor(u8, Shape{2, 8, 4}, 55));
     cases.emplace_back(g, in);
   }
   {
