@@ -397,7 +397,8 @@ bool claim_int8(const ClaimInfo& info, Decline* why) {
   };
   if (op == "QLinearConv" || op == "ConvInteger")
     return decline(why, DeclineCode::kUnsupportedOp,
-                   op + ": no int8 convolution on the CUDA EP (cuDNN's legacy API, which the EP uses, has none for these); the CPU EP runs it");
+                   op + ": no int8 convolution on the CUDA EP (cuDNN's legacy API, which the EP uses, has int8 convolution only "
+                        "channels-last with channel counts a multiple of 4 and no zero points; onyx has no kernel for it); the CPU EP runs it");
   if (op == "DynamicQuantizeLinear") {
     if (n.opset < 11) return decline(why, DeclineCode::kOpsetOutOfRange, str("CUDA DynamicQuantizeLinear supports opset 11+, the model uses ", n.opset));
     if (type_of(0) != DType::kFloat)
