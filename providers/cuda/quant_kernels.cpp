@@ -54,7 +54,7 @@ class QuantizeKernel final : public CudaKernel {
     if (scale.rank() > 1)
       fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": blocked quantization (a scale of rank ", scale.rank(), ")");
     if (scale.rank() == 1 && scale.numel() != 1) {
-      const int64_t a = normalize_axis(axis_, static_cast<int64_t>(x.rank()), "QuantizeLinear axis");
+      const int64_t a = normalize_axis(axis_, static_cast<int64_t>(x.rank()), quantize_ ? "QuantizeLinear axis" : "DequantizeLinear axis");
       if (scale.numel() != x.dim(static_cast<size_t>(a)))
         fail(ErrorCode::kInvalidArgument, node_.label(), ": the scale has ", scale.numel(), " values but axis ", a, " has ",
              x.dim(static_cast<size_t>(a)));
