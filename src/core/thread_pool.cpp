@@ -46,18 +46,25 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks() {
+void ThreadPool::run_chunks(bool from_back) {
   const FunctionRef<void(int64_t, int64_t)>& fn = *fn_;
   const int64_t n = n_, chunk = chunk_;
   for (;;) {
-    const int64_t b = next_.fetch_add(chunk, std::memory_order_relaxed);
-    if (b >= n) break;
+    uint64_t cur = ends_.load(std::memory_order_relaxed), next;
+    uint32_t c;
+    do {
+      const uint32_t lo = static_cast<uint32_t>(cur >> 32), hi = static_cast<uint32_t>(cur);
+      if (lo >= hi) return;
+      c = from_back ? hi - 1 : lo;
+      next = from_back ? (cur - 1) : (cur + (uint64_t{1} << 32));
+    } while (!ends_.compare_exchange_weak(cur, next, std::memory_order_relaxed));
+    const int64_t b = static_cast<int64_t>(c) * chunk;
     try {
       fn(b, std::min(n, b + chunk));
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mu_);
       if (!error_) error_ = std::current_exception();
-      next_.store(n, std::memory_order_relaxed);  // skip what is left
+      ends_.store(0, std::memory_order_relaxed);  // skip what is left
     }
   }
 }
@@ -91,7 +98,7 @@ void ThreadPool::worker_loop() {
     // touching the job's fields. A worker that arrives so late that a newer job is open joins that
     // one, whose fields were written before it opened.
     active_.fetch_add(1, std::memory_order_seq_cst);
-    if (open_.load(std::memory_order_seq_cst)) run_chunks();
+    if (open_.load(std::memory_order_seq_cst)) run_chunks(true);
     active_.fetch_sub(1, std::memory_order_release);
   }
 }
@@ -112,14 +119,15 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t
   chunk_ = std::max(grain, (n + want_chunks - 1) / want_chunks);
   n_ = n;
   fn_ = &fn;
-  next_.store(0, std::memory_order_relaxed);
+  const int64_t chunks = (n + chunk_ - 1) / chunk_;  // at most want_chunks + 1
+  ends_.store(static_cast<uint64_t>(chunks), std::memory_order_relaxed);
   open_.store(true, std::memory_order_seq_cst);
   {
     std::lock_guard<std::mutex> lock(mu_);
     generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
-  run_chunks();
+  run_chunks(false);
   // Every chunk is taken: close the job and wait only for the workers inside it.
   open_.store(false, std::memory_order_seq_cst);
   for (int spin = 0; active_.load(std::memory_order_seq_cst) != 0; ++spin) {

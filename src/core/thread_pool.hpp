@@ -68,7 +68,9 @@ class ThreadPool {
 
  private:
   void worker_loop();
-  void run_chunks();
+  /// Runs chunks of the current job until none is left: the caller takes them from the front,
+  /// the workers from the back.
+  void run_chunks(bool from_back);
 
   PoolSpin spin_;
   std::vector<std::thread> workers_;
@@ -84,7 +86,11 @@ class ThreadPool {
   const FunctionRef<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0;
   int64_t chunk_ = 1;
-  std::atomic<int64_t> next_{0};
+  // The chunks not taken yet, [lo, hi) in chunk units, as lo << 32 | hi: the job's owner takes
+  // them from the front and the workers from the back, so that consecutive jobs over the same
+  // data give each thread the same part of it (it stays in that core's caches) while the threads
+  // still balance where the parts take unequal times.
+  std::atomic<uint64_t> ends_{0};
   std::mutex error_mu_;
   std::exception_ptr error_;
 };

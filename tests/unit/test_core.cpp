@@ -112,6 +112,22 @@ TEST(ThreadPool, CoversRangeOnceAndNests) {
   EXPECT_EQ(total.load(), 2000);
 }
 
+TEST(ThreadPool, FrontAndBackTakersCoverEveryLength) {
+  // The owner takes chunks from the front and the workers from the back: every length and grain
+  // is still covered exactly once.
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n = 1; n <= 150; ++n)
+      for (int64_t grain : {1, 3, 64}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << grain << " " << i;
+      }
+  }
+}
+
 TEST(ThreadPool, ExceptionsReachTheCaller) {
   ThreadPool pool(2);
   for (int round = 0; round < 20; ++round) {
