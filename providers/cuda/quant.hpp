@@ -45,6 +45,23 @@ void dynamic_quantize_u8(const float* x, int64_t n, uint8_t* y, float* scale, ui
 /// padding that makes ld a multiple of 4). `view` addresses src over [rows, cols] (a transposed
 /// view turns B [k, n] into its columns).
 void to_s8(const void* src, bool u8, const Strided& view, int8_t* dst, int64_t rows, int64_t cols, int64_t ld, cudaStream_t s);
+/// On the host: a constant B [k, n] (uint8 when `u8`, else int8) moved into the form to_s8 gives
+/// the device (dst [np, kp]: B's columns shifted to int8, zero padded; np, kp >= n, k) with its
+/// column sums (sums [n]), once when the kernel is prepared.
+inline void pack_b_host(const void* src, bool u8, int64_t k, int64_t n, int64_t kp, int64_t np, int8_t* dst, int32_t* sums) {
+  const auto* b = static_cast<const uint8_t*>(src);
+  for (int64_t i = 0; i < np * kp; ++i) dst[i] = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    int32_t sum = 0;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const uint8_t raw = b[kk * n + j];
+      const int32_t v = u8 ? static_cast<int32_t>(raw) - 128 : static_cast<int32_t>(static_cast<int8_t>(raw));
+      dst[j * kp + kk] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    sums[j] = sum;
+  }
+}
 /// sums[r] = the sum of x[r ld + j] over j < cols (int8 rows).
 void row_sums_s8(const int8_t* x, int64_t rows, int64_t cols, int64_t ld, int32_t* sums, cudaStream_t s);
 

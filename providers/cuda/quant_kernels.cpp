@@ -16,7 +16,6 @@
 // shift with them); the zero points are applied after the product by the row-sum / column-sum
 // correction of quant.hpp's QGemmEpilogue, which also requantises QLinearMatMul's result.
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -138,22 +137,10 @@ class QMatMulKernel final : public CudaKernel {
     const Tensor* b = info.constant(static_cast<size_t>(b_idx_));
     if (b && b->defined() && b->on_host() && b->rank() == 2 && is_q8(b->dtype())) {
       const int64_t k = b->dim(0), n = b->dim(1), kp = round4(k), np = round4(n);
-      const bool u8 = b->dtype() == DType::kUInt8;
       Tensor packed(DType::kInt8, Shape{np, kp});
       Tensor sums(DType::kInt32, Shape{n});
-      std::memset(packed.raw_data(), 0, packed.nbytes());
-      const auto* src = static_cast<const uint8_t*>(b->raw_data());
-      auto* dst = static_cast<int8_t*>(packed.raw_data());
-      for (int64_t j = 0; j < n; ++j) {
-        int32_t sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const uint8_t raw = src[kk * n + j];
-          const int32_t v = u8 ? static_cast<int32_t>(raw) - 128 : static_cast<int32_t>(static_cast<int8_t>(raw));
-          dst[j * kp + kk] = static_cast<int8_t>(v);
-          sum += v;
-        }
-        sums.data<int32_t>()[j] = sum;
-      }
+      pack_b_host(b->raw_data(), b->dtype() == DType::kUInt8, k, n, kp, np, static_cast<int8_t*>(packed.raw_data()),
+                  sums.data<int32_t>());
       b_packed_ = shared_->upload(packed);
       b_sums_ = shared_->upload(sums);
       b_k_ = k;

@@ -1081,6 +1081,12 @@ std::vector<uint8_t> emulate_qmatmul(const QMM& q) {
   std::vector<int32_t> row_a(static_cast<size_t>(rows)), col_b(static_cast<size_t>(n));
   row_sums_s8(a8.data(), rows, k, kp, row_a.data(), kStream);
   row_sums_s8(b8.data(), n, k, kp, col_b.data(), kStream);
+  // A constant B is packed on the host instead (pack_b_host): the same bytes and sums.
+  std::vector<int8_t> b8_host(b8.size(), 99);
+  std::vector<int32_t> col_b_host(col_b.size(), -1);
+  pack_b_host(q.b.raw_data(), b_u8, k, n, kp, np, b8_host.data(), col_b_host.data());
+  EXPECT_EQ(b8_host, b8);
+  EXPECT_EQ(col_b_host, col_b);
   std::vector<int32_t> acc(static_cast<size_t>(rows * np));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < np; ++j) {
