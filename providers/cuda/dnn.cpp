@@ -255,13 +255,7 @@ class MatMulKernel final : public CudaKernel {
     // General broadcast: one product per output batch.
     const Strided va = broadcast_view(ab, batch_shape), vb = broadcast_view(bb, batch_shape);
     for (int64_t i = 0; i < batch_y; ++i) {
-      int64_t oa = 0, ob = 0, r = i;
-      for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
-        const int64_t idx = r % batch_shape[d];
-        r /= batch_shape[d];
-        oa += idx * va.strides[d];
-        ob += idx * vb.strides[d];
-      }
+      const int64_t oa = offset_of(va, i), ob = offset_of(vb, i);  // the operands' batch indices
       lt_.run(rs, p, A + oa * m * k * elem, B + ob * k * n * elem, Y + i * m * n * elem);
     }
   }

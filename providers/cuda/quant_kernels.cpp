@@ -199,13 +199,7 @@ class QMatMulKernel final : public CudaKernel {
     const size_t y_elem = dtype_size(y.dtype());
     const Strided va = broadcast_view(ab, batch_shape), vb = broadcast_view(bb, batch_shape);
     for (int64_t i = 0; i < batch; ++i) {
-      int64_t oa = 0, ob = 0, r = i;
-      for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
-        const int64_t idx = r % batch_shape[d];
-        r /= batch_shape[d];
-        oa += idx * va.strides[d];
-        ob += idx * vb.strides[d];
-      }
+      const int64_t oa = offset_of(va, i), ob = offset_of(vb, i);  // the operands' batch indices
       product_2d(ctx, A + oa * m * k, B + ob * k * n, Y + static_cast<size_t>(i * m * n) * y_elem, m, k, n, false);
     }
   }

@@ -186,6 +186,28 @@ WinogradWeights winograd_weights(const float* w, int64_t M, int64_t C, int tile)
 
 namespace {
 
+/// A thread's buffers for `tiles` tiles: their transformed input v[point][tile][c] and products
+/// m[point][tile][M], and the plain-A gather's row offsets (tile t at t C) and k offsets.
+struct TileScratch {
+  float* v;
+  float* m;
+  int64_t* row_off;
+  int64_t* koff;
+  static TileScratch of(int points, int64_t tiles, int64_t C, int64_t M) {
+    Carver sizes;
+    sizes.take<float>(points * tiles * C);
+    sizes.take<float>(points * tiles * M);
+    sizes.take<int64_t>(tiles);
+    sizes.take<int64_t>(C);
+    Carver carve{thread_workspace(Workspace::kWinograd, sizes.off)};
+    TileScratch sc{carve.take<float>(points * tiles * C), carve.take<float>(points * tiles * M), carve.take<int64_t>(tiles),
+                   carve.take<int64_t>(C)};
+    for (int64_t i = 0; i < tiles; ++i) sc.row_off[i] = i * C;
+    for (int64_t k = 0; k < C; ++k) sc.koff[k] = k;
+    return sc;
+  }
+};
+
 template <int R>
 void winograd_run(const WinogradWeights& u, const float* x, int64_t N, int64_t H, int64_t W, int64_t pt, int64_t pl,
                   int64_t OH, int64_t OW, const float* bias, const float* sum, const GemmEpilogue& act, float* y,
@@ -215,18 +237,11 @@ void winograd_run(const WinogradWeights& u, const float* x, int64_t N, int64_t H
   const double weight_bytes = static_cast<double>(kPoints) * C * M * sizeof(float);
   const double tile_bytes = static_cast<double>(kPoints) * T * (C + M) * sizeof(float);
   if (threads > 1 && static_cast<double>(blocks) * weight_bytes > weight_bytes + 2 * tile_bytes) {
-    Carver sizes;
-    sizes.take<float>(kPoints * T * C);
-    sizes.take<float>(kPoints * T * M);
-    sizes.take<int64_t>(T);
-    sizes.take<int64_t>(C);
-    Carver carve{thread_workspace(Workspace::kWinograd, sizes.off)};
-    float* v = carve.take<float>(kPoints * T * C);
-    float* m = carve.take<float>(kPoints * T * M);
-    int64_t* row_off = carve.take<int64_t>(T);
-    int64_t* koff = carve.take<int64_t>(C);
-    for (int64_t i = 0; i < T; ++i) row_off[i] = i * C;
-    for (int64_t k = 0; k < C; ++k) koff[k] = k;
+    const TileScratch sc = TileScratch::of(kPoints, T, C, M);
+    float* v = sc.v;
+    float* m = sc.m;
+    const int64_t* row_off = sc.row_off;
+    const int64_t* koff = sc.koff;
     for (int64_t n = 0; n < N; ++n) {
       const float* xn = x + n * H * W * C;
       pool.parallel_for(T, 1, [&](int64_t t0, int64_t t1) {
@@ -245,18 +260,11 @@ void winograd_run(const WinogradWeights& u, const float* x, int64_t N, int64_t H
     return;
   }
   pool.parallel_for(items, (items + threads - 1) / threads, [&](int64_t b0, int64_t b1) {
-    Carver sizes;
-    sizes.take<float>(kPoints * per * C);
-    sizes.take<float>(kPoints * per * M);
-    sizes.take<int64_t>(per);
-    sizes.take<int64_t>(C);
-    Carver carve{thread_workspace(Workspace::kWinograd, sizes.off)};
-    float* v = carve.take<float>(kPoints * per * C);
-    float* m = carve.take<float>(kPoints * per * M);
-    int64_t* row_off = carve.take<int64_t>(per);
-    int64_t* koff = carve.take<int64_t>(C);
-    for (int64_t i = 0; i < per; ++i) row_off[i] = i * C;
-    for (int64_t k = 0; k < C; ++k) koff[k] = k;
+    const TileScratch sc = TileScratch::of(kPoints, per, C, M);
+    float* v = sc.v;
+    float* m = sc.m;
+    const int64_t* row_off = sc.row_off;
+    const int64_t* koff = sc.koff;
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t n = b / blocks, t0 = (b % blocks) * per, tb = std::min(per, T - t0);
       transform_input<R>(x + n * H * W * C, H, W, C, pt, pl, TW, t0, tb, v, tb * C);
