@@ -273,32 +273,29 @@ fi
 say ""
 say "## Benchmarks ($EP EP vs PyTorch on CUDA; median ms, batch 1, fp32, TF32 off)"
 : >"$OUT/bench.json"
+# bench_json NAME LABEL DIR FILE [EP OPTIONS...]: `onyx bench` of DIR's model on the EP into
+# $WORK/FILE, its JSON also appended to bench.json as {"model": NAME, "ep": LABEL, "result": ...}.
+bench_json() {
+  local name=$1 label=$2 dir=$3 file=$WORK/$4
+  shift 4
+  timeout 60 "$ONYX" bench "$dir/model.onnx" --ep "$EP" "$@" --runs 50 --warmup 10 --json --inputs "$dir/test_data_set_0" \
+    >"$file" 2>>"$OUT/models.log" || true
+  sed "s/^/{\"model\":\"$name\",\"ep\":\"$label\",\"result\":/; s/$/}/" "$file" >>"$OUT/bench.json"
+}
 for m in resnet50 mobilenet_v2 bert_like; do
   D=$MODELS/$m
   [ -f "$D/model.onnx" ] || continue
-  timeout 60 "$ONYX" bench "$D/model.onnx" --ep "$EP" --runs 50 --warmup 10 --json --inputs "$D/test_data_set_0" >"$WORK/bench_$m.json" 2>>"$OUT/models.log" || true
-  sed "s/^/{\"model\":\"$m\",\"ep\":\"$EP\",\"result\":/; s/$/}/" "$WORK/bench_$m.json" >>"$OUT/bench.json"
+  bench_json "$m" "$EP" "$D" "bench_$m.json"
   if [ "$EP" = cuda ] && [ "$m" != bert_like ]; then
-    timeout 60 "$ONYX" bench "$D/model.onnx" --ep cuda --ep-option cuda.prefer_nhwc=true --runs 50 --warmup 10 --json \
-      --inputs "$D/test_data_set_0" >"$WORK/bench_nhwc_$m.json" 2>>"$OUT/models.log" || true
-    sed "s/^/{\"model\":\"$m\",\"ep\":\"cuda-nhwc\",\"result\":/; s/$/}/" "$WORK/bench_nhwc_$m.json" >>"$OUT/bench.json"
+    bench_json "$m" cuda-nhwc "$D" "bench_nhwc_$m.json" --ep-option cuda.prefer_nhwc=true
   fi
-  if [ "$EP" = cuda ]; then
-    timeout 60 "$ONYX" bench "$D/model.onnx" --ep cuda --ep-option cuda.enable_cuda_graph=true --runs 50 --warmup 10 --json \
-      --inputs "$D/test_data_set_0" >"$WORK/bench_graph_$m.json" 2>>"$OUT/models.log" || true
-    sed "s/^/{\"model\":\"$m\",\"ep\":\"cuda-graph\",\"result\":/; s/$/}/" "$WORK/bench_graph_$m.json" >>"$OUT/bench.json"
-  fi
+  if [ "$EP" = cuda ]; then bench_json "$m" cuda-graph "$D" "bench_graph_$m.json" --ep-option cuda.enable_cuda_graph=true; fi
 done
 for v in ${HALF_VARIANTS[@]+"${HALF_VARIANTS[@]}"}; do
   D=$MODELS/$v
   [ -d "$D/out_ep" ] || continue
-  timeout 60 "$ONYX" bench "$D/model.onnx" --ep "$EP" --runs 50 --warmup 10 --json --inputs "$D/test_data_set_0" >"$WORK/bench_$v.json" 2>>"$OUT/models.log" || true
-  sed "s/^/{\"model\":\"$v\",\"ep\":\"$EP\",\"result\":/; s/$/}/" "$WORK/bench_$v.json" >>"$OUT/bench.json"
-  if [ "$EP" = cuda ]; then
-    timeout 60 "$ONYX" bench "$D/model.onnx" --ep cuda --ep-option cuda.enable_cuda_graph=true --runs 50 --warmup 10 --json \
-      --inputs "$D/test_data_set_0" >"$WORK/bench_graph_$v.json" 2>>"$OUT/models.log" || true
-    sed "s/^/{\"model\":\"$v\",\"ep\":\"cuda-graph\",\"result\":/; s/$/}/" "$WORK/bench_graph_$v.json" >>"$OUT/bench.json"
-  fi
+  bench_json "$v" "$EP" "$D" "bench_$v.json"
+  if [ "$EP" = cuda ]; then bench_json "$v" cuda-graph "$D" "bench_graph_$v.json" --ep-option cuda.enable_cuda_graph=true; fi
 done
 SIZE=$SIZE timeout 300 "$PY" - "$REPO" "$WORK" >"$WORK/torch_bench.txt" 2>>"$OUT/models.log" <<'PYEOF'
 import json, os, sys, time

@@ -5,8 +5,18 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime_api.h>
+
+namespace onyx::cuda {
+/// Blocks of `block` threads for a grid-stride loop over n elements (capped: the loop covers the
+/// rest).
+inline unsigned grid_blocks(int64_t n, int block) {
+  const int64_t g = (n + block - 1) / block;
+  return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
+}
+}  // namespace onyx::cuda
 
 #ifdef __CUDACC__
 

@@ -14,10 +14,7 @@ namespace {
 
 constexpr int kBlock = 256;
 
-inline unsigned grid_for(int64_t n) {
-  const int64_t g = (n + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
-}
+inline unsigned grid_for(int64_t n) { return grid_blocks(n, kBlock); }
 
 /// Calls f with a value of the unsigned integer type of `elem` bytes (1, 2, 4 or 8; nothing for
 /// other sizes): the kernels that only move elements are instantiated per size, not per type.

@@ -14,10 +14,7 @@ namespace {
 
 constexpr int kQBlock = 256;
 
-inline unsigned q_grid(int64_t n) {
-  const int64_t g = (n + kQBlock - 1) / kQBlock;
-  return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
-}
+inline unsigned q_grid(int64_t n) { return grid_blocks(n, kQBlock); }
 
 /// Element i of an 8-bit integer tensor (kI8 signed, else unsigned), or 0 for a null pointer.
 __device__ __forceinline__ int32_t q_int(const void* p, bool sgn, int64_t i) {

@@ -253,10 +253,7 @@ __global__ void attention_kernel(AttentionArgs a, float* scratch) {
   }
 }
 
-unsigned grid_for(int64_t n) {
-  const int64_t g = (n + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
-}
+unsigned grid_for(int64_t n) { return grid_blocks(n, kBlock); }
 
 int threads_for(int64_t cols) {
   int t = 32;

@@ -17,10 +17,7 @@ constexpr int kCoreThreads = 128;
 constexpr int64_t kCoreRows = 2048;  // query rows in flight: blocks of the attention grid
 constexpr int kQShared = 256;        // query rows up to this head size are staged in shared memory
 
-unsigned grid_for(int64_t n) {
-  const int64_t g = (n + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(g < 65535 * 8 ? g : 65535 * 8);
-}
+unsigned grid_for(int64_t n) { return grid_blocks(n, kBlock); }
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
