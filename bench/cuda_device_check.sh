@@ -340,15 +340,20 @@ print(json.dumps(out))
 PYEOF
 TORCH=$(tail -1 "$WORK/torch_bench.txt" 2>/dev/null)
 echo "{\"ep\":\"pytorch\",\"result\":${TORCH:-null}}" >>"$OUT/bench.json"
+# median_ms FILE: the median of `onyx bench --json` output in FILE, or "-".
+median_ms() { "$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$1" 2>/dev/null || echo "-"; }
+# torch_ms KEY: PyTorch's median for KEY, or "-"; ratio A B: A / B, or "-".
+torch_ms() { "$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$1" 2>/dev/null || echo "-"; }
+ratio() { "$PY" -c "print('%.2f' % (float('$1') / float('$2')))" 2>/dev/null || echo "-"; }
 say ""
 say "| model | onyx $EP | onyx $EP, prefer_nhwc | onyx $EP, CUDA graph | PyTorch | onyx / PyTorch |"
 say "| --- | --- | --- | --- | --- | --- |"
 for m in resnet50 mobilenet_v2 bert_like; do
-  o=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_$m.json" 2>/dev/null || echo "-")
-  h=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_nhwc_$m.json" 2>/dev/null || echo "-")
-  c=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_graph_$m.json" 2>/dev/null || echo "-")
-  t=$("$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$m" 2>/dev/null || echo "-")
-  r=$("$PY" -c "print('%.2f' % (float('$o') / float('$t')))" 2>/dev/null || echo "-")
+  o=$(median_ms "$WORK/bench_$m.json")
+  h=$(median_ms "$WORK/bench_nhwc_$m.json")
+  c=$(median_ms "$WORK/bench_graph_$m.json")
+  t=$(torch_ms "$m")
+  r=$(ratio "$o" "$t")
   say "| $m | $o | $h | $c | $t | $r |"
 done
 say ""
@@ -359,10 +364,10 @@ say "| model | onyx $EP | onyx $EP, CUDA graph | PyTorch autocast | onyx / PyTor
 say "| --- | --- | --- | --- | --- |"
 for v in ${HALF_VARIANTS[@]+"${HALF_VARIANTS[@]}"}; do
   case $v in *_bf16) key=${v} ;; *) key=${v%_io}; key=${key%_fp16}_fp16 ;; esac
-  o=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_$v.json" 2>/dev/null || echo "-")
-  c=$("$PY" -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))['median_ms'])" "$WORK/bench_graph_$v.json" 2>/dev/null || echo "-")
-  t=$("$PY" -c "import json,sys; print('%.3f' % json.loads(sys.argv[1])[sys.argv[2]])" "$TORCH" "$key" 2>/dev/null || echo "-")
-  r=$("$PY" -c "print('%.2f' % (float('$o') / float('$t')))" 2>/dev/null || echo "-")
+  o=$(median_ms "$WORK/bench_$v.json")
+  c=$(median_ms "$WORK/bench_graph_$v.json")
+  t=$(torch_ms "$key")
+  r=$(ratio "$o" "$t")
   say "| $v | $o | $c | $t ($key) | $r |"
 done
 

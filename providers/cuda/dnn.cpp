@@ -233,16 +233,8 @@ class MatMulKernel final : public CudaKernel {
     if (fused_) fail(ErrorCode::kNotImplemented, "cuda: ", node_.label(), ": FusedMatMul with a batched B");
     p.m = m;
     // Batch dims (numpy broadcast): strided batches when A and B have the output's batch shape.
-    Shape ab, bb, batch_shape;
-    for (size_t d = 0; d + 2 < a.size(); ++d) ab.push_back(a[d]);
-    for (size_t d = 0; d + 2 < b.size(); ++d) bb.push_back(b[d]);
-    const size_t nb = std::max(ab.size(), bb.size());
-    for (size_t d = 0; d < nb; ++d) {
-      const int64_t da = d + ab.size() >= nb ? ab[d + ab.size() - nb] : 1;
-      const int64_t db = d + bb.size() >= nb ? bb[d + bb.size() - nb] : 1;
-      if (da != db && da != 1 && db != 1) fail(ErrorCode::kInvalidArgument, node_.label(), ": batch shapes do not broadcast");
-      batch_shape.push_back(da == 1 ? db : da);
-    }
+    Shape ab, bb;
+    const Shape batch_shape = matmul_batch_shape(a, b, node_, &ab, &bb);
     if (batch_shape.numel() != batch_y) fail(ErrorCode::kInvalidArgument, node_.label(), ": output has the wrong size");
     if (batch_a == batch_y && batch_b == batch_y) {
       p.batch = batch_y;

@@ -184,16 +184,8 @@ class QMatMulKernel final : public CudaKernel {
     Shape as = a.shape();
     if (as.size() == 1) as = Shape{1, as[0]};
     const int64_t m = as[as.size() - 2];
-    Shape ab, bb, batch_shape;
-    for (size_t d = 0; d + 2 < as.size(); ++d) ab.push_back(as[d]);
-    for (size_t d = 0; d + 2 < b.rank(); ++d) bb.push_back(b.dim(d));
-    const size_t nb = std::max(ab.size(), bb.size());
-    for (size_t d = 0; d < nb; ++d) {
-      const int64_t da = d + ab.size() >= nb ? ab[d + ab.size() - nb] : 1;
-      const int64_t db = d + bb.size() >= nb ? bb[d + bb.size() - nb] : 1;
-      if (da != db && da != 1 && db != 1) fail(ErrorCode::kInvalidArgument, node_.label(), ": batch shapes do not broadcast");
-      batch_shape.push_back(da == 1 ? db : da);
-    }
+    Shape ab, bb;
+    const Shape batch_shape = matmul_batch_shape(as, b.shape(), node_, &ab, &bb);
     const int64_t batch = batch_shape.numel();
     if (y.numel() != batch * m * n) fail(ErrorCode::kInvalidArgument, node_.label(), ": output has the wrong size");
     const size_t y_elem = dtype_size(y.dtype());

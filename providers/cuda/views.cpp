@@ -41,6 +41,22 @@ Strided broadcast_view(const Shape& shape, const Shape& out) {
   return s;
 }
 
+Shape matmul_batch_shape(const Shape& a, const Shape& b, const Node& node, Shape* ab, Shape* bb) {
+  *ab = Shape{};
+  *bb = Shape{};
+  for (size_t d = 0; d + 2 < a.size(); ++d) ab->push_back(a[d]);
+  for (size_t d = 0; d + 2 < b.size(); ++d) bb->push_back(b[d]);
+  Shape batch;
+  const size_t nb = std::max(ab->size(), bb->size());
+  for (size_t d = 0; d < nb; ++d) {
+    const int64_t da = d + ab->size() >= nb ? (*ab)[d + ab->size() - nb] : 1;
+    const int64_t db = d + bb->size() >= nb ? (*bb)[d + bb->size() - nb] : 1;
+    if (da != db && da != 1 && db != 1) fail(ErrorCode::kInvalidArgument, node.label(), ": batch shapes do not broadcast");
+    batch.push_back(da == 1 ? db : da);
+  }
+  return batch;
+}
+
 Strided transpose_view(const Shape& in, const std::vector<int64_t>& perm_in, const Shape& out) {
   const size_t r = in.size();
   std::vector<int64_t> perm = perm_in;

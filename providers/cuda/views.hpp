@@ -35,6 +35,11 @@ Strided tile_view(const Shape& in, const std::vector<int64_t>& repeats, const Sh
 Strided depth_to_space_view(const Shape& in, int64_t block, bool crd, const Shape& out, Strided* dst);
 Strided space_to_depth_view(const Shape& in, int64_t block, bool crd, const Shape& out, Strided* dst);
 
+/// The batch shape of a matrix product of A and B (their dims before the last two, numpy
+/// broadcast), with their own batch dims in *ab / *bb; fails naming `node` when they do not
+/// broadcast.
+Shape matmul_batch_shape(const Shape& a, const Shape& b, const Node& node, Shape* ab, Shape* bb);
+
 /// Pad's `mode` attribute as the kernel's PadMode; false for a mode the kernel does not know.
 bool pad_mode_of(const std::string& name, PadMode* mode);
 
