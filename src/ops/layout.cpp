@@ -12,9 +12,9 @@ namespace onyx {
 namespace {
 
 constexpr const char* kForms[] = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                                  "BatchNormalization", "FusedConv", "FusedConvAdd", "QLinearConv"};
+                                  "BatchNormalization", "FusedConv", "FusedConvAdd", "QLinearConv", "QLinearConvAdd"};
 
-bool is_onyx_form(std::string_view op) { return op == "FusedConv" || op == "FusedConvAdd"; }
+bool is_onyx_form(std::string_view op) { return op == "FusedConv" || op == "FusedConvAdd" || op == "QLinearConvAdd"; }
 
 void infer_channels_last(InferContext& ctx) {
   const Node& n = ctx.node();
@@ -71,7 +71,9 @@ bool has_channels_last_form(const Node& node) {
 
 std::string_view channels_first_domain(std::string_view op) { return is_onyx_form(op) ? "onyx" : ""; }
 
-bool is_channels_last_input(const Node& node, size_t i) { return i == 0 || (i == 3 && node.op_type == "FusedConvAdd"); }
+bool is_channels_last_input(const Node& node, size_t i) {
+  return i == 0 || (i == 3 && node.op_type == "FusedConvAdd") || (i == 9 && node.op_type == "QLinearConvAdd");
+}
 
 std::vector<int64_t> to_channels_last_perm(size_t rank) {
   std::vector<int64_t> p{0};

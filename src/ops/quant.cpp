@@ -257,6 +257,30 @@ void infer_qlinear_conv(InferContext& ctx) {
   infer_qconv_shape(ctx, 0, 3, ctx.input_dtype(7));
 }
 
+/// onyx::QLinearConvAdd (made by the optimizer, docs/optimizer.md): QLinearConv's output T summed
+/// as com.microsoft::QLinearAdd does with Z (input 9, T's type and shape), scales 10 (Z), 12 (T)
+/// and 14 (the output), zero points 11, 13, 15 (optional, the data's type).
+void infer_qlinear_conv_add(InferContext& ctx) {
+  infer_qlinear_conv(ctx);
+  if (!ctx.has_input(9)) ctx.fail_node("the sum Z (input 9) is required");
+  if (ctx.input_dtype(9) != ctx.input_dtype(7)) ctx.fail_node("Z (input 9) must have the output's type");
+  const TypeInfo& z = ctx.input_type(9);
+  const TypeInfo& y = ctx.output(0);
+  if (z.has_shape && y.has_shape && z.shape.size() != y.shape.size())
+    ctx.fail_node("Z has rank ", z.shape.size(), ", the output ", y.shape.size());
+  const char* names[] = {"Z_scale", "Z_zero_point", "T_scale", "T_zero_point", "C_scale", "C_zero_point"};
+  for (size_t i = 10; i <= 15; ++i) {
+    if (i % 2 == 0) {
+      ctx.require_dtype(i, {DType::kFloat});
+    } else if (!ctx.has_input(i)) {
+      continue;
+    } else if (ctx.input_dtype(i) != ctx.input_dtype(9)) {
+      ctx.fail_node(names[i - 10], " (input ", i, ") must have Z's type");
+    }
+    require_scalar(ctx, i, names[i - 10]);
+  }
+}
+
 void infer_conv_integer(InferContext& ctx) {
   ctx.require_dtype(0, {DType::kUInt8, DType::kInt8});
   ctx.require_dtype(1, {DType::kUInt8, DType::kInt8});
@@ -389,6 +413,7 @@ void register_quant_ops(OpRegistry& r) {
   r.add("", "DequantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28}, infer_dequantize);
   r.add("", "DynamicQuantizeLinear", {11}, infer_dynamic_quantize);
   r.add("", "QLinearConv", {10}, infer_qlinear_conv);
+  r.add("onyx", "QLinearConvAdd", {1}, infer_qlinear_conv_add);
   r.add("", "QLinearMatMul", {10, 21}, infer_qlinear_matmul);
   r.add("", "ConvInteger", {10}, infer_conv_integer);
   r.add("", "MatMulInteger", {10}, infer_matmul_integer);

@@ -58,6 +58,9 @@ int eliminate_identities(Graph& g, PassContext& ctx);
 int fuse_activations(Graph& g, PassContext& ctx);
 /// Conv + same-shape Add [+ Relu/Clip] -> onyx::FusedConvAdd (conv_add_fusion.cpp).
 int fuse_conv_add(Graph& g, PassContext& ctx);
+/// QLinearConv + com.microsoft::QLinearAdd of a same-shape tensor -> onyx::QLinearConvAdd (the sum
+/// in the convolution's epilogue; qconv_add_fusion.cpp).
+int fuse_qconv_add(Graph& g, PassContext& ctx);
 /// MatMul -> (scalar Mul/Div) -> (Add bias) -> Softmax(last axis) -> MatMul becomes onyx::Attention.
 int fuse_attention(Graph& g, PassContext& ctx);
 /// The exact GELU written out (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5) becomes one Gelu (opset 20).

@@ -49,6 +49,7 @@ int optimize_graph(Graph& g, GraphOptimizationLevel level, PassContext& ctx) {
   if (level == GraphOptimizationLevel::kAll) {
     changed += run_pass(fuse_activations, "fuse_activations", g, ctx);
     changed += run_pass(fuse_conv_add, "fuse_conv_add", g, ctx);
+    changed += run_pass(fuse_qconv_add, "fuse_qconv_add", g, ctx);
     changed += run_pass(fuse_attention, "fuse_attention", g, ctx);
     changed += run_pass(fuse_gelu, "fuse_gelu", g, ctx);
     changed += run_pass(fuse_silu, "fuse_silu", g, ctx);

@@ -986,5 +986,129 @@ TEST(HalfInFloat, RangeAndCastLeftAsWritten) {
   EXPECT_EQ(r.out[1].data<float>()[1], -2.25f);
 }
 
+
+// ---- QLinearConv + QLinearAdd -> onyx::QLinearConvAdd (qconv_add_fusion.cpp) ----
+//
+// The fused op sums in the convolution's epilogue with QLinearAdd's arithmetic, so it must give
+// the bytes of the two ops run one after the other (the same model at kBasic, which does not fuse).
+
+struct ConvAddCase {
+  DType dt = DType::kUInt8;  // x, y, the residual and the output
+  int64_t channels = 80;     // output channels (80: a whole 64-column panel and a part of one)
+  bool conv_is_b = false;    // the convolution's output is QLinearAdd's B (else A)
+  bool depthwise = false;    // group = channels (channels in = out)
+  bool residual_broadcasts = false;  // the residual is [1, M, 1, 1] (not fusable)
+  bool conv_output_read = false;     // the convolution's output is also a graph output (not fusable)
+};
+
+constexpr int64_t kAddH = 9, kAddW = 11;
+
+/// x [1, C, 9, 11] -> QLinearConv (3x3, pads 1, per-channel weights, bias) -> QLinearAdd with r.
+std::string conv_add_model(const ConvAddCase& c) {
+  QuantGraph b;
+  const int64_t M = c.channels, C = c.depthwise ? M : 24;
+  const bool u8 = c.dt == DType::kUInt8;
+  const std::string x = b.input("x", c.dt, {1, C, kAddH, kAddW});
+  const std::string r = b.input("r", c.dt, c.residual_broadcasts ? std::vector<int64_t>{1, M, 1, 1} : std::vector<int64_t>{1, M, kAddH, kAddW});
+  std::vector<float> ws;
+  for (int64_t j = 0; j < M; ++j) ws.push_back(0.002f + 0.0005f * static_cast<float>(j % 7));
+  std::vector<AttrSpec> attrs{attr_ints("pads", {1, 1, 1, 1})};
+  if (c.depthwise) attrs.push_back(attr_int("group", C));
+  const std::string t = b.node("QLinearConv",
+                               {x, b.scale(0.05f), b.zp(c.dt, u8 ? 120 : -5),
+                                b.constant("w", ints8(DType::kInt8, Shape{M, c.depthwise ? 1 : C, 3, 3}, -60, 60, 61)),
+                                b.constant("ws", vec(ws)), b.constant("wz", zero_points(DType::kInt8, std::vector<int>(M, 0))),
+                                b.scale(0.11f), b.zp(c.dt, u8 ? 125 : 3), b.constant("bias", int32s(Shape{M}, -900, 900, 62))},
+                               attrs);
+  std::vector<std::string> ins{t, b.scale(0.11f), b.zp(c.dt, u8 ? 125 : 3), r, b.scale(0.07f), b.zp(c.dt, u8 ? 131 : -9)};
+  if (c.conv_is_b) std::swap_ranges(ins.begin(), ins.begin() + 3, ins.begin() + 3);
+  ins.push_back(b.scale(0.13f));
+  ins.push_back(b.zp(c.dt, u8 ? 128 : 0));
+  b.output(b.ms("QLinearAdd", ins), c.dt);
+  if (c.conv_output_read) b.output(t, c.dt);
+  return b.model(13);
+}
+
+Feeds conv_add_feeds(const ConvAddCase& c) {
+  const int64_t M = c.channels, C = c.depthwise ? M : 24;
+  const bool u8 = c.dt == DType::kUInt8;
+  const Shape rs = c.residual_broadcasts ? Shape{1, M, 1, 1} : Shape{1, M, kAddH, kAddW};
+  return {{"x", Value(ints8(c.dt, Shape{1, C, kAddH, kAddW}, u8 ? 0 : -128, u8 ? 255 : 127, 63))},
+          {"r", Value(ints8(c.dt, rs, u8 ? 0 : -128, u8 ? 255 : 127, 64))}};
+}
+
+TEST(QConvAddFusion, ConvolutionAndSumBecomeOneOpWithTheSameBytes) {
+  std::vector<ConvAddCase> cases;
+  for (DType dt : {DType::kUInt8, DType::kInt8})
+    for (bool b_side : {false, true})
+      for (int64_t m : {12, 80, 272}) {  // (272: wide rows, the sum after each tile; else after each block)
+        ConvAddCase c;
+        c.dt = dt;
+        c.conv_is_b = b_side;
+        c.channels = m;
+        cases.push_back(c);
+      }
+  ConvAddCase dw;
+  dw.depthwise = true;
+  dw.channels = 40;
+  cases.push_back(dw);
+  for (const ConvAddCase& c : cases)
+    for (bool nhwc : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(c.dt)) + (c.conv_is_b ? " conv as B" : " conv as A") + " M=" +
+                   std::to_string(c.channels) + (c.depthwise ? " depthwise" : "") + (nhwc ? " channels-last" : " channels-first"));
+      const std::string model = conv_add_model(c);
+      const Feeds feeds = conv_add_feeds(c);
+      const Outcome fused = run(model, Level::kAll, feeds, {ep::CPU().with_prefer_nhwc(nhwc).build()});
+      const Outcome plain = run(model, Level::kBasic, feeds, {ep::CPU().with_prefer_nhwc(nhwc).build()});
+      EXPECT_EQ(fused.count("QLinearConvAdd"), 1) << ops_of(fused);
+      EXPECT_EQ(fused.count("QLinearAdd"), 0) << ops_of(fused);
+      EXPECT_EQ(plain.count("QLinearAdd"), 1) << ops_of(plain);
+      ASSERT_EQ(fused.out.size(), 1u);
+      expect_equal(fused.out[0], plain.out[0], "fused sum");
+      // (The sum saturates somewhere and is not the residual alone: the data exercise it.)
+      EXPECT_GT(step_diff(fused.out[0], feeds[1].second.tensor()).count, fused.out[0].numel() / 2);
+    }
+}
+
+TEST(QConvAddFusion, NotFused) {
+  ConvAddCase broadcast;
+  broadcast.residual_broadcasts = true;
+  ConvAddCase read;
+  read.conv_output_read = true;
+  for (const ConvAddCase& c : {broadcast, read}) {
+    SCOPED_TRACE(c.residual_broadcasts ? "residual broadcasts" : "convolution output also read");
+    const std::string model = conv_add_model(c);
+    const Feeds feeds = conv_add_feeds(c);
+    const Outcome fused = run(model, Level::kAll, feeds);
+    const Outcome plain = run(model, Level::kBasic, feeds);
+    EXPECT_EQ(fused.count("QLinearConvAdd"), 0) << ops_of(fused);
+    EXPECT_EQ(fused.count("QLinearAdd"), 1) << ops_of(fused);
+    for (size_t i = 0; i < plain.out.size(); ++i) expect_equal(fused.out[i], plain.out[i], "unfused");
+  }
+}
+
+TEST(QConvAddFusion, ASumOfAnotherShapeIsAnError) {
+  // onyx::QLinearConvAdd written directly, with a residual of the wrong spatial size.
+  QuantGraph b;
+  const std::string x = b.input("x", DType::kUInt8, {1, 4, 5, 5});
+  const std::string r = b.input("r", DType::kUInt8, {1, 4, 5, 6});
+  b.output(b.node("QLinearConvAdd",
+                  {x, b.scale(0.05f), b.zp(DType::kUInt8, 120), b.constant("w", ints8(DType::kInt8, Shape{4, 4, 1, 1}, -9, 9, 65)),
+                   b.scale(0.01f), b.zp(DType::kInt8, 0), b.scale(0.1f), b.zp(DType::kUInt8, 128), "", r, b.scale(0.1f),
+                   b.zp(DType::kUInt8, 128), b.scale(0.1f), b.zp(DType::kUInt8, 128), b.scale(0.2f), b.zp(DType::kUInt8, 128)},
+                  {}, "sum", "onyx"),
+           DType::kUInt8);
+  const Feeds feeds{{"x", Value(ints8(DType::kUInt8, Shape{1, 4, 5, 5}, 0, 255, 66))},
+                    {"r", Value(ints8(DType::kUInt8, Shape{1, 4, 5, 6}, 0, 255, 67))}};
+  for (bool nhwc : {true, false}) {
+    SCOPED_TRACE(nhwc ? "channels-last" : "channels-first");
+    try {
+      run(b.model(13), Level::kAll, feeds, {ep::CPU().with_prefer_nhwc(nhwc).build()});
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("Z (input 9) has shape"), std::string::npos) << e.what();
+    }
+  }
+}
 }  // namespace
 }  // namespace onyx::test

@@ -16,6 +16,7 @@
 
 #include "kernels/common.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/qconv_add.hpp"
 #include "kernels/qgemm.hpp"
 #include "kernels/qmath.hpp"
 #include "kernels/vmath.hpp"
@@ -325,6 +326,36 @@ void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t
   });
 }
 
+/// The residual sum of a QLinearConvAdd applied to each block of the GEMM's output as it is
+/// written (QGemmOut::after_block): rows are output pixels of the chunk of images whose output
+/// starts `offset` elements into y (and Z).
+struct BlockSum {
+  const QConvAddSum* sum;
+  uint8_t* y;  // the chunk's output
+  int64_t offset, ldc;
+  bool is_signed;
+};
+
+void add_block_sum(const void* arg, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  const BlockSum& a = *static_cast<const BlockSum*>(arg);
+  auto run = [&]<class S>() {
+    S* y = reinterpret_cast<S*>(a.y);
+    if (j0 == 0 && cols == a.ldc) {  // whole rows: one run
+      const int64_t off = i0 * a.ldc;
+      a.sum->apply(y + off, a.offset + off, y + off, rows * cols);
+      return;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t off = (i0 + r) * a.ldc + j0;
+      a.sum->apply(y + off, a.offset + off, y + off, cols);
+    }
+  };
+  if (a.is_signed)
+    run.template operator()<int8_t>();
+  else
+    run.template operator()<uint8_t>();
+}
+
 /// Largest kernel volume of the float32 depthwise path (exact sums; the tap pointer array).
 constexpr int64_t kMaxDwTaps = 64;
 
@@ -332,6 +363,7 @@ class QConvNhwcKernel final : public Kernel {
  public:
   explicit QConvNhwcKernel(const KernelCreateInfo& info)
       : node_(info.node),
+        sum_(info.node.op_type == "QLinearConvAdd"),
         attrs_(WindowAttrs::of(info.node, false)),
         group_(info.node.attr_int("group", 1)),
         kernel_shape_(info.node.attr_ints("kernel_shape")) {
@@ -377,6 +409,8 @@ class QConvNhwcKernel final : public Kernel {
     read_params(xs, 1, &xsv, "x_scale", 1, node_);
     read_params(ys, 1, &ysv, "y_scale", 6, node_);
     if (y.numel() == 0) return;
+    QConvAddSum sum;
+    if (sum_) sum = qconv_add_sum(ctx, y);
     const bool depthwise = group_ != 1;
     if (depthwise && KH * KW > kMaxDwTaps)
       fail(ErrorCode::kNotImplemented, node_.label(), ": channels-last depthwise QLinearConv takes at most ", kMaxDwTaps,
@@ -455,9 +489,15 @@ class QConvNhwcKernel final : public Kernel {
         a.row_off = row_off;
         a.quad_off = quad_off;
       }
-      const QGemmOut o = QGemmOut::quant8(yb, M, mult, yzv, y_signed, pb);
+      QGemmOut o = QGemmOut::quant8(yb, M, mult, yzv, y_signed, pb);
+      const BlockSum block_sum{&sum, yb, n0 * pixels * M, M, y_signed};
+      if (sum_) {
+        o.after_block = add_block_sum;
+        o.after_block_arg = &block_sum;
+      }
       qgemm(a, p->packed, images * pixels, o, &ctx.pool());
     }
+    if (sum_ && depthwise) qconv_add_in_place(sum, y, ctx.pool());
   }
 
  private:
@@ -504,6 +544,7 @@ class QConvNhwcKernel final : public Kernel {
   }
 
   const Node& node_;
+  bool sum_;  // QLinearConvAdd: the residual sum fused in (qconv_add.hpp)
   WindowAttrs attrs_;
   int64_t group_ = 1;
   Shape kernel_shape_;  // the attribute (empty when absent)
@@ -585,10 +626,59 @@ constexpr const char* kNhwc = "onyx.nhwc";
 
 const KernelDef kDefs[] = {
     {kNhwc, "QLinearConv", 10, 99, {{0, kQ8}, {3, kQ8}}, make_qconv_nhwc, accepts_qconv},
+    {kNhwc, "QLinearConvAdd", 1, 1, {{0, kQ8}, {3, kQ8}}, make_qconv_nhwc, accepts_qconv},
     {kNhwc, "MaxPool", 12, 99, {{0, kQ8}}, make_qmaxpool_nhwc, accepts_qpool},
 };
 
 }  // namespace
+
+QConvAddSum qconv_add_sum(const KernelContext& ctx, const Tensor& y) {
+  const Node& node = ctx.node();
+  const Tensor& z = ctx.input(9);
+  if (z.dtype() != y.dtype())
+    fail(ErrorCode::kInvalidArgument, node.label(), ": Z (input 9) has type ", dtype_name(z.dtype()), ", the output ",
+         dtype_name(y.dtype()));
+  if (!(z.shape() == y.shape()))
+    fail(ErrorCode::kInvalidArgument, node.label(), ": Z (input 9) has shape ", z.shape().to_string(),
+         ", the convolution's output ", y.shape().to_string());
+  float zs = 0, ts = 0, cs = 0;
+  int32_t zz = 0, tz = 0, cz = 0;
+  read_params(ctx.input(10), 1, &zs, "Z_scale", 10, node);
+  read_zps(ctx.optional_input(11), y.dtype(), 1, &zz, "Z_zero_point", 11, node);
+  read_params(ctx.input(12), 1, &ts, "T_scale", 12, node);
+  read_zps(ctx.optional_input(13), y.dtype(), 1, &tz, "T_zero_point", 13, node);
+  read_params(ctx.input(14), 1, &cs, "C_scale", 14, node);
+  read_zps(ctx.optional_input(15), y.dtype(), 1, &cz, "C_zero_point", 15, node);
+  QConvAddSum s;
+  s.z = static_cast<const uint8_t*>(z.raw_data());
+  s.conv_is_b = node.attr_int("conv_is_b", 0) != 0;
+  // As QLinearAdd: the ratios to the output's scale, and the constant term with A's first.
+  const float rt = ts / cs, rz = zs / cs;
+  if (s.conv_is_b) {
+    s.ra = rz;
+    s.rb = rt;
+    s.fixed = qmath::qadd_fixed(rz, zz, rt, tz, cz);
+  } else {
+    s.ra = rt;
+    s.rb = rz;
+    s.fixed = qmath::qadd_fixed(rt, tz, rz, zz, cz);
+  }
+  return s;
+}
+
+void qconv_add_in_place(const QConvAddSum& sum, Tensor& y, ThreadPool& pool) {
+  constexpr int64_t kBlock = 4096;
+  const int64_t n = y.numel();
+  const bool is_signed = y.dtype() == DType::kInt8;
+  auto* py = static_cast<uint8_t*>(y.raw_data());
+  parallel_range(pool, (n + kBlock - 1) / kBlock, kBlock, [&](int64_t b0, int64_t b1) {
+    const int64_t lo = b0 * kBlock, len = std::min(n, b1 * kBlock) - lo;
+    if (is_signed)
+      sum.apply(reinterpret_cast<int8_t*>(py) + lo, lo, reinterpret_cast<int8_t*>(py) + lo, len);
+    else
+      sum.apply(py + lo, lo, py + lo, len);
+  });
+}
 
 std::span<const KernelDef> qconv_kernels() { return kDefs; }
 

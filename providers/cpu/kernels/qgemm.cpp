@@ -575,6 +575,11 @@ void qgemm(const QGemmA& a, const QPackedB& b, int64_t m, const QGemmOut& out, T
                                                     : std::min<int64_t>(blocks * block, 2 * threads);
   const int64_t panels_per_split = (panels + col_split - 1) / col_split;
   const auto* bdata = static_cast<const BElem*>(b.data());
+  // The step after the product (QGemmOut::after_block) runs on each tile as it is written where
+  // the rows are wide (a ResNet block's 256 to 2048 channels: a tile's 6 rows of 64 columns stay
+  // in L1, and its whole output would not stay in L2); on narrow rows (MobileNetV2's 24 to 160
+  // channels) a call per tile costs more than it saves, and it runs on each block instead.
+  const bool sum_per_tile = out.after_block && n >= 256;
 
   auto task = [&](int64_t t0, int64_t t1) {
     int16_t* apack = nullptr;
@@ -618,7 +623,12 @@ void qgemm(const QGemmA& a, const QPackedB& b, int64_t m, const QGemmOut& out, T
             const TileFn fn = pick_tile(flip, plain, pc / kVec);
             fn(ta, kp, reinterpret_cast<const BElem*>(reinterpret_cast<const char*>(bdata) + b.panel_offset(p)), e, i0, rows,
                p * kQPanel, n);
+            if (sum_per_tile) out.after_block(out.after_block_arg, i0, rows, p * kQPanel, std::min(pc, n - p * kQPanel));
           }
+        }
+        if (out.after_block && !sum_per_tile) {  // this chunk of rows by this block of panels, written
+          const int64_t i0 = tile0 * kMR, j0 = pb0 * kQPanel;
+          out.after_block(out.after_block_arg, i0, std::min(m, tile1 * kMR) - i0, j0, std::min(n, pb1 * kQPanel) - j0);
         }
       }
     }

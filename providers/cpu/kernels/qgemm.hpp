@@ -103,6 +103,12 @@ struct QGemmOut {
   const float* bias_f = nullptr;    // per column (kFloat)
   int32_t out_zp = 0, lo = 0, hi = 255;
   bool out_signed = false;
+  /// Called once a block of C is written (rows [i0, i0 + rows), columns [j0, j0 + cols): a
+  /// chunk of rows of a thread by the panels of B it keeps in L2), while it is still in the
+  /// cache: a further elementwise step fused into the product (an 8-bit convolution's residual
+  /// sum). Null: none.
+  void (*after_block)(const void* arg, int64_t i0, int64_t rows, int64_t j0, int64_t cols) = nullptr;
+  const void* after_block_arg = nullptr;
 
   static QGemmOut int32(void* c, int64_t ldc, const int32_t* bias_i = nullptr) {
     QGemmOut o;

@@ -29,15 +29,18 @@ using qmath::kMax;
 using qmath::kMin;
 using qmath::load_int;
 using qmath::load_int_n;
+using qmath::qadd_fixed;
+using qmath::qadd_rows;
 using qmath::rounded;
 using qmath::round_even;
 using qmath::store_int;
 using qmath::store_int_n;
+using qmath::store_rounded;
 using qmath::vf;
 using qmath::vi;
 using vmath::splat;
 
-inline vf to_float(vi v) { return __builtin_convertvector(v, vf); }
+using qmath::to_float;
 
 template <class F>
 void dispatch_q8(DType dt, F&& f, const char* what) {
@@ -121,36 +124,14 @@ S saturate_round(float t) {
   return static_cast<S>(round_even(t));
 }
 
-/// Stores the kLanes (or the first n) lanes of t, each saturate(round_half_even(t)), as S.
-template <class S>
-inline void store_rounded(S* p, vf t, int64_t n = kLanes) {
-  const vi r = round_even(qmath::clamp(t, splat(kMin<S>), splat(kMax<S>)));
-  if (n == kLanes)
-    store_int(p, r);
-  else
-    store_int_n(p, r, n);
-}
-
 // ---- QLinearAdd / QLinearMul ----
 //
 // ONNX Runtime computes C = saturate(round(fixed + A * (sa / sc) + B * (sb / sc))) with
-// fixed = zc - (sa / sc * za + sb / sc * zb) in float (add_fixed): on an FMA machine as
+// fixed = zc - (sa / sc * za + sb / sc * zb) in float (qmath::qadd_fixed): on an FMA machine as
 // fma(A, ra, fma(B, rb, fixed)), else with each product rounded and added left to right; an
 // operand that is one value along the row is folded into `fixed` first (add_fold).
 // QLinearMul: C = saturate(round((A - za) * (B - zb) [an exact integer] * (sa * sb / sc)
 // [rounded] + zc)).
-
-/// `fixed` of QLinearAdd, zc - (r_row * z_row + r_other * z_other), the row operand's term first
-/// (the order ONNX Runtime adds them): where there is FMA, its compiler fuses that first product
-/// with the sum (measured against its results), else both products are rounded.
-float add_fixed(float r_row, int32_t z_row, float r_other, int32_t z_other, int32_t zc) {
-  const float other = rounded(r_other * static_cast<float>(z_other));
-#if defined(__FMA__) || defined(__AVX512F__)
-  return static_cast<float>(zc) - std::fma(r_row, static_cast<float>(z_row), other);
-#else
-  return static_cast<float>(zc) - (rounded(r_row * static_cast<float>(z_row)) + other);
-#endif
-}
 
 /// `fixed` with the term of an operand that is one value `v` along the row folded in: fused
 /// where there is FMA (ONNX Runtime's compiler fuses its product and sum), else rounded first.
@@ -160,22 +141,6 @@ float add_fold(float fixed, float v, float r) {
 #else
   return fixed + rounded(v * r);
 #endif
-}
-
-/// c = saturate(round(a * ra + b * rb + fixed)) over n elements (both operands rows).
-template <class S>
-void add_rows(const S* a, const S* b, S* c, int64_t n, float ra, float rb, float fixed) {
-  const vf vra = splat(ra), vrb = splat(rb), vfix = splat(fixed);
-  auto one = [&](vi x, vi y) {
-#if defined(__FMA__) || defined(__AVX512F__)
-    return qmath::fmadd(to_float(x), vra, qmath::fmadd(to_float(y), vrb, vfix));
-#else
-    return (vfix + rounded(to_float(x) * vra)) + rounded(to_float(y) * vrb);
-#endif
-  };
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) store_rounded(c + i, one(load_int(a + i), load_int(b + i)));
-  if (i < n) store_rounded(c + i, one(load_int_n(a + i, n - i), load_int_n(b + i, n - i)), n - i);
 }
 
 /// c = saturate(round(x * rx + fixed)) over n elements (`fixed` holds the other operand's term).
@@ -236,11 +201,11 @@ class QBinaryKernel final : public Kernel {
         S* z = pc_d + out;
         if (!mul_) {
           if (st[0] && st[1]) {
-            add_rows(x, y, z, n, ra, rb, add_fixed(ra, pa.zp, rb, pb.zp, pc.zp));
+            qadd_rows(x, y, z, n, ra, rb, qadd_fixed(ra, pa.zp, rb, pb.zp, pc.zp));
           } else if (st[0]) {
-            add_row_scalar(x, z, n, ra, add_fold(add_fixed(ra, pa.zp, rb, pb.zp, pc.zp), static_cast<float>(y[0]), rb));
+            add_row_scalar(x, z, n, ra, add_fold(qadd_fixed(ra, pa.zp, rb, pb.zp, pc.zp), static_cast<float>(y[0]), rb));
           } else {
-            const float fixed = add_fold(add_fixed(rb, pb.zp, ra, pa.zp, pc.zp), static_cast<float>(x[0]), ra);
+            const float fixed = add_fold(qadd_fixed(rb, pb.zp, ra, pa.zp, pc.zp), static_cast<float>(x[0]), ra);
             if (st[1]) {
               add_row_scalar(y, z, n, rb, fixed);
             } else {  // one value for the whole row

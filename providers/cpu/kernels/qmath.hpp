@@ -172,6 +172,56 @@ inline constexpr float kMin = static_cast<float>(std::numeric_limits<S>::lowest(
 template <class S>
 inline constexpr float kMax = static_cast<float>(std::numeric_limits<S>::max());
 
+/// kLanes int32 lanes as floats.
+inline vf to_float(vi v) { return __builtin_convertvector(v, vf); }
+
+/// Stores the kLanes (or the first n) lanes of t, each saturate(round_half_even(t)), as S.
+template <class S>
+inline void store_rounded(S* p, vf t, int64_t n = kLanes) {
+  const vi r = round_even(clamp(t, vmath::splat(kMin<S>), vmath::splat(kMax<S>)));
+  if (n == kLanes)
+    store_int(p, r);
+  else
+    store_int_n(p, r, n);
+}
+
+// ---- the sum of two quantized tensors (QLinearAdd, and a convolution's residual sum) ----
+//
+// ONNX Runtime computes C = saturate(round(fixed + A * (sa / sc) + B * (sb / sc))) with
+// fixed = zc - (sa / sc * za + sb / sc * zb) in float; on an FMA machine as
+// fma(A, ra, fma(B, rb, fixed)), else with each product rounded and added left to right. Both the
+// com.microsoft QLinearAdd kernel and the fused QLinearConvAdd (a convolution whose output goes
+// only into such a sum) compute it here, so that the fused form gives the same bytes.
+
+/// `fixed`, zc - (r_row * z_row + r_other * z_other), the row operand's term first (the order
+/// ONNX Runtime adds them): where there is FMA, its compiler fuses that first product with the
+/// sum (measured against its results), else both products are rounded.
+inline float qadd_fixed(float r_row, int32_t z_row, float r_other, int32_t z_other, int32_t zc) {
+  const float other = rounded(r_other * static_cast<float>(z_other));
+#if defined(__FMA__) || defined(__AVX512F__)
+  return static_cast<float>(zc) - std::fma(r_row, static_cast<float>(z_row), other);
+#else
+  return static_cast<float>(zc) - (rounded(r_row * static_cast<float>(z_row)) + other);
+#endif
+}
+
+/// c = saturate(round(a * ra + b * rb + fixed)) over n elements (c may be a or b: each element
+/// is read before it is written).
+template <class S>
+inline void qadd_rows(const S* a, const S* b, S* c, int64_t n, float ra, float rb, float fixed) {
+  const vf vra = vmath::splat(ra), vrb = vmath::splat(rb), vfix = vmath::splat(fixed);
+  auto one = [&](vi x, vi y) {
+#if defined(__FMA__) || defined(__AVX512F__)
+    return fmadd(to_float(x), vra, fmadd(to_float(y), vrb, vfix));
+#else
+    return (vfix + rounded(to_float(x) * vra)) + rounded(to_float(y) * vrb);
+#endif
+  };
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store_rounded(c + i, one(load_int(a + i), load_int(b + i)));
+  if (i < n) store_rounded(c + i, one(load_int_n(a + i, n - i), load_int_n(b + i, n - i)), n - i);
+}
+
 /// y[i] = table[x[i]] for n bytes (a 256-entry table indexed by the byte's bit pattern).
 inline void lookup_bytes(const uint8_t* x, uint8_t* y, int64_t n, const uint8_t* table) {
   int64_t i = 0;

@@ -14,6 +14,7 @@
 #include "kernels/conv.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/manifest.hpp"
+#include "kernels/qconv_add.hpp"
 #include "kernels/qmath.hpp"
 #include "ops/nn.hpp"
 #include "ops/quant.hpp"
@@ -745,7 +746,24 @@ class QConvKernel final : public Kernel {
   Shape kernel_shape_;
 };
 
+/// onyx::QLinearConvAdd channels-first (qconv_add.hpp): the convolution, then the residual sum
+/// over its output in place.
+class QConvAddKernel final : public Kernel {
+ public:
+  explicit QConvAddKernel(const KernelCreateInfo& info) : conv_(info, true) {}
+
+  void compute(KernelContext& ctx) const override {
+    conv_.compute(ctx);
+    Tensor& y = ctx.output(0);
+    if (y.numel() != 0) qconv_add_in_place(qconv_add_sum(ctx, y), y, ctx.pool());
+  }
+
+ private:
+  QConvKernel conv_;
+};
+
 std::unique_ptr<Kernel> make_qlinear_conv(const KernelCreateInfo& info) { return std::make_unique<QConvKernel>(info, true); }
+std::unique_ptr<Kernel> make_qlinear_conv_add(const KernelCreateInfo& info) { return std::make_unique<QConvAddKernel>(info); }
 std::unique_ptr<Kernel> make_conv_integer(const KernelCreateInfo& info) { return std::make_unique<QConvKernel>(info, false); }
 
 using namespace types;
@@ -767,6 +785,7 @@ const KernelDef kDefs[] = {
     {"", "DequantizeLinear", 21, 99, {{0, kQ8 | kInt32 | kF8 | kQ21Extra}, {-1, kDeqOut}}, make_dequantize},
     {"", "DynamicQuantizeLinear", 11, 99, {{0, kFloat}}, make_dynamic_quantize},
     {"", "QLinearConv", 10, 99, {{0, kQ8}, {3, kQ8}}, make_qlinear_conv},
+    {"onyx", "QLinearConvAdd", 1, 1, {{0, kQ8}, {3, kQ8}}, make_qlinear_conv_add},
     {"", "ConvInteger", 10, 99, {{0, kQ8}, {1, kQ8}}, make_conv_integer},
 };
 
