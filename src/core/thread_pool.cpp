@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace onyx {
 
@@ -16,12 +17,13 @@ inline void cpu_relax() {
 #endif
 }
 
-// Bounded spin of an idle worker: a few tens of microseconds of pause loops, in slices between
-// which the core is offered to any other runnable thread (sched_yield returns at once when
-// there is none), so that on a busy machine spinning does not take the time slice of threads
-// with work to do.
-constexpr int kSpinSlices = 16;
+// Bounded spin of an idle worker: pause loops for up to kSpinTime, in slices between which the
+// core is offered to any other runnable thread (sched_yield returns at once when there is none),
+// so that on a busy machine spinning does not take the time slice of threads with work to do.
+// The bound is a time, not a count of pauses: a pause takes from about 15 ns (recent Intel
+// cores) to 60 ns, and a count tuned on one left the workers asleep between kernels on another.
 constexpr int kPausesPerSlice = 128;
+const std::chrono::microseconds kSpinTime{300};
 
 }  // namespace
 
@@ -74,12 +76,14 @@ void ThreadPool::worker_loop() {
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
     if (spin_ == PoolSpin::kBounded) {
-      for (int slice = 0; g == seen && slice < kSpinSlices; ++slice) {
+      const auto until = std::chrono::steady_clock::now() + kSpinTime;
+      while (g == seen) {
         for (int i = 0; g == seen && i < kPausesPerSlice; ++i) {
           cpu_relax();
           g = generation_.load(std::memory_order_acquire);
         }
-        if (g == seen) sched_yield();
+        if (g != seen || std::chrono::steady_clock::now() >= until) break;
+        sched_yield();
       }
     }
     if (g == seen) {
