@@ -38,6 +38,7 @@ struct QCase {
   bool per_channel = false;
   bool bias = true;
   bool weights_as_input = false;
+  bool scales_as_input = false;  // x/w/y scales and the x/y zero points fed at run time
 };
 
 struct QRun {
@@ -66,14 +67,23 @@ QRun run(const QCase& c, bool nhwc, int threads) {
   for (auto& b : bias) b = static_cast<int32_t>(rng() % 4001) - 2000;
   GraphSpec g;
   g.inputs.push_back({"x", c.xt, std::vector<int64_t>(c.x.begin(), c.x.end())});
-  g.initializers.emplace_back("xs", Tensor::from_vector<float>(Shape{}, {x_scale}));
-  g.initializers.emplace_back("xz", q8_values(c.xt, Shape{}, {zp_of(c.xt)}));
-  g.initializers.emplace_back("ws", Tensor::from_vector<float>(c.per_channel ? Shape{M} : Shape{}, ws));
-  g.initializers.emplace_back("wz", q8_values(c.wt, c.per_channel ? Shape{M} : Shape{}, wz));
-  g.initializers.emplace_back("ys", Tensor::from_vector<float>(Shape{}, {y_scale}));
-  g.initializers.emplace_back("yz", q8_values(c.yt, Shape{}, {zp_of(c.yt)}));
-  const Tensor w = random_q8(c.wt, c.w, 2), b = Tensor::from_vector<int32_t>(Shape{M}, bias);
   std::vector<std::pair<std::string, Value>> feeds{{"x", Value(random_q8(c.xt, c.x, 1))}};
+  // (The kernel reads constant scales and zero points once, at creation; fed ones at every run.)
+  auto param = [&](const char* name, Tensor t) {
+    if (c.scales_as_input) {
+      g.inputs.push_back({name, t.dtype(), std::vector<int64_t>(t.shape().begin(), t.shape().end())});
+      feeds.emplace_back(name, Value(std::move(t)));
+    } else {
+      g.initializers.emplace_back(name, std::move(t));
+    }
+  };
+  param("xs", Tensor::from_vector<float>(Shape{}, {x_scale}));
+  param("xz", q8_values(c.xt, Shape{}, {zp_of(c.xt)}));
+  param("ws", Tensor::from_vector<float>(c.per_channel ? Shape{M} : Shape{}, ws));
+  g.initializers.emplace_back("wz", q8_values(c.wt, c.per_channel ? Shape{M} : Shape{}, wz));
+  param("ys", Tensor::from_vector<float>(Shape{}, {y_scale}));
+  param("yz", q8_values(c.yt, Shape{}, {zp_of(c.yt)}));
+  const Tensor w = random_q8(c.wt, c.w, 2), b = Tensor::from_vector<int32_t>(Shape{M}, bias);
   if (c.weights_as_input) {
     g.inputs.push_back({"w", c.wt, std::vector<int64_t>(c.w.begin(), c.w.end())});
     feeds.emplace_back("w", Value(w));
@@ -132,6 +142,10 @@ TEST(CpuQLinearConvNhwc, MatchesTheChannelsFirstReferenceExactly) {
        with(with(pads(2, 2, 2, 2), attr_int("group", 16)), attr_ints("strides", {2, 2})), u8, u8, u8},
       {"depthwise fed at run time, no bias", Shape{1, 20, 7, 7}, Shape{20, 1, 3, 3}, with(pads(1, 1, 1, 1), attr_int("group", 20)),
        u8, s8, u8, false, false, true},
+      {"scales and zero points fed at run time, per-channel", Shape{1, 16, 9, 8}, Shape{24, 16, 3, 3}, pads(1, 1, 1, 1), u8, s8,
+       u8, true, true, false, true},
+      {"depthwise, scales and zero points fed at run time", Shape{1, 24, 9, 8}, Shape{24, 1, 3, 3},
+       with(pads(1, 1, 1, 1), attr_int("group", 24)), u8, s8, u8, true, true, false, true},
   };
   for (const QCase& c : cases) {
     SCOPED_TRACE(c.what);

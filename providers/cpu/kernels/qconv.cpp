@@ -372,6 +372,31 @@ class QConvNhwcKernel final : public Kernel {
     const Tensor* wz = info.node.has_input(5) ? info.constant(5) : nullptr;
     const bool wz_ok = !info.node.has_input(5) || wz;
     if (w && w->rank() == 4 && is_q8(w->dtype()) && wz_ok) prepared_ = prepare(*w, wz);
+    // With constant scales and zero points (as quantizers write them), what each run would
+    // compute from them is computed here once: per output channel C to M of them, a loop (and
+    // for depthwise C x taps more) that ran on one thread before every run's parallel work.
+    const Tensor* xs = info.constant(1);
+    const Tensor* ws = info.constant(4);
+    const Tensor* ys = info.constant(6);
+    const bool xz_ok = !info.node.has_input(2) || info.constant(2);
+    const bool yz_ok = !info.node.has_input(7) || info.constant(7);
+    if (prepared_.M > 0 && xs && ws && ys && xz_ok && yz_ok) {
+      const int64_t M = prepared_.M;
+      const DType x_dt = info.input_dtype(0), y_dt = info.output_dtype(0);
+      if (is_q8(x_dt) && is_q8(y_dt)) {
+        read_zps(info.node.has_input(2) ? info.constant(2) : nullptr, x_dt, 1, &consts_.x_zp, "x_zero_point", 2, node_);
+        read_zps(info.node.has_input(7) ? info.constant(7) : nullptr, y_dt, 1, &consts_.y_zp, "y_zero_point", 7, node_);
+        float xsv = 0, ysv = 0;
+        read_params(*xs, 1, &xsv, "x_scale", 1, node_);
+        read_params(*ys, 1, &ysv, "y_scale", 6, node_);
+        consts_.mult.resize(static_cast<size_t>(M));
+        read_params(*ws, M, consts_.mult.data(), "w_scale", 4, node_);
+        for (float& m : consts_.mult) m = xsv * m / ysv;
+        if (group_ != 1) consts_.tap_sum = tap_sums(prepared_, consts_.x_zp);
+        consts_.x_dtype = x_dt;
+        consts_.y_dtype = y_dt;
+      }
+    }
   }
 
   void compute(KernelContext& ctx) const override {
@@ -402,12 +427,16 @@ class QConvNhwcKernel final : public Kernel {
       fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape ", kernel_shape_.to_string(), " does not match w (input 3) ",
            w.shape().to_string());
     const WindowGeometry g = window_geometry(attrs_, node_, Shape{H, W}, Shape{KH, KW});
-    int32_t xzv = 0, yzv = 0;
+    // The constants of creation, when they are for these weights and types; else read now.
+    const bool cached = !consts_.mult.empty() && consts_.x_dtype == x.dtype() && consts_.y_dtype == y.dtype();
+    int32_t xzv = consts_.x_zp, yzv = consts_.y_zp;
     float xsv = 0, ysv = 0;
-    read_zps(xz, x.dtype(), 1, &xzv, "x_zero_point", 2, node_);
-    read_zps(yz, y.dtype(), 1, &yzv, "y_zero_point", 7, node_);
-    read_params(xs, 1, &xsv, "x_scale", 1, node_);
-    read_params(ys, 1, &ysv, "y_scale", 6, node_);
+    if (!cached) {
+      read_zps(xz, x.dtype(), 1, &xzv, "x_zero_point", 2, node_);
+      read_zps(yz, y.dtype(), 1, &yzv, "y_zero_point", 7, node_);
+      read_params(xs, 1, &xsv, "x_scale", 1, node_);
+      read_params(ys, 1, &ysv, "y_scale", 6, node_);
+    }
     if (y.numel() == 0) return;
     QConvAddSum sum;
     if (sum_) sum = qconv_add_sum(ctx, y);
@@ -422,16 +451,27 @@ class QConvNhwcKernel final : public Kernel {
       now = prepare(w, wz);
       p = &now;
     }
-    float* mult = nullptr;
-    float* wsv = nullptr;
-    float* tap_sum = nullptr;
-    carve(Workspace::kQuant, [&](Carver& c) {
-      mult = c.take<float>(M);
-      wsv = c.take<float>(M);
-      tap_sum = depthwise ? c.take<float>(M) : nullptr;
-    });
-    read_params(ws, M, wsv, "w_scale", 4, node_);
-    for (int64_t m = 0; m < M; ++m) mult[m] = xsv * wsv[m] / ysv;
+    const bool use_cached = cached && p == &prepared_;
+    if (cached && !use_cached) {  // (weights of another shape than at creation: read everything now)
+      read_zps(xz, x.dtype(), 1, &xzv, "x_zero_point", 2, node_);
+      read_zps(yz, y.dtype(), 1, &yzv, "y_zero_point", 7, node_);
+      read_params(xs, 1, &xsv, "x_scale", 1, node_);
+      read_params(ys, 1, &ysv, "y_scale", 6, node_);
+    }
+    const float* mult = consts_.mult.data();
+    const float* tap_sum = consts_.tap_sum.data();
+    if (!use_cached) {
+      float *m_now = nullptr, *t_now = nullptr;
+      carve(Workspace::kQuant, [&](Carver& c) {
+        m_now = c.take<float>(M);
+        t_now = depthwise ? c.take<float>(M) : nullptr;
+      });
+      read_params(ws, M, m_now, "w_scale", 4, node_);
+      for (int64_t m = 0; m < M; ++m) m_now[m] = xsv * m_now[m] / ysv;
+      if (depthwise) tap_sums(*p, xzv, t_now);
+      mult = m_now;
+      tap_sum = t_now;
+    }
     const bool y_signed = y.dtype() == DType::kInt8, x_signed = x.dtype() == DType::kInt8;
     const int32_t lo = y_signed ? -128 : 0, hi = y_signed ? 127 : 255;
     const int32_t* pb = bias ? bias->data<int32_t>() : nullptr;
@@ -452,13 +492,7 @@ class QConvNhwcKernel final : public Kernel {
       row_off = depthwise ? nullptr : c.take<int64_t>(chunk * pixels);
       quad_off = depthwise ? nullptr : c.take<int64_t>(quads);
     });
-    if (depthwise) {
-      for (int64_t ch = 0; ch < C; ++ch) {
-        float s = 0;
-        for (int64_t t = 0; t < KH * KW; ++t) s += p->taps[static_cast<size_t>(t * C + ch)];
-        tap_sum[ch] = static_cast<float>(xzv) * s;  // exact: integers below 2^24
-      }
-    } else {
+    if (!depthwise) {
       for (int64_t q = 0, kh = 0; kh < KH; ++kh)
         for (int64_t kw = 0; kw < KW; ++kw)
           for (int64_t c4 = 0; c4 < cp; c4 += 4) quad_off[q++] = (kh * g.dilation[0] * pad.W + kw * g.dilation[1]) * cp + c4;
@@ -480,12 +514,12 @@ class QConvNhwcKernel final : public Kernel {
           y_signed ? run.template operator()<false, true>() : run.template operator()<false, false>();
         continue;
       }
-      for (int64_t i = 0, n = 0; n < images; ++n)
-        for (int64_t oh = 0; oh < OH; ++oh)
-          for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * pad.H + oh * g.stride[0]) * pad.W + ow * g.stride[1]) * cp;
       // A 1x1 window at stride 1 over an unpadded input: A is the input itself, [pixels, C].
       QGemmA a = QGemmA::matrix(base, cp, x_signed, xzv);
       if (!(KH == 1 && KW == 1 && g.stride[0] == 1 && g.stride[1] == 1 && !pad.needed)) {
+        for (int64_t i = 0, n = 0; n < images; ++n)
+          for (int64_t oh = 0; oh < OH; ++oh)
+            for (int64_t ow = 0; ow < OW; ++ow) row_off[i++] = ((n * pad.H + oh * g.stride[0]) * pad.W + ow * g.stride[1]) * cp;
         a.row_off = row_off;
         a.quad_off = quad_off;
       }
@@ -507,6 +541,21 @@ class QConvNhwcKernel final : public Kernel {
     QPackedB packed;          // group 1: B[(kh KW + kw) cp + c][m]
     std::vector<float> taps;  // depthwise: taps[(kh KW + kw) C + c] = w - w_zp
   };
+
+  /// Per channel, x_zp times the sum of the depthwise taps (w - w_zp), into out (p.M values).
+  static void tap_sums(const Prepared& p, int32_t x_zp, float* out) {
+    const int64_t C = p.M, T = p.KH * p.KW;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      float s = 0;
+      for (int64_t t = 0; t < T; ++t) s += p.taps[static_cast<size_t>(t * C + ch)];
+      out[ch] = static_cast<float>(x_zp) * s;  // exact: integers below 2^24
+    }
+  }
+  static std::vector<float> tap_sums(const Prepared& p, int32_t x_zp) {
+    std::vector<float> v(static_cast<size_t>(p.M));
+    tap_sums(p, x_zp, v.data());
+    return v;
+  }
 
   Prepared prepare(const Tensor& w, const Tensor* wz) const {
     Prepared p;
@@ -549,6 +598,13 @@ class QConvNhwcKernel final : public Kernel {
   int64_t group_ = 1;
   Shape kernel_shape_;  // the attribute (empty when absent)
   Prepared prepared_;
+  /// From constant scales and zero points, for prepared_ (mult empty: none).
+  struct Consts {
+    std::vector<float> mult;     // x_scale w_scale[m] / y_scale
+    std::vector<float> tap_sum;  // depthwise: tap_sums(prepared_, x_zp)
+    int32_t x_zp = 0, y_zp = 0;
+    DType x_dtype = DType::kUndefined, y_dtype = DType::kUndefined;
+  } consts_;
 };
 
 std::unique_ptr<Kernel> make_qconv_nhwc(const KernelCreateInfo& info) { return std::make_unique<QConvNhwcKernel>(info); }

@@ -570,9 +570,23 @@ void qgemm(const QGemmA& a, const QPackedB& b, int64_t m, const QGemmOut& out, T
   const int64_t chunk_tiles =
       all_rows ? tiles : std::max<int64_t>(1, std::min<int64_t>(32, tiles / (4 * threads)));
   const int64_t chunks = (tiles + chunk_tiles - 1) / chunk_tiles;
-  const int64_t col_split = all_rows ? (threads == 1 ? 1 : std::min<int64_t>(panels, 3 * threads))
-                            : chunks >= 2 * threads ? 1
-                                                    : std::min<int64_t>(blocks * block, 2 * threads);
+  int64_t col_split = all_rows ? (threads == 1 ? 1 : std::min<int64_t>(panels, 3 * threads))
+                      : chunks >= 2 * threads ? 1
+                                              : std::min<int64_t>(blocks * block, 2 * threads);
+  if (all_rows && threads > 1) {
+    // The split into k runs of whole panels (the last run narrower) whose busiest thread has the
+    // fewest columns, the threads taking the runs in turn, k up to 8 per thread (20 panels on 2
+    // threads: 2 runs of 10, where 6 runs of 4 left 12 panels to one thread and 8 to the other;
+    // 160 columns: 3 runs of 64, 64 and 32 columns).
+    int64_t best_load = INT64_MAX;
+    for (int64_t k = 1; k <= std::min<int64_t>(panels, 8 * threads); ++k) {
+      const int64_t pps = (panels + k - 1) / k;
+      if ((panels + pps - 1) / pps != k) continue;  // (the same runs as a smaller k)
+      const int64_t w = pps * kQPanel, last = n - (k - 1) * w, rounds = k / threads, rest = k % threads;
+      const int64_t load = rest == 0 ? rounds * w : rest == 1 ? rounds * w + last : (rounds + 1) * w;
+      if (load < best_load) best_load = load, col_split = k;
+    }
+  }
   const int64_t panels_per_split = (panels + col_split - 1) / col_split;
   const auto* bdata = static_cast<const BElem*>(b.data());
   // The step after the product (QGemmOut::after_block) runs on each tile as it is written where
