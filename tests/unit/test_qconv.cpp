@@ -167,15 +167,17 @@ TEST(CpuQLinearConvNhwc, MatchesTheChannelsFirstReferenceExactly) {
 }
 
 TEST(CpuQLinearConvNhwc, MaxPoolOnBytes) {
+  // (101 channels: a block of 64, one of 32 and 5 more.)
+  for (int64_t C : {19, 101})
   for (DType dt : {DType::kUInt8, DType::kInt8}) {
     GraphSpec g;
-    g.inputs.push_back({"x", dt, {2, 19, 9, 10}});
+    g.inputs.push_back({"x", dt, {2, C, 9, 10}});
     g.nodes.push_back({"MaxPool", {"x"}, {"y"},
                        {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})},
                        "pool"});
     g.outputs.push_back({"y", dt, {}, {}, true});
     const std::string m = encode_model(g, 13);
-    const Tensor x = random_q8(dt, Shape{2, 19, 9, 10}, 5);
+    const Tensor x = random_q8(dt, Shape{2, C, 9, 10}, 5);
     std::vector<std::vector<uint8_t>> ys;
     for (bool nhwc : {true, false}) {
       Session s = Session::builder().with_execution_providers({ep::CPU().with_prefer_nhwc(nhwc).build()}).commit_from_memory(m.data(), m.size());
@@ -186,7 +188,7 @@ TEST(CpuQLinearConvNhwc, MaxPoolOnBytes) {
       const auto* p = static_cast<const uint8_t*>(y.raw_data());
       ys.emplace_back(p, p + y.numel());
     }
-    EXPECT_EQ(ys[0], ys[1]) << dtype_name(dt);
+    EXPECT_EQ(ys[0], ys[1]) << dtype_name(dt) << " " << C << " channels";
   }
 }
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/common.hpp"
@@ -616,42 +617,57 @@ struct QMaxPoolNhwc {
   Shape kernel;
 };
 
-/// Running maximum of n bytes: y = max(y, x), as T (uint8 or int8), a register at a time.
-template <class T>
-inline void max_bytes(T* __restrict y, const T* __restrict x, int64_t n) {
+/// The maximum over a window's taps (tap t at x + off[t]) of `lanes` bytes from channel c, as T
+/// (uint8 or int8): R registers of 32 bytes kept across the taps and stored once.
+template <class T, int R>
+inline void max_taps(const T* x, const int64_t* off, int64_t taps, int64_t c, T* y) {
   typedef T vb __attribute__((vector_size(32)));
-  int64_t c = 0;
-  for (; c + 32 <= n; c += 32) {
-    vb a, b;
-    std::memcpy(&a, y + c, 32);
-    std::memcpy(&b, x + c, 32);
-    a = a > b ? a : b;
-    std::memcpy(y + c, &a, 32);
+  vb acc[R];
+  for (int r = 0; r < R; ++r)
+    for (int l = 0; l < 32; ++l) acc[r][l] = std::numeric_limits<T>::lowest();
+  for (int64_t t = 0; t < taps; ++t) {
+    const T* p = x + off[t] + c;
+    for (int r = 0; r < R; ++r) {
+      vb v;
+      std::memcpy(&v, p + 32 * r, 32);
+      acc[r] = acc[r] > v ? acc[r] : v;
+    }
   }
-  for (; c < n; ++c) y[c] = std::max(y[c], x[c]);
+  std::memcpy(y + c, acc, 32 * R);
 }
 
 template <class T>
 void qmaxpool(const QMaxPoolNhwc& st, const Node& node, const Tensor& x, Tensor& y, ThreadPool& pool) {
   const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
   const WindowGeometry g = window_geometry(st.attrs, node, Shape{H, W}, st.kernel);
-  const int64_t OH = g.out[0], OW = g.out[1];
+  const int64_t OH = g.out[0], OW = g.out[1], KH = g.kernel[0], KW = g.kernel[1];
   const T* px = static_cast<const T*>(x.raw_data());
   T* py = static_cast<T*>(y.raw_data());
   parallel_range(pool, N * OH, OW * C * g.kernel.numel(), [&](int64_t r0, int64_t r1) {
+    int64_t* off = nullptr;
+    carve(Workspace::kWindow, [&](Carver& c) { off = c.take<int64_t>(KH * KW); });
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / OH, oh = r % OH;
       for (int64_t ow = 0; ow < OW; ++ow) {
-        T* yp = py + (r * OW + ow) * C;
-        std::fill(yp, yp + C, std::numeric_limits<T>::lowest());
-        for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+        // The taps inside the input (padding is never the maximum: an empty window gives the
+        // type's lowest value).
+        int64_t taps = 0;
+        for (int64_t kh = 0; kh < KH; ++kh) {
           const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
           if (ih < 0 || ih >= H) continue;
-          for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+          for (int64_t kw = 0; kw < KW; ++kw) {
             const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
-            if (iw < 0 || iw >= W) continue;
-            max_bytes(yp, px + ((n * H + ih) * W + iw) * C, C);
+            if (iw >= 0 && iw < W) off[taps++] = ((n * H + ih) * W + iw) * C;
           }
+        }
+        T* yp = py + (r * OW + ow) * C;
+        int64_t c = 0;
+        for (; c + 64 <= C; c += 64) max_taps<T, 2>(px, off, taps, c, yp);
+        for (; c + 32 <= C; c += 32) max_taps<T, 1>(px, off, taps, c, yp);
+        for (; c < C; ++c) {
+          T m = std::numeric_limits<T>::lowest();
+          for (int64_t t = 0; t < taps; ++t) m = std::max(m, px[off[t] + c]);
+          yp[c] = m;
         }
       }
     }
