@@ -146,6 +146,18 @@ TEST(CpuQLinearConvNhwc, MatchesTheChannelsFirstReferenceExactly) {
        u8, true, true, false, true},
       {"depthwise, scales and zero points fed at run time", Shape{1, 24, 9, 8}, Shape{24, 1, 3, 3},
        with(pads(1, 1, 1, 1), attr_int("group", 24)), u8, s8, u8, true, true, false, true},
+      // Strided, planes of 28 x 28 or more: depthwise without the padded copy (edges read with
+      // bounds); at stride 1 with the copy.
+      {"depthwise 3x3 on 30x29, 37 channels, batch 2", Shape{2, 37, 30, 29}, Shape{37, 1, 3, 3},
+       with(pads(1, 1, 1, 1), attr_int("group", 37))},
+      {"depthwise 3x3 stride 2 on 30x29, 37 channels, batch 2 (no padded copy)", Shape{2, 37, 30, 29}, Shape{37, 1, 3, 3},
+       with(with(pads(1, 1, 1, 1), attr_int("group", 37)), attr_ints("strides", {2, 2}))},
+      {"depthwise 3x3 stride 2 on 31x32, int8, per-channel (no padded copy)", Shape{1, 40, 31, 32}, Shape{40, 1, 3, 3},
+       with(with(pads(1, 1, 1, 1), attr_int("group", 40)), attr_ints("strides", {2, 2})), s8, s8, s8, true},
+      {"depthwise 5x5 stride 2, asymmetric pads, uint8 weights (no padded copy)", Shape{1, 16, 29, 30}, Shape{16, 1, 5, 5},
+       with(with(pads(0, 2, 3, 1), attr_int("group", 16)), attr_ints("strides", {2, 2})), u8, u8, u8},
+      {"depthwise 3x3 dilation 2 stride (1, 2), pads 2 (no padded copy)", Shape{1, 20, 28, 28}, Shape{20, 1, 3, 3},
+       with(with(with(pads(2, 2, 2, 2), attr_int("group", 20)), attr_ints("dilations", {2, 2})), attr_ints("strides", {1, 2}))},
   };
   for (const QCase& c : cases) {
     SCOPED_TRACE(c.what);
