@@ -14,12 +14,12 @@ const Node* FusionView::sole_producer(int v) const {
   return &n;
 }
 
-const Node* FusionView::sole_consumer(int v) const {
+const Node* FusionView::sole_consumer(int v, std::string_view domain) const {
   if (v < 0 || u.uses[v] != 1 || u.is_output[v]) return nullptr;
   const int c = u.consumers[v][0];
   if (dead[c]) return nullptr;
   const Node& n = g.nodes[c];
-  if (!n.domain.empty() || !n.implicit_inputs.empty() || n.outputs.size() != 1) return nullptr;
+  if (n.domain != domain || !n.implicit_inputs.empty() || n.outputs.size() != 1) return nullptr;
   return &n;
 }
 

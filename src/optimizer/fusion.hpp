@@ -4,6 +4,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "optimizer/passes.hpp"
@@ -19,8 +20,9 @@ struct FusionView {
   /// The plain ai.onnx single-output node producing v, when v is read once and is not a graph
   /// output (so a fusion may swallow it); else null.
   const Node* sole_producer(int v) const;
-  /// The plain single-output node that is v's only reader (v not a graph output); else null.
-  const Node* sole_consumer(int v) const;
+  /// The single-output node of `domain` (default ai.onnx) that is v's only reader (v not a graph
+  /// output); else null.
+  const Node* sole_consumer(int v, std::string_view domain = "") const;
 };
 
 /// The value of a constant float initializer holding one element, of rank <= max_rank.

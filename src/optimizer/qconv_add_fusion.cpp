@@ -10,18 +10,6 @@ namespace onyx {
 
 namespace {
 
-/// The com.microsoft::QLinearAdd that is v's only reader (v not a graph output), or null.
-const Node* sole_qlinear_add(const Graph& g, const UseInfo& u, const std::vector<char>& dead, int v) {
-  if (v < 0 || u.uses[v] != 1 || u.is_output[v]) return nullptr;
-  const int c = u.consumers[v][0];
-  if (dead[c]) return nullptr;
-  const Node& n = g.nodes[c];
-  if (n.domain != "com.microsoft" || n.op_type != "QLinearAdd" || !n.implicit_inputs.empty() || n.outputs.size() != 1 ||
-      n.outputs[0] < 0 || n.inputs.size() < 7)
-    return nullptr;
-  return &n;
-}
-
 int input_or_none(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; }
 
 }  // namespace
@@ -29,6 +17,7 @@ int input_or_none(const Node& n, size_t i) { return i < n.inputs.size() ? n.inpu
 int fuse_qconv_add(Graph& g, PassContext& ctx) {
   const UseInfo u = compute_uses(g);
   std::vector<char> dead(g.nodes.size(), 0);
+  const FusionView view{g, u, dead};
   int changed = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& conv = g.nodes[i];
@@ -36,8 +25,8 @@ int fuse_qconv_add(Graph& g, PassContext& ctx) {
         conv.inputs.size() > 9 || !conv.implicit_inputs.empty())
       continue;
     const int t = conv.outputs[0];
-    const Node* add = sole_qlinear_add(g, u, dead, t);
-    if (!add) continue;
+    const Node* add = view.sole_consumer(t, "com.microsoft");
+    if (!add || add->op_type != "QLinearAdd" || add->outputs[0] < 0 || add->inputs.size() < 7) continue;
     const bool conv_is_b = add->inputs[3] == t;
     if (add->inputs[0] == add->inputs[3] || (!conv_is_b && add->inputs[0] != t)) continue;
     const int z = conv_is_b ? add->inputs[0] : add->inputs[3];

@@ -207,17 +207,6 @@ inline void dw_store(const DwQuant& k, vf acc, int64_t lanes, uint8_t* y) {
     qmath::store_int_n(dst, q, lanes);
 }
 
-/// `lanes` (< kLanes) channels from c of one output pixel whose taps are at win + toff[t]: the
-/// sum over taps of x w' - x_zp sum w' (exact), requantised.
-template <bool kXSigned, bool kYSigned>
-inline void dw_pixel_tail(const DwArgs& a, const uint8_t* win, const int64_t* toff, int64_t T, int64_t C, int64_t c,
-                          int64_t lanes, uint8_t* y) {
-  vf acc{};
-  for (int64_t t = 0; t < T; ++t) acc += load_bytes<kXSigned>(win + toff[t] + c, lanes) * vmath::load_n(a.taps + t * C + c, lanes);
-  acc -= vmath::load_n(a.tap_sum + c, lanes);
-  dw_store<kYSigned>(DwQuant(a, c, lanes), acc, lanes, y + c);
-}
-
 /// A whole vector of channels from c along one output row: the taps' weights stay in registers
 /// (kT of them; 0: T at run time) while the row's pixels go by.
 template <bool kXSigned, bool kYSigned, int kT>
@@ -287,75 +276,22 @@ void dw3_row_block(const DwArgs& a, const uint8_t* row, int64_t W, int64_t C, in
   run.template operator()<1>();
 }
 
-template <bool kXSigned, bool kYSigned>
-void depthwise_q(const DwArgs& a, const uint8_t* xp, const QPadded& pad, int64_t images, int64_t C, const WindowGeometry& g,
-                 uint8_t* y, ThreadPool& pool) {
-  const int64_t OH = g.out[0], OW = g.out[1], KH = g.kernel[0], KW = g.kernel[1], T = KH * KW;
-  int64_t toff[64];
-  for (int64_t kh = 0; kh < KH; ++kh)
-    for (int64_t kw = 0; kw < KW; ++kw) toff[kh * KW + kw] = (kh * g.dilation[0] * pad.W + kw * g.dilation[1]) * C;
-  // 3 x 3 without dilation (MobileNet's) slides along the rows (dw3_row_block).
-  const bool dw3 = KH == 3 && KW == 3 && g.dilation[0] == 1 && g.dilation[1] == 1;
-  // Tasks: an output row's channels in groups of up to 4 vectors, so that a small plane (14 x 14
-  // over 576 channels: 14 rows) still splits evenly over the threads.
-  const int64_t vectors = C / kLanes, group = std::min<int64_t>(4, std::max<int64_t>(1, vectors));
-  const int64_t groups = std::max<int64_t>(1, (vectors + group - 1) / group) + (C % kLanes ? 1 : 0);
-  parallel_range(pool, images * OH * groups, OW * std::min(C, group * kLanes) * T, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t r = t / groups, gi = t % groups;
-      const int64_t n = r / OH, oh = r % OH;
-      const uint8_t* row = xp + (n * pad.H + oh * g.stride[0]) * pad.W * C;
-      uint8_t* yr = y + r * OW * C;
-      const int64_t c0 = gi * group * kLanes;
-      if (c0 >= vectors * kLanes) {  // the channels past the last whole vector
-        const int64_t c = vectors * kLanes;
-        for (int64_t ow = 0; ow < OW; ++ow)
-          dw_pixel_tail<kXSigned, kYSigned>(a, row + ow * g.stride[1] * C, toff, T, C, c, C - c, yr + ow * C);
-        continue;
-      }
-      const int64_t c1 = std::min(vectors * kLanes, c0 + group * kLanes);
-      for (int64_t c = c0; c < c1; c += kLanes) {
-        if (dw3 && g.stride[1] == 1)
-          dw3_row_block<kXSigned, kYSigned, 1>(a, row, pad.W, C, c, OW, yr);
-        else if (dw3 && g.stride[1] == 2)
-          dw3_row_block<kXSigned, kYSigned, 2>(a, row, pad.W, C, c, OW, yr);
-        else if (T == 9)
-          dw_row_block<kXSigned, kYSigned, 9>(a, row, g.stride[1], toff, T, C, c, OW, yr);
-        else
-          dw_row_block<kXSigned, kYSigned, 0>(a, row, g.stride[1], toff, T, C, c, OW, yr);
-      }
-    }
-  });
-}
-
 /// The residual sum of a QLinearConvAdd applied to each block of the GEMM's output as it is
 /// written (QGemmOut::after_block): rows are output pixels of the chunk of images whose output
 /// starts `offset` elements into y (and Z).
 struct BlockSum {
   const QConvAddSum* sum;
-  uint8_t* y;  // the chunk's output
+  uint8_t* y;  // the output
   int64_t offset, ldc;
-  bool is_signed;
 };
 
 void add_block_sum(const void* arg, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
   const BlockSum& a = *static_cast<const BlockSum*>(arg);
-  auto run = [&]<class S>() {
-    S* y = reinterpret_cast<S*>(a.y);
-    if (j0 == 0 && cols == a.ldc) {  // whole rows: one run
-      const int64_t off = i0 * a.ldc;
-      a.sum->apply(y + off, a.offset + off, y + off, rows * cols);
-      return;
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t off = (i0 + r) * a.ldc + j0;
-      a.sum->apply(y + off, a.offset + off, y + off, cols);
-    }
-  };
-  if (a.is_signed)
-    run.template operator()<int8_t>();
-  else
-    run.template operator()<uint8_t>();
+  if (j0 == 0 && cols == a.ldc) {  // whole rows: one run
+    a.sum->apply(a.y, a.offset + i0 * a.ldc, rows * cols);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) a.sum->apply(a.y, a.offset + (i0 + r) * a.ldc + j0, cols);
 }
 
 /// One output pixel's `lanes` channels from c, its window (top-left input pixel (ih0, iw0)) read
@@ -382,23 +318,28 @@ inline void dw_edge_pixel(const DwArgs& a, const uint8_t* x, int64_t H, int64_t 
   dw_store<kYSigned>(DwQuant(a, c, lanes), acc, lanes, y + c);
 }
 
-/// depthwise_q over the input itself, without the padded copy (large strided ones, where the copy
-/// reads and writes four times the output's plane): the outputs of a row whose windows lie inside
-/// the input go through the same row kernels, reading the input at its own width; those whose
-/// windows reach into the padding (the first and last rows and columns) take dw_edge_pixel.
+/// A depthwise convolution over x [images, H, W, C], whose windows start at (oh s0 - top,
+/// ow s1 - left): the outputs of a row whose windows lie inside x go through the row kernels
+/// above, reading x at its own width; those whose windows reach into the padding (or that hold
+/// the channels past the last whole vector) take dw_edge_pixel. Over a padded copy (top = left =
+/// 0) every window lies inside; over the input itself (large strided convolutions, where the copy
+/// reads and writes four times the output's plane) the first and last rows and columns are edges.
 template <bool kXSigned, bool kYSigned>
-void depthwise_q_direct(const DwArgs& a, const uint8_t* x, int64_t H, int64_t W, int64_t images, int64_t C,
-                        const WindowGeometry& g, uint8_t* y, ThreadPool& pool) {
+void depthwise_q(const DwArgs& a, const uint8_t* x, int64_t H, int64_t W, int64_t top, int64_t left, int64_t images, int64_t C,
+                 const WindowGeometry& g, uint8_t* y, ThreadPool& pool) {
   const int64_t OH = g.out[0], OW = g.out[1], KH = g.kernel[0], KW = g.kernel[1], T = KH * KW;
-  const int64_t s0 = g.stride[0], s1 = g.stride[1], top = g.pad_begin[0], left = g.pad_begin[1];
+  const int64_t s0 = g.stride[0], s1 = g.stride[1];
   int64_t toff[64];
   for (int64_t kh = 0; kh < KH; ++kh)
     for (int64_t kw = 0; kw < KW; ++kw) toff[kh * KW + kw] = (kh * g.dilation[0] * W + kw * g.dilation[1]) * C;
+  // 3 x 3 without dilation (MobileNet's) slides along the rows (dw3_row_block).
   const bool dw3 = KH == 3 && KW == 3 && g.dilation[0] == 1 && g.dilation[1] == 1;
-  // The output columns whose windows lie inside the input's columns: [ow_lo, ow_hi).
+  // The output columns whose windows lie inside x's columns: [ow_lo, ow_hi).
   const int64_t span = (KW - 1) * g.dilation[1];
   const int64_t ow_lo = std::min(OW, (left + s1 - 1) / s1);
   const int64_t ow_hi = std::clamp<int64_t>(W - 1 - span + left >= 0 ? (W - 1 - span + left) / s1 + 1 : 0, ow_lo, OW);
+  // Tasks: an output row's channels in groups of up to 4 vectors, so that a small plane (14 x 14
+  // over 576 channels: 14 rows) still splits evenly over the threads.
   const int64_t vectors = C / kLanes, group = std::min<int64_t>(4, std::max<int64_t>(1, vectors));
   const int64_t groups = std::max<int64_t>(1, (vectors + group - 1) / group) + (C % kLanes ? 1 : 0);
   parallel_range(pool, images * OH * groups, OW * std::min(C, group * kLanes) * T, [&](int64_t t0, int64_t t1) {
@@ -416,26 +357,21 @@ void depthwise_q_direct(const DwArgs& a, const uint8_t* x, int64_t H, int64_t W,
         continue;
       }
       const int64_t c1 = std::min(vectors * kLanes, c0 + group * kLanes);
+      const int64_t lo = row_inside ? ow_lo : OW, hi = row_inside ? ow_hi : OW;
       for (int64_t c = c0; c < c1; c += kLanes) {
-        if (!row_inside) {
-          for (int64_t ow = 0; ow < OW; ++ow) edge(ow, c, kLanes);
-          continue;
-        }
-        for (int64_t ow = 0; ow < ow_lo; ++ow) edge(ow, c, kLanes);
-        if (ow_hi > ow_lo) {
-          const uint8_t* row = x + ((n * H + ih0) * W + ow_lo * s1 - left) * C;
-          uint8_t* ym = yr + ow_lo * C;
-          const int64_t count = ow_hi - ow_lo;
+        for (int64_t ow = 0; ow < lo; ++ow) edge(ow, c, kLanes);
+        if (lo < hi) {
+          const uint8_t* row = x + ((n * H + ih0) * W + lo * s1 - left) * C;
           if (dw3 && s1 == 1)
-            dw3_row_block<kXSigned, kYSigned, 1>(a, row, W, C, c, count, ym);
+            dw3_row_block<kXSigned, kYSigned, 1>(a, row, W, C, c, hi - lo, yr + lo * C);
           else if (dw3 && s1 == 2)
-            dw3_row_block<kXSigned, kYSigned, 2>(a, row, W, C, c, count, ym);
+            dw3_row_block<kXSigned, kYSigned, 2>(a, row, W, C, c, hi - lo, yr + lo * C);
           else if (T == 9)
-            dw_row_block<kXSigned, kYSigned, 9>(a, row, s1, toff, T, C, c, count, ym);
+            dw_row_block<kXSigned, kYSigned, 9>(a, row, s1, toff, T, C, c, hi - lo, yr + lo * C);
           else
-            dw_row_block<kXSigned, kYSigned, 0>(a, row, s1, toff, T, C, c, count, ym);
+            dw_row_block<kXSigned, kYSigned, 0>(a, row, s1, toff, T, C, c, hi - lo, yr + lo * C);
         }
-        for (int64_t ow = ow_hi; ow < OW; ++ow) edge(ow, c, kLanes);
+        for (int64_t ow = hi; ow < OW; ++ow) edge(ow, c, kLanes);
       }
     }
   });
@@ -477,12 +413,8 @@ class QConvNhwcKernel final : public Kernel {
       if (is_q8(x_dt) && is_q8(y_dt)) {
         read_zps(info.node.has_input(2) ? info.constant(2) : nullptr, x_dt, 1, &consts_.x_zp, "x_zero_point", 2, node_);
         read_zps(info.node.has_input(7) ? info.constant(7) : nullptr, y_dt, 1, &consts_.y_zp, "y_zero_point", 7, node_);
-        float xsv = 0, ysv = 0;
-        read_params(*xs, 1, &xsv, "x_scale", 1, node_);
-        read_params(*ys, 1, &ysv, "y_scale", 6, node_);
         consts_.mult.resize(static_cast<size_t>(M));
-        read_params(*ws, M, consts_.mult.data(), "w_scale", 4, node_);
-        for (float& m : consts_.mult) m = xsv * m / ysv;
+        multipliers(*xs, *ws, *ys, M, consts_.mult.data());
         if (group_ != 1) consts_.tap_sum = tap_sums(prepared_, consts_.x_zp);
         consts_.x_dtype = x_dt;
         consts_.y_dtype = y_dt;
@@ -518,15 +450,16 @@ class QConvNhwcKernel final : public Kernel {
       fail(ErrorCode::kInvalidArgument, node_.label(), ": kernel_shape ", kernel_shape_.to_string(), " does not match w (input 3) ",
            w.shape().to_string());
     const WindowGeometry g = window_geometry(attrs_, node_, Shape{H, W}, Shape{KH, KW});
-    // The constants of creation, when they are for these weights and types; else read now.
-    const bool cached = !consts_.mult.empty() && consts_.x_dtype == x.dtype() && consts_.y_dtype == y.dtype();
+    // Weights prepared at creation (constant) when they fit, else prepared below; the constants
+    // of creation when they are for those weights and these types, else read now.
+    const bool prepared_fits = prepared_.M == M && prepared_.C == C && prepared_.KH == KH && prepared_.KW == KW &&
+                               prepared_.w_dtype == w.dtype();
+    const bool use_cached =
+        prepared_fits && !consts_.mult.empty() && consts_.x_dtype == x.dtype() && consts_.y_dtype == y.dtype();
     int32_t xzv = consts_.x_zp, yzv = consts_.y_zp;
-    float xsv = 0, ysv = 0;
-    if (!cached) {
+    if (!use_cached) {
       read_zps(xz, x.dtype(), 1, &xzv, "x_zero_point", 2, node_);
       read_zps(yz, y.dtype(), 1, &yzv, "y_zero_point", 7, node_);
-      read_params(xs, 1, &xsv, "x_scale", 1, node_);
-      read_params(ys, 1, &ysv, "y_scale", 6, node_);
     }
     if (y.numel() == 0) return;
     QConvAddSum sum;
@@ -535,19 +468,11 @@ class QConvNhwcKernel final : public Kernel {
     if (depthwise && KH * KW > kMaxDwTaps)
       fail(ErrorCode::kNotImplemented, node_.label(), ": channels-last depthwise QLinearConv takes at most ", kMaxDwTaps,
            " taps, got ", KH, "x", KW);
-    // Weights: prepared at creation (constant), else now.
     Prepared now;
     const Prepared* p = &prepared_;
-    if (p->M != M || p->C != C || p->KH != KH || p->KW != KW || p->w_dtype != w.dtype()) {
+    if (!prepared_fits) {
       now = prepare(w, wz);
       p = &now;
-    }
-    const bool use_cached = cached && p == &prepared_;
-    if (cached && !use_cached) {  // (weights of another shape than at creation: read everything now)
-      read_zps(xz, x.dtype(), 1, &xzv, "x_zero_point", 2, node_);
-      read_zps(yz, y.dtype(), 1, &yzv, "y_zero_point", 7, node_);
-      read_params(xs, 1, &xsv, "x_scale", 1, node_);
-      read_params(ys, 1, &ysv, "y_scale", 6, node_);
     }
     const float* mult = consts_.mult.data();
     const float* tap_sum = consts_.tap_sum.data();
@@ -557,8 +482,7 @@ class QConvNhwcKernel final : public Kernel {
         m_now = c.take<float>(M);
         t_now = depthwise ? c.take<float>(M) : nullptr;
       });
-      read_params(ws, M, m_now, "w_scale", 4, node_);
-      for (int64_t m = 0; m < M; ++m) m_now[m] = xsv * m_now[m] / ysv;
+      multipliers(xs, ws, ys, M, m_now);
       if (depthwise) tap_sums(*p, xzv, t_now);
       mult = m_now;
       tap_sum = t_now;
@@ -600,12 +524,10 @@ class QConvNhwcKernel final : public Kernel {
       uint8_t* yb = py + n0 * pixels * M;
       if (depthwise) {
         const DwArgs a{p->taps.data(), tap_sum, pb, mult, yzv, lo, hi, xzv};
-        auto run = [&]<bool XS, bool YS>() {
-          if (dw_direct)
-            depthwise_q_direct<XS, YS>(a, base, H, W, images, C, g, yb, ctx.pool());
-          else
-            depthwise_q<XS, YS>(a, base, pad, images, C, g, yb, ctx.pool());
-        };
+        // Over the padded copy (or an input that needs none) every window lies inside.
+        const int64_t xh = dw_direct ? H : pad.H, xw = dw_direct ? W : pad.W;
+        const int64_t top = dw_direct ? g.pad_begin[0] : 0, left = dw_direct ? g.pad_begin[1] : 0;
+        auto run = [&]<bool XS, bool YS>() { depthwise_q<XS, YS>(a, base, xh, xw, top, left, images, C, g, yb, ctx.pool()); };
         if (x_signed)
           y_signed ? run.template operator()<true, true>() : run.template operator()<true, false>();
         else
@@ -622,7 +544,7 @@ class QConvNhwcKernel final : public Kernel {
         a.quad_off = quad_off;
       }
       QGemmOut o = QGemmOut::quant8(yb, M, mult, yzv, y_signed, pb);
-      const BlockSum block_sum{&sum, yb, n0 * pixels * M, M, y_signed};
+      const BlockSum block_sum{&sum, py, n0 * pixels * M, M};
       if (sum_) {
         o.after_block = add_block_sum;
         o.after_block_arg = &block_sum;
@@ -639,6 +561,16 @@ class QConvNhwcKernel final : public Kernel {
     QPackedB packed;          // group 1: B[(kh KW + kw) cp + c][m]
     std::vector<float> taps;  // depthwise: taps[(kh KW + kw) C + c] = w - w_zp
   };
+
+  /// The requantisation multipliers x_scale w_scale[m] / y_scale of the M output channels (in
+  /// that order, as ONNX Runtime computes them), into out.
+  void multipliers(const Tensor& xs, const Tensor& ws, const Tensor& ys, int64_t M, float* out) const {
+    float xsv = 0, ysv = 0;
+    read_params(xs, 1, &xsv, "x_scale", 1, node_);
+    read_params(ys, 1, &ysv, "y_scale", 6, node_);
+    read_params(ws, M, out, "w_scale", 4, node_);
+    for (int64_t m = 0; m < M; ++m) out[m] = xsv * out[m] / ysv;
+  }
 
   /// Per channel, x_zp times the sum of the depthwise taps (w - w_zp), into out (p.M values).
   static void tap_sums(const Prepared& p, int32_t x_zp, float* out) {
@@ -821,6 +753,7 @@ QConvAddSum qconv_add_sum(const KernelContext& ctx, const Tensor& y) {
   QConvAddSum s;
   s.z = static_cast<const uint8_t*>(z.raw_data());
   s.conv_is_b = node.attr_int("conv_is_b", 0) != 0;
+  s.is_signed = y.dtype() == DType::kInt8;
   // As QLinearAdd: the ratios to the output's scale, and the constant term with A's first.
   const float rt = ts / cs, rz = zs / cs;
   if (s.conv_is_b) {
@@ -838,14 +771,9 @@ QConvAddSum qconv_add_sum(const KernelContext& ctx, const Tensor& y) {
 void qconv_add_in_place(const QConvAddSum& sum, Tensor& y, ThreadPool& pool) {
   constexpr int64_t kBlock = 4096;
   const int64_t n = y.numel();
-  const bool is_signed = y.dtype() == DType::kInt8;
   auto* py = static_cast<uint8_t*>(y.raw_data());
   parallel_range(pool, (n + kBlock - 1) / kBlock, kBlock, [&](int64_t b0, int64_t b1) {
-    const int64_t lo = b0 * kBlock, len = std::min(n, b1 * kBlock) - lo;
-    if (is_signed)
-      sum.apply(reinterpret_cast<int8_t*>(py) + lo, lo, reinterpret_cast<int8_t*>(py) + lo, len);
-    else
-      sum.apply(py + lo, lo, py + lo, len);
+    sum.apply(py, b0 * kBlock, std::min(n, b1 * kBlock) - b0 * kBlock);
   });
 }
 

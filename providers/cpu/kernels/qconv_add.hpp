@@ -27,16 +27,23 @@ struct QConvAddSum {
   const uint8_t* z = nullptr;  // Z's bytes, laid out as the output
   float ra = 0, rb = 0, fixed = 0;
   bool conv_is_b = false;
+  bool is_signed = false;  // int8 data (else uint8)
 
-  /// c = T + Z over n elements at the same offset of T (t), Z (z + offset) and the output (c;
-  /// c may be t).
-  template <class S>
-  void apply(const S* t, int64_t offset, S* c, int64_t n) const {
-    const S* zz = reinterpret_cast<const S*>(z) + offset;
-    if (conv_is_b)
-      qmath::qadd_rows(zz, t, c, n, ra, rb, fixed);
+  /// c = T + Z in place over n elements at `offset` of the output c (holding T) and of Z.
+  void apply(uint8_t* c, int64_t offset, int64_t n) const {
+    if (is_signed)
+      apply_as(reinterpret_cast<int8_t*>(c + offset), reinterpret_cast<const int8_t*>(z + offset), n);
     else
-      qmath::qadd_rows(t, zz, c, n, ra, rb, fixed);
+      apply_as(c + offset, z + offset, n);
+  }
+
+ private:
+  template <class S>
+  void apply_as(S* c, const S* zz, int64_t n) const {
+    if (conv_is_b)
+      qmath::qadd_rows(zz, c, c, n, ra, rb, fixed);
+    else
+      qmath::qadd_rows(c, zz, c, n, ra, rb, fixed);
   }
 };
 

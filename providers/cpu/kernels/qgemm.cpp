@@ -459,6 +459,23 @@ inline void pack_a_row(const uint8_t* row, const int64_t* quad_off, int64_t kp, 
 #endif
 }
 
+/// How many runs of whole panels to split n columns (`panels` panels, the last one narrower) into
+/// for `threads` threads taking them in turn: the count, up to 8 per thread, whose busiest thread
+/// has the fewest columns (20 panels on 2 threads: 2 runs of 10, where 6 runs of 4 left 12 panels
+/// to one thread and 8 to the other; 160 columns: 3 runs of 64, 64 and 32 columns).
+int64_t balanced_column_runs(int64_t panels, int64_t n, int threads) {
+  if (threads == 1) return 1;
+  int64_t best = 1, best_load = INT64_MAX;
+  for (int64_t k = 1; k <= std::min<int64_t>(panels, 8 * threads); ++k) {
+    const int64_t pps = (panels + k - 1) / k;
+    if ((panels + pps - 1) / pps != k) continue;  // (the same runs as a smaller k)
+    const int64_t w = pps * kQPanel, last = n - (k - 1) * w, rounds = k / threads, rest = k % threads;
+    const int64_t load = rest == 0 ? rounds * w : rest == 1 ? rounds * w + last : (rounds + 1) * w;
+    if (load < best_load) best_load = load, best = k;
+  }
+  return best;
+}
+
 }  // namespace
 
 int64_t QPackedB::panel_cols(int64_t p) const {
@@ -570,30 +587,16 @@ void qgemm(const QGemmA& a, const QPackedB& b, int64_t m, const QGemmOut& out, T
   const int64_t chunk_tiles =
       all_rows ? tiles : std::max<int64_t>(1, std::min<int64_t>(32, tiles / (4 * threads)));
   const int64_t chunks = (tiles + chunk_tiles - 1) / chunk_tiles;
-  int64_t col_split = all_rows ? (threads == 1 ? 1 : std::min<int64_t>(panels, 3 * threads))
-                      : chunks >= 2 * threads ? 1
-                                              : std::min<int64_t>(blocks * block, 2 * threads);
-  if (all_rows && threads > 1) {
-    // The split into k runs of whole panels (the last run narrower) whose busiest thread has the
-    // fewest columns, the threads taking the runs in turn, k up to 8 per thread (20 panels on 2
-    // threads: 2 runs of 10, where 6 runs of 4 left 12 panels to one thread and 8 to the other;
-    // 160 columns: 3 runs of 64, 64 and 32 columns).
-    int64_t best_load = INT64_MAX;
-    for (int64_t k = 1; k <= std::min<int64_t>(panels, 8 * threads); ++k) {
-      const int64_t pps = (panels + k - 1) / k;
-      if ((panels + pps - 1) / pps != k) continue;  // (the same runs as a smaller k)
-      const int64_t w = pps * kQPanel, last = n - (k - 1) * w, rounds = k / threads, rest = k % threads;
-      const int64_t load = rest == 0 ? rounds * w : rest == 1 ? rounds * w + last : (rounds + 1) * w;
-      if (load < best_load) best_load = load, col_split = k;
-    }
-  }
+  const int64_t col_split = all_rows ? balanced_column_runs(panels, n, threads)
+                            : chunks >= 2 * threads ? 1
+                                                    : std::min<int64_t>(blocks * block, 2 * threads);
   const int64_t panels_per_split = (panels + col_split - 1) / col_split;
   const auto* bdata = static_cast<const BElem*>(b.data());
   // The step after the product (QGemmOut::after_block) runs on each tile as it is written where
   // the rows are wide (a ResNet block's 256 to 2048 channels: a tile's 6 rows of 64 columns stay
   // in L1, and its whole output would not stay in L2); on narrow rows (MobileNetV2's 24 to 160
   // channels) a call per tile costs more than it saves, and it runs on each block instead.
-  const bool sum_per_tile = out.after_block && n >= 256;
+  const bool after_each_tile = out.after_block && n >= 256;
 
   auto task = [&](int64_t t0, int64_t t1) {
     int16_t* apack = nullptr;
@@ -637,10 +640,10 @@ void qgemm(const QGemmA& a, const QPackedB& b, int64_t m, const QGemmOut& out, T
             const TileFn fn = pick_tile(flip, plain, pc / kVec);
             fn(ta, kp, reinterpret_cast<const BElem*>(reinterpret_cast<const char*>(bdata) + b.panel_offset(p)), e, i0, rows,
                p * kQPanel, n);
-            if (sum_per_tile) out.after_block(out.after_block_arg, i0, rows, p * kQPanel, std::min(pc, n - p * kQPanel));
+            if (after_each_tile) out.after_block(out.after_block_arg, i0, rows, p * kQPanel, std::min(pc, n - p * kQPanel));
           }
         }
-        if (out.after_block && !sum_per_tile) {  // this chunk of rows by this block of panels, written
+        if (out.after_block && !after_each_tile) {  // this chunk of rows by this block of panels, written
           const int64_t i0 = tile0 * kMR, j0 = pb0 * kQPanel;
           out.after_block(out.after_block_arg, i0, std::min(m, tile1 * kMR) - i0, j0, std::min(n, pb1 * kQPanel) - j0);
         }
